@@ -1,0 +1,1 @@
+//! rocdxg-sys

@@ -1,0 +1,1 @@
+//! Simulated librocdxg.so.

@@ -1,0 +1,1 @@
+//! Scenario model of the simulated WSL2 ROCm stack.
