@@ -1,1 +1,82 @@
-//! wsl-topology
+//! GPU agent discovery for AMD GPUs under WSL2, and on native Linux.
+//!
+//! On WSL2 there is no `/dev/kfd`: GPUs are reached through `/dev/dxg`, the D3DKMT library
+//! `libdxcore.so` and the DXG thunk `librocdxg.so`. Discovery pairs each DXCore adapter with
+//! the KMT node the thunk reports (by LUID, else by a unique PCI device id), reads the node's
+//! `HsaNodeProperties` into slack-padded storage after the `DxgAbiCheck` handshake, and refuses —
+//! with a reason — whatever it cannot describe. On native Linux the KFD sysfs topology is read.
+//!
+//! Entry point: [`discover`]. Records are built once and never modified afterwards.
+
+pub mod agent;
+pub mod gfx;
+pub mod hsa_pairing;
+pub mod kfd;
+pub mod kmt;
+pub mod layout;
+pub mod pairing;
+pub mod platform;
+pub mod settings;
+pub mod wsl;
+
+pub use agent::{Agent, AgentKind, Omission, Subject};
+pub use layout::{Luid, NodeLayout};
+pub use platform::{Platform, Selection, SelectionReason};
+pub use settings::Settings;
+
+/// The result of agent discovery: the platform chosen, the agents published and everything
+/// that was left out, with reasons.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Discovery {
+    /// Which enumerator ran and why.
+    pub selection: Selection,
+    /// Published agents: CPU first, then GPUs; never modified after discovery.
+    agents: Box<[Agent]>,
+    /// Adapters, nodes and whole sources that were not published, each with its reason.
+    pub omissions: Vec<Omission>,
+    /// What the WSL enumerator learned about the thunk (absent on other platforms).
+    pub thunk: Option<wsl::ThunkReport>,
+}
+
+impl Discovery {
+    /// The published agents.
+    pub fn agents(&self) -> &[Agent] {
+        &self.agents
+    }
+
+    /// The GPU agents.
+    pub fn gpus(&self) -> impl Iterator<Item = &Agent> {
+        self.agents.iter().filter(|a| a.kind == AgentKind::Gpu)
+    }
+}
+
+/// Discovers agents as the profiler does before `hsa_init`: selects the platform, sets
+/// `WSLKMT_VENDOR_PACKET=1` (without overwriting) when WSL is selected, and enumerates.
+///
+/// Never fails: every problem becomes an [`Omission`] and a log line.
+pub fn discover(settings: &Settings) -> Discovery {
+    for problem in &settings.problems {
+        tracing::warn!("{problem}");
+    }
+    let selection = platform::select(settings);
+    let (agents, omissions, thunk) = match selection.platform {
+        Platform::GnuLinux => {
+            let (agents, omissions) = match &selection.kfd_root {
+                Some(root) => kfd::enumerate(root),
+                None => (Vec::new(), Vec::new()),
+            };
+            (agents, omissions, None)
+        }
+        Platform::Wsl => {
+            settings::enable_vendor_packets();
+            let out = wsl::enumerate(settings);
+            (out.agents, out.omissions, Some(out.thunk))
+        }
+    };
+    Discovery {
+        selection,
+        agents: agents.into_boxed_slice(),
+        omissions,
+        thunk,
+    }
+}

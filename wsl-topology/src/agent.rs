@@ -1,0 +1,466 @@
+//! Agent records and the reasons something was not published.
+
+use crate::layout::{Luid, NodeProps};
+use serde::Serialize;
+use std::fmt;
+
+/// CPU or GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentKind {
+    /// A CPU agent.
+    Cpu,
+    /// A GPU agent.
+    Gpu,
+}
+
+/// One published agent. Built once at discovery; never modified afterwards.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Agent {
+    /// CPU or GPU.
+    pub kind: AgentKind,
+    /// Dense ordinal over all published agents (CPU first).
+    pub logical_node_id: u32,
+    /// The driver's node id: the KMT node id on WSL, the sysfs node on native Linux. HSA agents
+    /// are paired by it.
+    pub node_id: u32,
+    /// Ordinal among agents of the same kind (GPU 0, GPU 1, …).
+    pub logical_node_type_id: u32,
+    /// The gfx target for a GPU (`gfx1150`), the CPU model for a CPU.
+    pub name: String,
+    /// Marketing name.
+    pub product_name: String,
+    /// `AMD` for GPUs, `CPU` for the synthesized CPU agent.
+    pub vendor_name: String,
+    /// Model name (empty where the platform reports none).
+    pub model_name: String,
+    /// Cores of a CPU agent (0 for a GPU).
+    pub cpu_cores_count: u32,
+    /// GPU properties; `None` for a CPU.
+    pub gpu: Option<GpuProperties>,
+}
+
+/// The properties of a GPU agent, as derived from its node topology.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[allow(missing_docs)]
+pub struct GpuProperties {
+    /// `major·10000 + minor·100 + stepping` of the gfx target.
+    pub gfx_target_version: u32,
+    pub simd_count: u32,
+    pub simd_per_cu: u32,
+    pub cu_count: u32,
+    /// Shader engines.
+    pub num_shader_banks: u32,
+    pub simd_arrays_per_engine: u32,
+    /// Shader arrays in total (`num_shader_banks × simd_arrays_per_engine`).
+    pub array_count: u32,
+    pub cu_per_engine: u32,
+    /// Derived (`cu_count / array_count`), not copied.
+    pub cu_per_simd_array: u32,
+    pub wave_front_size: u32,
+    pub max_waves_per_simd: u32,
+    pub max_waves_per_cu: u32,
+    pub max_slots_scratch_cu: u32,
+    pub lds_size_in_kb: u32,
+    pub gds_size_in_kb: u32,
+    pub num_gws: u32,
+    pub num_xcc: u32,
+    pub num_sdma_engines: u32,
+    pub num_sdma_xgmi_engines: u32,
+    pub num_sdma_queues_per_engine: u32,
+    pub num_cp_queues: u32,
+    pub max_engine_clk_fcompute: u32,
+    pub max_engine_clk_ccompute: u32,
+    pub vendor_id: u32,
+    pub device_id: u32,
+    pub location_id: u32,
+    pub domain: u32,
+    pub family_id: u32,
+    pub capability: u32,
+    pub hive_id: u64,
+    /// KFD gpu id.
+    pub gpu_id: u32,
+    pub fw_version: u32,
+    pub sdma_fw_version: u32,
+    /// Low 64 bits of the UUID (the node's `UniqueID`); the rest is zero.
+    pub unique_id: u64,
+    /// Local (dedicated) memory in bytes.
+    pub local_mem_size: u64,
+    pub workgroup_max_size: u32,
+    pub workgroup_max_dim: [u32; 3],
+    pub grid_max_size: u32,
+    pub grid_max_dim: [u32; 3],
+    /// Windows adapter LUID (WSL only, when known).
+    pub luid: Option<Luid>,
+    /// GPU wall-clock frequency in kHz, when the node reports it.
+    pub wallclock_khz: Option<u64>,
+}
+
+/// The five node fields without which a topology is incomplete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Incomplete {
+    /// `NumFComputeCores`.
+    pub simd_count: u32,
+    /// `NumSIMDPerCU`.
+    pub simd_per_cu: u32,
+    /// `NumShaderBanks`.
+    pub shader_banks: u32,
+    /// `NumArrays`.
+    pub arrays_per_engine: u32,
+    /// `WaveFrontSize`.
+    pub wave_front_size: u32,
+}
+
+impl fmt::Display for Incomplete {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "simd_count={} simd_per_cu={} shader_banks={} arrays_per_engine={} wave_front_size={}",
+            self.simd_count,
+            self.simd_per_cu,
+            self.shader_banks,
+            self.arrays_per_engine,
+            self.wave_front_size
+        )
+    }
+}
+
+/// Derives a GPU's properties from its node record. `gfx_target_version`, `location_id`,
+/// `local_mem_size` and `luid` are the caller's to fill when the platform knows better.
+pub fn apply_node_topology(node_id: u32, p: &NodeProps) -> Result<GpuProperties, Incomplete> {
+    if p.simd_count == 0
+        || p.simd_per_cu == 0
+        || p.shader_engines == 0
+        || p.arrays_per_engine == 0
+        || p.wave_front_size == 0
+    {
+        return Err(Incomplete {
+            simd_count: p.simd_count,
+            simd_per_cu: p.simd_per_cu,
+            shader_banks: p.shader_engines,
+            arrays_per_engine: p.arrays_per_engine,
+            wave_front_size: p.wave_front_size,
+        });
+    }
+    let cu_count = p.simd_count / p.simd_per_cu;
+    let array_count = p.shader_engines * p.arrays_per_engine;
+    let cu_per_simd_array = cu_count / array_count;
+    if p.cu_per_array != cu_per_simd_array {
+        tracing::warn!(
+            "node {node_id} reports NumCUPerArray={} but {cu_count} compute units across {array_count} shader arrays ({} engines x {}) is {cu_per_simd_array} per array; using the derived value",
+            p.cu_per_array,
+            p.shader_engines,
+            p.arrays_per_engine
+        );
+    }
+    Ok(GpuProperties {
+        gfx_target_version: 0,
+        simd_count: p.simd_count,
+        simd_per_cu: p.simd_per_cu,
+        cu_count,
+        num_shader_banks: p.shader_engines,
+        simd_arrays_per_engine: p.arrays_per_engine,
+        array_count,
+        cu_per_engine: cu_count / p.shader_engines,
+        cu_per_simd_array,
+        wave_front_size: p.wave_front_size,
+        max_waves_per_simd: p.max_waves_per_simd,
+        max_waves_per_cu: p.simd_per_cu * p.max_waves_per_simd,
+        max_slots_scratch_cu: p.max_slots_scratch_cu,
+        lds_size_in_kb: p.lds_size_kb,
+        gds_size_in_kb: p.gds_size_kb,
+        num_gws: p.num_gws,
+        num_xcc: p.num_xcc.max(1),
+        num_sdma_engines: p.num_sdma_engines,
+        num_sdma_xgmi_engines: p.num_sdma_xgmi_engines,
+        num_sdma_queues_per_engine: p.num_sdma_queues_per_engine,
+        num_cp_queues: p.num_cp_queues,
+        max_engine_clk_fcompute: p.max_engine_clock_mhz_fcompute,
+        max_engine_clk_ccompute: p.max_engine_clock_mhz_ccompute,
+        vendor_id: p.vendor_id.into(),
+        device_id: p.device_id.into(),
+        location_id: p.location_id,
+        domain: p.domain,
+        family_id: p.family_id,
+        capability: p.capability,
+        hive_id: p.hive_id,
+        gpu_id: p.kfd_gpu_id,
+        fw_version: p.engine_id.ucode(),
+        sdma_fw_version: p.sdma_ucode,
+        unique_id: p.unique_id,
+        local_mem_size: p.local_mem_size,
+        workgroup_max_size: 1024,
+        workgroup_max_dim: [1024, 1024, 1024],
+        grid_max_size: i32::MAX as u32,
+        grid_max_dim: [i32::MAX as u32, 65535, 65535],
+        luid: p.luid.filter(|l| l.is_present()),
+        wallclock_khz: p.wallclock_khz.filter(|&k| k != 0),
+    })
+}
+
+/// The CPU agent published first on WSL, mirroring the HSA runtime's CPU node 0.
+pub fn synthesized_cpu(model: Option<&str>, cores: i64) -> Agent {
+    let name = model
+        .map(|m| m.trim_matches([' ', '\t', '\r', '\n', '\x0b', '\x0c']))
+        .filter(|m| !m.is_empty())
+        .unwrap_or("CPU")
+        .to_owned();
+    Agent {
+        kind: AgentKind::Cpu,
+        logical_node_id: 0,
+        node_id: 0,
+        logical_node_type_id: 0,
+        product_name: name.clone(),
+        name,
+        vendor_name: "CPU".into(),
+        model_name: String::new(),
+        cpu_cores_count: u32::try_from(cores).unwrap_or(0),
+        gpu: None,
+    }
+}
+
+/// The "model name" of the first processor in `/proc/cpuinfo` text.
+pub fn cpuinfo_model_name(cpuinfo: &str) -> Option<&str> {
+    cpuinfo.lines().find_map(|l| {
+        let (key, value) = l.split_once(':')?;
+        (key.trim() == "model name").then_some(value)
+    })
+}
+
+/// What an omission is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Subject {
+    /// A DXCore adapter (index in enumeration order).
+    Adapter {
+        /// Enumeration index.
+        index: u32,
+        /// PCI vendor id, if it could be queried.
+        vendor_id: Option<u32>,
+        /// PCI device id, if it could be queried.
+        device_id: Option<u32>,
+        /// The adapter's LUID.
+        luid: Luid,
+    },
+    /// A KMT (or KFD) node.
+    Node {
+        /// Its node id.
+        node_id: u32,
+    },
+    /// A library (`libdxcore.so`, `librocdxg.so`).
+    Library {
+        /// Its name.
+        name: String,
+    },
+    /// The platform as a whole.
+    Platform,
+}
+
+impl fmt::Display for Subject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Adapter {
+                index,
+                vendor_id,
+                device_id,
+                luid,
+            } => {
+                write!(f, "adapter {index}")?;
+                if let (Some(v), Some(d)) = (vendor_id, device_id) {
+                    write!(f, " (vendor 0x{v:04x} device 0x{d:04x}")?;
+                    if luid.is_present() {
+                        write!(f, ", LUID {luid}")?;
+                    }
+                    write!(f, ")")?;
+                }
+                Ok(())
+            }
+            Self::Node { node_id } => write!(f, "KMT node {node_id}"),
+            Self::Library { name } => f.write_str(name),
+            Self::Platform => f.write_str("platform"),
+        }
+    }
+}
+
+/// Why something was not published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[allow(missing_docs)]
+pub enum OmissionKind {
+    LateAttach,
+    ForcedWithoutWsl,
+    DxcoreUnavailable,
+    AdapterEnumerationFailed,
+    NoAdapters,
+    ThunkUnavailable,
+    ThunkIncomplete,
+    HandshakeRejected,
+    KfdOpenFailed,
+    SystemPropertiesFailed,
+    NodeReadFailed,
+    LayoutMismatch,
+    NoGpuNodes,
+    NonAmdAdapter,
+    AdapterQueryFailed,
+    AmbiguousAdapter,
+    NoMatchingNode,
+    UnparsableGfx,
+    IncompleteTopology,
+    UnclaimedNode,
+    KfdNodeUnreadable,
+}
+
+impl OmissionKind {
+    /// How loudly this is reported: informational kinds are expected on healthy systems.
+    pub fn is_warning(self) -> bool {
+        !matches!(self, Self::NonAmdAdapter | Self::NoAdapters)
+    }
+}
+
+/// Something discovery did not publish, and why (in words a user can act on).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Omission {
+    /// What was left out.
+    pub subject: Subject,
+    /// The kind of reason (stable, for scripts and tests).
+    pub kind: OmissionKind,
+    /// The explanation.
+    pub reason: String,
+}
+
+impl Omission {
+    /// Records an omission and logs it (warning or info by kind).
+    pub fn new(subject: Subject, kind: OmissionKind, reason: impl Into<String>) -> Self {
+        let o = Self {
+            subject,
+            kind,
+            reason: reason.into(),
+        };
+        if kind.is_warning() {
+            tracing::warn!("{}: {}", o.subject, o.reason);
+        } else {
+            tracing::info!("{}: {}", o.subject, o.reason);
+        }
+        o
+    }
+}
+
+impl fmt::Display for Omission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.subject, self.reason)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> NodeProps {
+        NodeProps {
+            simd_count: 32,
+            simd_per_cu: 2,
+            shader_engines: 1,
+            arrays_per_engine: 2,
+            cu_per_array: 8,
+            wave_front_size: 32,
+            max_waves_per_simd: 16,
+            num_xcc: 1,
+            engine_id: rocdxg_sys::HSA_ENGINE_ID::new(11, 5, 0, 42),
+            sdma_ucode: 17,
+            vendor_id: 0x1002,
+            device_id: 0x150e,
+            location_id: 0x0300,
+            family_id: 145,
+            unique_id: 0x0123_4567_89AB_CDEF,
+            max_engine_clock_mhz_fcompute: 2900,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn derives_counts_from_the_gfx1150_fixture() {
+        let g = apply_node_topology(1, &fixture()).unwrap();
+        assert_eq!(
+            (
+                g.simd_count,
+                g.simd_per_cu,
+                g.cu_count,
+                g.num_shader_banks,
+                g.simd_arrays_per_engine
+            ),
+            (32, 2, 16, 1, 2)
+        );
+        assert_eq!(
+            (g.array_count, g.cu_per_simd_array, g.cu_per_engine),
+            (2, 8, 16)
+        );
+        assert_eq!(
+            (
+                g.wave_front_size,
+                g.max_waves_per_simd,
+                g.max_waves_per_cu,
+                g.num_xcc
+            ),
+            (32, 16, 32, 1)
+        );
+        assert_eq!(
+            (g.fw_version, g.sdma_fw_version, g.max_engine_clk_fcompute),
+            (42, 17, 2900)
+        );
+        assert_eq!(g.unique_id, 0x0123_4567_89AB_CDEF);
+        assert_eq!(
+            (g.workgroup_max_size, g.grid_max_size),
+            (1024, i32::MAX as u32)
+        );
+    }
+
+    #[test]
+    fn four_engines_by_two_arrays() {
+        let p = NodeProps {
+            simd_count: 256,
+            simd_per_cu: 2,
+            shader_engines: 4,
+            ..fixture()
+        };
+        let g = apply_node_topology(1, &p).unwrap();
+        assert_eq!((g.array_count, g.cu_count, g.cu_per_engine), (8, 128, 32));
+    }
+
+    #[test]
+    fn each_key_field_at_zero_makes_the_topology_incomplete() {
+        let zeroed: [fn(&mut NodeProps); 5] = [
+            |p| p.simd_count = 0,
+            |p| p.simd_per_cu = 0,
+            |p| p.shader_engines = 0,
+            |p| p.arrays_per_engine = 0,
+            |p| p.wave_front_size = 0,
+        ];
+        for zero in zeroed {
+            let mut p = fixture();
+            zero(&mut p);
+            assert!(apply_node_topology(1, &p).is_err());
+        }
+    }
+
+    #[test]
+    fn xcc_zero_counts_as_one_and_cu_per_array_is_derived() {
+        let p = NodeProps {
+            num_xcc: 0,
+            cu_per_array: 64,
+            ..fixture()
+        };
+        let g = apply_node_topology(1, &p).unwrap();
+        assert_eq!((g.num_xcc, g.cu_per_simd_array), (1, 8));
+    }
+
+    #[test]
+    fn cpu_agent_name_is_trimmed_or_defaulted() {
+        let info = "processor\t: 0\nmodel name\t: \t AMD Ryzen AI 9 HX 370 \n";
+        let cpu = synthesized_cpu(cpuinfo_model_name(info), 24);
+        assert_eq!(cpu.name, "AMD Ryzen AI 9 HX 370");
+        assert_eq!(cpu.cpu_cores_count, 24);
+        assert_eq!(synthesized_cpu(Some("  \t"), -1).name, "CPU");
+        assert_eq!(synthesized_cpu(None, 4).product_name, "CPU");
+        assert_eq!(synthesized_cpu(None, -1).cpu_cores_count, 0);
+    }
+}
