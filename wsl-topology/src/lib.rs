@@ -58,7 +58,11 @@ pub fn discover(settings: &Settings) -> Discovery {
     for problem in &settings.problems {
         tracing::warn!("{problem}");
     }
-    let selection = platform::select(settings);
+    discover_on(settings, platform::select(settings))
+}
+
+/// [`discover`] on a platform already selected (with [`platform::select`]).
+pub fn discover_on(settings: &Settings, selection: Selection) -> Discovery {
     let (agents, omissions, thunk) = match selection.platform {
         Platform::GnuLinux => {
             let (agents, omissions) = match &selection.kfd_root {

@@ -196,6 +196,26 @@ pub fn enumerate(settings: &Settings) -> WslOutcome {
     }
 }
 
+/// The thunk's record size as found by [`kmt::probe_layout`], and which file answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThunkProbe {
+    /// The file the loader mapped.
+    pub path: Option<String>,
+    /// What the handshake and the measurement found.
+    #[serde(flatten)]
+    pub probe: kmt::LayoutProbe,
+}
+
+/// Loads `librocdxg.so` and probes its record size. For a process of its own (the CLI): the
+/// handshake can change the thunk's process-global state.
+pub fn probe_thunk() -> Result<ThunkProbe, rocdxg_sys::Error> {
+    // SAFETY: loads librocdxg by its unversioned name; its exports have the hsaKmt signatures.
+    let rocdxg = unsafe { Rocdxg::open() }?;
+    // SAFETY: the table belongs to `rocdxg`, alive for the call.
+    let probe = unsafe { kmt::probe_layout(rocdxg.fns()) };
+    Ok(ThunkProbe { path: rocdxg.path().map(|p| p.display().to_string()), probe })
+}
+
 /// Loads the thunk and reads its topology, recording what happened.
 fn read_thunk(
     layout: NodeLayout,

@@ -1,1 +1,164 @@
-fn main() {}
+//! `cargo xtask <command>`: build, stage, demo, test and ABI tooling for the workspace.
+
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const HELP: &str = "\
+cargo xtask <command>
+
+  build      build the workspace and stage the simulated WSL2 stack next to `rocprof`
+             (target/debug/sim: lib/libdxcore.so, lib/librocdxg.so -> .so.1 -> .so.1.2.0, dev/dxg)
+  demo       build, then run `rocprof --sim avail` on the simulated Radeon 890M
+  test       build, run `cargo test --workspace`, then the valgrind check
+  valgrind   run the layout-mismatch scenarios under valgrind (no invalid access allowed)
+  abi-dump   print every #[repr(C)] layout of the FFI crates: struct, field, offset, size
+";
+
+/// File name of the staged thunk and its soname chain.
+const ROCDXG_FILE: &str = "librocdxg.so.1.2.0";
+const ROCDXG_SONAME: &str = "librocdxg.so.1";
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("build") => build().map(drop),
+        Some("demo") => demo(),
+        Some("test") => test(),
+        Some("valgrind") => valgrind(&build()?),
+        Some("abi-dump") => {
+            print!("{}", abi_dump());
+            Ok(())
+        }
+        Some("help" | "--help" | "-h") | None => {
+            print!("{HELP}");
+            Ok(())
+        }
+        Some(other) => bail!("unknown command `{other}`\n\n{HELP}"),
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .into()
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    c.current_dir(root());
+    c
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot run {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed: {status}");
+    }
+    Ok(())
+}
+
+/// Builds everything and stages the simulated stack; returns the `bin` directory.
+fn build() -> Result<PathBuf> {
+    run(cargo().args(["build", "--workspace", "--all-targets"]))?;
+    let bin = target_dir().join("debug");
+    let lib = bin.join("sim").join("lib");
+    let dev = bin.join("sim").join("dev");
+    std::fs::create_dir_all(&lib)?;
+    std::fs::create_dir_all(&dev)?;
+    copy(&bin.join("libdxcore.so"), &lib.join("libdxcore.so"))?;
+    copy(&bin.join("librocdxg.so"), &lib.join(ROCDXG_FILE))?;
+    symlink(ROCDXG_FILE, &lib.join(ROCDXG_SONAME))?;
+    symlink(ROCDXG_SONAME, &lib.join("librocdxg.so"))?;
+    // The simulated stack's stand-in for the DXG device node: its existence is what counts.
+    std::fs::write(dev.join("dxg"), b"")?;
+    Ok(bin)
+}
+
+fn copy(from: &Path, to: &Path) -> Result<()> {
+    // Remove first: the destination may be mapped by a running process.
+    let _ = std::fs::remove_file(to);
+    std::fs::copy(from, to).with_context(|| format!("cannot stage {}", from.display()))?;
+    Ok(())
+}
+
+fn symlink(target: &str, link: &Path) -> Result<()> {
+    let _ = std::fs::remove_file(link);
+    std::os::unix::fs::symlink(target, link)
+        .with_context(|| format!("cannot link {} -> {target}", link.display()))
+}
+
+fn demo() -> Result<()> {
+    let bin = build()?;
+    eprintln!("\n$ rocprof --sim avail\n");
+    run(Command::new(bin.join("rocprof")).args(["--sim", "avail"]))
+}
+
+fn test() -> Result<()> {
+    let bin = build()?;
+    run(cargo().args(["test", "--workspace"]))?;
+    valgrind(&bin)
+}
+
+/// Scenarios where the thunk's record size differs from the layout in use, run under valgrind:
+/// the node must be refused and no byte outside the read's own storage touched.
+fn valgrind(bin: &Path) -> Result<()> {
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        bail!(
+            "valgrind is not installed (apt-get install valgrind); it checks that a mismatched thunk corrupts no memory"
+        );
+    }
+    let scenarios = root().join("rocprof-cli").join("tests").join("scenarios");
+    let cases = [
+        ("thunk-396-no-handshake.toml", "376"),
+        ("thunk-376-no-handshake.toml", "396"),
+        ("thunk-396-no-handshake.toml", "396"),
+    ];
+    for (scenario, layout) in cases {
+        eprintln!("valgrind: {scenario} read as {layout} bytes");
+        let out = Command::new("valgrind")
+            .args(["--error-exitcode=99", "--quiet", "--trace-children=yes"])
+            .arg(bin.join("rocprof"))
+            .args(["--sim", "avail", "--json"])
+            .env("WSLSIM_SCENARIO", scenarios.join(scenario))
+            .env("ROCPROF_HSAKMT_LAYOUT", layout)
+            .output()?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            bail!(
+                "valgrind reported errors for {scenario} read as {layout} bytes ({}):\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        // Matching sizes publish the GPU; mismatched ones refuse it.
+        let mismatch = stdout.contains("\"layout-mismatch\"");
+        let expect_mismatch = !scenario.contains(&format!("-{layout}-"));
+        if mismatch != expect_mismatch {
+            bail!(
+                "{scenario} read as {layout}: expected layout-mismatch={expect_mismatch}:\n{stdout}"
+            );
+        }
+    }
+    eprintln!("valgrind: no invalid memory access in {} runs", cases.len());
+    Ok(())
+}
+
+/// One tab-separated line per field of every FFI layout.
+fn abi_dump() -> String {
+    let mut out = String::new();
+    for layout in dxcore_sys::layouts()
+        .iter()
+        .chain(rocdxg_sys::layouts().iter())
+    {
+        c_layout::write_tsv(&mut out, layout).expect("writing to a String");
+    }
+    out
+}
