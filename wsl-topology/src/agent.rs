@@ -288,7 +288,6 @@ impl fmt::Display for Subject {
 #[allow(missing_docs)]
 pub enum OmissionKind {
     LateAttach,
-    ForcedWithoutWsl,
     DxcoreUnavailable,
     AdapterEnumerationFailed,
     NoAdapters,

@@ -1,1 +1,137 @@
 //! Scenario model of the simulated WSL2 ROCm stack.
+//!
+//! Both simulated libraries (`libdxcore.so` from `sim-dxcore`, `librocdxg.so` from
+//! `sim-rocdxg`) read the same scenario: a TOML file named by `WSLSIM_SCENARIO`, or the
+//! built-in Radeon 890M machine when the variable is unset. The file is read once per process
+//! (per library copy) by [`current`]. A file that cannot be used prints one line,
+//! `wslsim: cannot use scenario <path>: <reason>`, and the libraries then simulate an empty
+//! machine, so nothing crashes.
+//!
+//! The crate also holds what both libraries share: the call log ([`log_call`], env
+//! `WSLSIM_CALL_LOG`) and load-time export hiding ([`hide_exports`]).
+//!
+//! This crate is simulator-only; no product crate may depend on it.
+
+mod calllog;
+mod elf;
+#[doc(hidden)]
+pub mod harness;
+mod model;
+mod once;
+mod schema;
+
+use std::ffi::c_void;
+use std::path::Path;
+use std::sync::OnceLock;
+
+pub use calllog::{CALL_LOG_ENV, append_line, log_call, ntstatus};
+pub use elf::{gnu_hash, hide_exports, in_shared_object, object_path, sysv_hash};
+pub use model::{
+    AbiCheck, Adapter, AdapterQuery, BUS_TYPE_PCI, Cpu, Dxcore, EngineId, GpuNode, Luid, Machine,
+    Scenario, Thunk, WriteSize,
+};
+pub use schema::{MAX_LAYOUT, NODE_NAME_ELEMENTS, REGISTRY_STRING_CHARS, check_layout};
+
+/// Environment variable naming the scenario TOML file.
+pub const SCENARIO_ENV: &str = "WSLSIM_SCENARIO";
+
+impl Scenario {
+    /// Parses scenario TOML text. The error is a single line.
+    pub fn from_toml_str(text: &str) -> Result<Scenario, String> {
+        schema::resolve(schema::parse(text)?)
+    }
+
+    /// Reads and parses a scenario file. The error is a single line (without the path).
+    pub fn from_file(path: &Path) -> Result<Scenario, String> {
+        let text = std::fs::read_to_string(path).map_err(|error| error.to_string())?;
+        Scenario::from_toml_str(&text)
+    }
+}
+
+/// The result of choosing a scenario: what to simulate, and what to tell the user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loaded {
+    /// The scenario to simulate (the empty machine if the file could not be used).
+    pub scenario: Scenario,
+    /// The one-line diagnostic to print on stderr, if the file could not be used.
+    pub diagnostic: Option<String>,
+}
+
+/// Chooses the scenario for an optional file path: `None` (or an empty path) is the built-in
+/// default; a file that cannot be used gives the empty machine plus a diagnostic line.
+pub fn load(path: Option<&Path>) -> Loaded {
+    let Some(path) = path.filter(|path| !path.as_os_str().is_empty()) else {
+        return Loaded {
+            scenario: Scenario::default(),
+            diagnostic: None,
+        };
+    };
+    match Scenario::from_file(path) {
+        Ok(scenario) => Loaded {
+            scenario,
+            diagnostic: None,
+        },
+        Err(reason) => Loaded {
+            scenario: Scenario::empty(),
+            diagnostic: Some(format!(
+                "wslsim: cannot use scenario {}: {reason}",
+                path.display()
+            )),
+        },
+    }
+}
+
+/// Chooses the scenario named by `WSLSIM_SCENARIO` (see [`load`]).
+pub fn load_from_env() -> Loaded {
+    let path = std::env::var_os(SCENARIO_ENV);
+    load(path.as_deref().map(Path::new))
+}
+
+/// The process's scenario, read from `WSLSIM_SCENARIO` on first use.
+///
+/// The diagnostic of an unusable file is printed on stderr once per process, even when both
+/// simulated libraries (each with its own copy of this crate) are loaded.
+pub fn current() -> &'static Scenario {
+    static CURRENT: OnceLock<Scenario> = OnceLock::new();
+    CURRENT.get_or_init(|| {
+        let loaded = load_from_env();
+        if let Some(line) = &loaded.diagnostic
+            && once::first_in_process("scenario-diagnostic")
+        {
+            eprintln!("{line}");
+        }
+        loaded.scenario
+    })
+}
+
+/// What a simulated library's ELF constructor does: log `<lib> loaded pid=<pid> path=<path>`
+/// and hide the scenario's hidden exports, printing `wslsim: cannot hide export ...` lines for
+/// the ones that cannot be hidden.
+///
+/// Export hiding is skipped when `anchor` lies in the main program (the library's code linked
+/// into a test executable rather than loaded as the shared object).
+///
+/// # Safety
+///
+/// As for [`hide_exports`]: call it only from the library's own ELF constructor, with
+/// `anchor` one of the library's functions.
+pub unsafe fn on_library_load(lib: &str, anchor: *const c_void, hidden: &[String]) {
+    let path = object_path(anchor).unwrap_or_else(|| "?".to_owned());
+    log_call(
+        lib,
+        format_args!("loaded pid={} path={path}", std::process::id()),
+    );
+    if hidden.is_empty() || !in_shared_object(anchor) {
+        return;
+    }
+    let names: Vec<&str> = hidden.iter().map(String::as_str).collect();
+    // SAFETY: forwarded from this function's own contract.
+    if let Err(error) = unsafe { hide_exports(anchor, &names) } {
+        for line in error.lines() {
+            eprintln!("wslsim: {line}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -93,7 +93,7 @@ pub struct Thunk {
 }
 
 /// Behaviour of the simulated libdxcore.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Dxcore {
     /// Exports hidden from `dlsym`.
     pub hidden_exports: Vec<String>,
@@ -444,15 +444,6 @@ impl Default for Thunk {
             close_status: 0,
             node_status: BTreeMap::new(),
             handle_import_desc_size: 0,
-        }
-    }
-}
-
-impl Default for Dxcore {
-    fn default() -> Self {
-        Dxcore {
-            hidden_exports: Vec::new(),
-            enum_status: 0,
         }
     }
 }
