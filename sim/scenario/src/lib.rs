@@ -2,8 +2,8 @@
 //!
 //! Both simulated libraries (`libdxcore.so` from `sim-dxcore`, `librocdxg.so` from
 //! `sim-rocdxg`) read the same scenario: a TOML file named by `WSLSIM_SCENARIO`, or the
-//! built-in Radeon 890M machine when the variable is unset. The file is read once per process
-//! (per library copy) by [`current`]. A file that cannot be used prints one line,
+//! built-in Radeon 890M machine when the variable is unset. [`current`] reads it once per
+//! library copy. A file that cannot be used prints one line per process,
 //! `wslsim: cannot use scenario <path>: <reason>`, and the libraries then simulate an empty
 //! machine, so nothing crashes.
 //!
@@ -106,7 +106,8 @@ pub fn current() -> &'static Scenario {
 
 /// What a simulated library's ELF constructor does: log `<lib> loaded pid=<pid> path=<path>`
 /// and hide the scenario's hidden exports, printing `wslsim: cannot hide export ...` lines for
-/// the ones that cannot be hidden.
+/// the ones that cannot be hidden (each once per process, however often the library is
+/// loaded).
 ///
 /// Export hiding is skipped when `anchor` lies in the main program (the library's code linked
 /// into a test executable rather than loaded as the shared object).
@@ -127,8 +128,11 @@ pub unsafe fn on_library_load(lib: &str, anchor: *const c_void, hidden: &[String
     let names: Vec<&str> = hidden.iter().map(String::as_str).collect();
     // SAFETY: forwarded from this function's own contract.
     if let Err(error) = unsafe { hide_exports(anchor, &names) } {
+        // A library unloaded and loaded again hides its exports again, but says so once.
         for line in error.lines() {
-            eprintln!("wslsim: {line}");
+            if once::first_in_process(&format!("{lib}-{}", gnu_hash(line.as_bytes()))) {
+                eprintln!("wslsim: {line}");
+            }
         }
     }
 }
