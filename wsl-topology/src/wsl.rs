@@ -213,7 +213,10 @@ pub fn probe_thunk() -> Result<ThunkProbe, rocdxg_sys::Error> {
     let rocdxg = unsafe { Rocdxg::open() }?;
     // SAFETY: the table belongs to `rocdxg`, alive for the call.
     let probe = unsafe { kmt::probe_layout(rocdxg.fns()) };
-    Ok(ThunkProbe { path: rocdxg.path().map(|p| p.display().to_string()), probe })
+    Ok(ThunkProbe {
+        path: rocdxg.path().map(|p| p.display().to_string()),
+        probe,
+    })
 }
 
 /// Loads the thunk and reads its topology, recording what happened.
