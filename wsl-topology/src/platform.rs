@@ -131,3 +131,79 @@ pub fn select(settings: &Settings) -> Selection {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::Settings;
+
+    fn off_wsl(force: Option<ForcedPlatform>, kfd: Option<PathBuf>) -> Settings {
+        Settings {
+            force_platform: force,
+            kfd_roots: kfd.into_iter().collect(),
+            dxg_device: PathBuf::from("/nonexistent/dev/dxg"),
+            ..Settings::default()
+        }
+    }
+
+    fn fixture() -> PathBuf {
+        let root =
+            std::env::temp_dir().join(format!("wsl-topology-platform-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("1")).unwrap();
+        root
+    }
+
+    #[test]
+    fn wsl_is_unavailable_without_the_dxg_device() {
+        let err = wsl_available(&off_wsl(None, None)).unwrap_err();
+        assert!(err.contains("/nonexistent/dev/dxg is not present"), "{err}");
+    }
+
+    #[test]
+    fn a_kfd_topology_directory_selects_gnulinux() {
+        let s = select(&off_wsl(None, Some(fixture())));
+        assert_eq!(
+            (s.platform, s.reason),
+            (Platform::GnuLinux, SelectionReason::KfdSysfs)
+        );
+        assert_eq!(s.kfd_root, Some(fixture()));
+    }
+
+    #[test]
+    fn forcing_gnulinux_uses_the_fixture_and_forcing_wsl_skips_the_check() {
+        let s = select(&off_wsl(Some(ForcedPlatform::GnuLinux), Some(fixture())));
+        assert_eq!(
+            (s.platform, s.reason),
+            (Platform::GnuLinux, SelectionReason::Forced)
+        );
+        assert_eq!(s.kfd_root, Some(fixture()));
+        let s = select(&off_wsl(Some(ForcedPlatform::Wsl), Some(fixture())));
+        assert_eq!(
+            (s.platform, s.reason),
+            (Platform::Wsl, SelectionReason::Forced)
+        );
+    }
+
+    #[test]
+    fn an_unknown_forced_platform_autodetects() {
+        let s = select(&off_wsl(
+            Some(ForcedPlatform::Unknown("windows".into())),
+            Some(fixture()),
+        ));
+        assert_eq!(s.reason, SelectionReason::KfdSysfs);
+    }
+
+    #[test]
+    fn nothing_found_falls_back_to_an_empty_gnulinux() {
+        // Skipped where a real KFD topology exists: autodetection would rightly find it.
+        if SYSFS_KFD_ROOTS.iter().any(|p| Path::new(p).is_dir()) {
+            return;
+        }
+        let s = select(&off_wsl(None, None));
+        assert_eq!(
+            (s.platform, s.reason),
+            (Platform::GnuLinux, SelectionReason::Fallback)
+        );
+        assert!(s.detail.contains("not present"), "{}", s.detail);
+    }
+}
