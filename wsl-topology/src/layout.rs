@@ -22,7 +22,8 @@ pub enum NodeLayout {
 impl NodeLayout {
     /// The layout assumed when nothing else is known.
     pub const DEFAULT: Self = Self::L396;
-    /// Every layout, largest first (the order a probe tries them).
+    /// Every layout, largest first (the order a probe tries them). Variants are declared
+    /// smallest first, so `Ord` follows the size.
     pub const ALL: [Self; 4] = [Self::L396, Self::L392, Self::L376, Self::L368];
 
     /// `sizeof(HsaNodeProperties)` in this layout.
@@ -49,34 +50,23 @@ impl NodeLayout {
     pub fn decode(self, bytes: &[u8]) -> Option<NodeProps> {
         let base = HsaNodeProperties368::read_from_prefix(bytes).ok()?.0;
         let mut props = NodeProps::from_common(&base);
-        match self {
-            Self::L368 => {}
-            Self::L376 => {
-                let r = HsaNodeProperties376::read_from_prefix(bytes).ok()?.0;
-                props.cwsr_size = Some(r.CwsrSize);
-                props.ctl_stack_size = Some(r.CtlStackSize);
-            }
-            Self::L392 => {
-                let r = HsaNodeProperties392::read_from_prefix(bytes).ok()?.0;
-                props.cwsr_size = Some(r.CwsrSize);
-                props.ctl_stack_size = Some(r.CtlStackSize);
-                props.luid = Some(Luid {
-                    low: r.LuidLowPart,
-                    high: r.LuidHighPart,
-                });
-                props.wallclock_khz = Some(r.WallClockKHz);
-            }
-            Self::L396 => {
-                let r = HsaNodeProperties396::read_from_prefix(bytes).ok()?.0;
-                props.cwsr_size = Some(r.CwsrSize);
-                props.ctl_stack_size = Some(r.CtlStackSize);
-                props.luid = Some(Luid {
-                    low: r.LuidLowPart,
-                    high: r.LuidHighPart,
-                });
-                props.wallclock_khz = Some(r.WallClockKHz);
-                props.fabric_handle_supported = Some(r.FabricHandleSupported != 0);
-            }
+        // Each longer layout extends the previous one, so each tail is read from its own prefix.
+        if self >= Self::L376 {
+            let r = HsaNodeProperties376::read_from_prefix(bytes).ok()?.0;
+            props.cwsr_size = Some(r.CwsrSize);
+            props.ctl_stack_size = Some(r.CtlStackSize);
+        }
+        if self >= Self::L392 {
+            let r = HsaNodeProperties392::read_from_prefix(bytes).ok()?.0;
+            props.luid = Some(Luid {
+                low: r.LuidLowPart,
+                high: r.LuidHighPart,
+            });
+            props.wallclock_khz = Some(r.WallClockKHz);
+        }
+        if self >= Self::L396 {
+            let r = HsaNodeProperties396::read_from_prefix(bytes).ok()?.0;
+            props.fabric_handle_supported = Some(r.FabricHandleSupported != 0);
         }
         Some(props)
     }
@@ -242,6 +232,12 @@ mod tests {
             })
         );
         assert_eq!(p.wallclock_khz, Some(100_000));
+        assert_eq!(p.fabric_handle_supported, Some(false));
+        let p = NodeLayout::L392.decode(&bytes).unwrap();
+        assert_eq!(
+            (p.wallclock_khz, p.fabric_handle_supported),
+            (Some(100_000), None)
+        );
         let p = NodeLayout::L376.decode(&bytes).unwrap();
         assert_eq!(p.luid, None);
         assert_eq!(p.cwsr_size, Some(0));
