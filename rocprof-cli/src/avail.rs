@@ -104,7 +104,12 @@ pub fn choose_layout(
             source: "default",
         },
     };
-    (probe, probe_error, Some(choice), warnings)
+    LayoutDecision {
+        probe,
+        probe_error,
+        choice: Some(choice),
+        warnings,
+    }
 }
 
 /// Builds the report: settings, platform, probe, discovery.
@@ -114,7 +119,12 @@ pub fn collect() -> Result<Report> {
         bail!("{bad}");
     }
     let selection = wsl_topology::platform::select(&settings);
-    let (probe, probe_error, layout, mut warnings) = choose_layout(&settings, selection.platform);
+    let LayoutDecision {
+        probe,
+        probe_error,
+        choice: layout,
+        mut warnings,
+    } = choose_layout(&settings, selection.platform);
     if let Some(choice) = &layout {
         settings.layout = NodeLayout::from_size(choice.size);
     }
