@@ -42,21 +42,26 @@ pub struct Report {
     warnings: Vec<String>,
 }
 
+/// What probing the thunk decided.
+#[derive(Debug, Default)]
+pub struct LayoutDecision {
+    /// The probe's findings, when the thunk loaded.
+    pub probe: Option<ThunkProbe>,
+    /// Why the thunk could not be probed.
+    pub probe_error: Option<String>,
+    /// The layout chosen (None off WSL).
+    pub choice: Option<LayoutChoice>,
+    /// Findings the user should see.
+    pub warnings: Vec<String>,
+}
+
 /// Probes the thunk (on WSL) and picks the layout: the user's `ROCPROF_HSAKMT_LAYOUT` wins,
 /// then what the thunk accepts or writes, then the default. Also used by run mode, which hands
 /// the choice to the profiled application.
-pub fn choose_layout(
-    settings: &Settings,
-    platform: Platform,
-) -> (
-    Option<ThunkProbe>,
-    Option<String>,
-    Option<LayoutChoice>,
-    Vec<String>,
-) {
+pub fn choose_layout(settings: &Settings, platform: Platform) -> LayoutDecision {
     let mut warnings = Vec::new();
     if platform != Platform::Wsl || settings.attach_marker {
-        return (None, None, None, warnings);
+        return LayoutDecision::default();
     }
     let (probe, probe_error) = match wsl_topology::wsl::probe_thunk() {
         Ok(p) => (Some(p), None),
