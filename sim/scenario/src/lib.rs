@@ -14,6 +14,8 @@
 
 mod calllog;
 mod elf;
+mod gpu;
+mod runtime;
 #[doc(hidden)]
 pub mod harness;
 mod model;
@@ -30,6 +32,8 @@ pub use model::{
     AbiCheck, Adapter, AdapterQuery, BUS_TYPE_PCI, Cpu, Dxcore, EngineId, GpuNode, Luid, Machine,
     Scenario, Thunk, WriteSize,
 };
+pub use gpu::{Counters, Gpu};
+pub use runtime::{Generation, Runtime};
 pub use schema::{MAX_LAYOUT, NODE_NAME_ELEMENTS, REGISTRY_STRING_CHARS, check_layout};
 
 /// Environment variable naming the scenario TOML file.
@@ -49,7 +53,7 @@ impl Scenario {
 }
 
 /// The result of choosing a scenario: what to simulate, and what to tell the user.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Loaded {
     /// The scenario to simulate (the empty machine if the file could not be used).
     pub scenario: Scenario,

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 /// A whole simulated machine plus the behaviour of the two simulated libraries.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
     /// Reserved for later random choices.
     pub seed: u64,
@@ -23,6 +23,12 @@ pub struct Scenario {
     pub adapters: Vec<Adapter>,
     /// GPU KMT nodes; `nodes[i]` is KMT node `i + 1`.
     pub nodes: Vec<GpuNode>,
+    /// The simulated GPU's timing and limits.
+    pub gpu: crate::gpu::Gpu,
+    /// Performance-counter behaviour.
+    pub counters: crate::gpu::Counters,
+    /// The simulated HSA runtime.
+    pub runtime: crate::runtime::Runtime,
 }
 
 /// Machine presets selectable with `machine = "..."`.
@@ -459,6 +465,9 @@ impl Scenario {
             dxcore: Dxcore::default(),
             adapters: vec![Adapter::radeon_890m()],
             nodes: vec![GpuNode::radeon_890m()],
+            gpu: Default::default(),
+            counters: Default::default(),
+            runtime: Default::default(),
         }
     }
 

@@ -30,6 +30,9 @@ pub(crate) struct RawScenario {
     dxcore: Option<RawDxcore>,
     adapters: Option<Vec<RawAdapter>>,
     nodes: Option<Vec<RawNode>>,
+    gpu: Option<crate::gpu::Gpu>,
+    counters: Option<crate::gpu::Counters>,
+    runtime: Option<crate::runtime::Runtime>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -229,6 +232,15 @@ pub(crate) fn resolve(raw: RawScenario) -> Result<Scenario, String> {
             .enumerate()
             .map(|(index, raw)| resolve_node(index, raw))
             .collect::<Result<_, _>>()?;
+    }
+    if let Some(gpu) = raw.gpu {
+        scenario.gpu = gpu;
+    }
+    if let Some(counters) = raw.counters {
+        scenario.counters = counters;
+    }
+    if let Some(runtime) = raw.runtime {
+        scenario.runtime = runtime;
     }
     Ok(scenario)
 }

@@ -203,7 +203,9 @@ fn unknown_keys_are_rejected() {
         ("[dxcore]\nenum = 1", "enum"),
         ("[[adapters]]\nvendor = 1", "vendor"),
         ("[[nodes]]\nsimds = 1", "simds"),
-        ("[gpu]\nx = 1", "gpu"),
+        ("[gpu]\nx = 1", "x"),
+        ("[runtime]\ngen = 1", "gen"),
+        ("[nonsense]\nx = 1", "nonsense"),
     ] {
         let error = parse_err(text);
         assert!(

@@ -1,0 +1,1 @@
+//! Simulated code objects.

@@ -1,0 +1,1 @@
+//! Simulated libhsa-runtime64.so.1.

@@ -1,0 +1,1 @@
+//! Simulated librocprofiler-register.so.0.
