@@ -18,6 +18,11 @@ cargo xtask <command>
 /// File name of the staged thunk and its soname chain.
 const ROCDXG_FILE: &str = "librocdxg.so.1.2.0";
 const ROCDXG_SONAME: &str = "librocdxg.so.1";
+/// Simulated runtimes: (cargo's file name, staged file = soname, unversioned link).
+const STAGED_RUNTIMES: [(&str, &str, &str); 2] = [
+    ("libhsa_runtime64.so", "libhsa-runtime64.so.1", "libhsa-runtime64.so"),
+    ("librocprofiler_register.so", "librocprofiler-register.so.0", "librocprofiler-register.so"),
+];
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -77,6 +82,13 @@ fn build() -> Result<PathBuf> {
     copy(&bin.join("librocdxg.so"), &lib.join(ROCDXG_FILE))?;
     symlink(ROCDXG_FILE, &lib.join(ROCDXG_SONAME))?;
     symlink(ROCDXG_SONAME, &lib.join("librocdxg.so"))?;
+    for (built, soname, link) in STAGED_RUNTIMES {
+        let from = bin.join(built);
+        if from.exists() {
+            copy(&from, &lib.join(soname))?;
+            symlink(soname, &lib.join(link))?;
+        }
+    }
     // The simulated stack's stand-in for the DXG device node: its existence is what counts.
     std::fs::write(dev.join("dxg"), b"")?;
     Ok(bin)
