@@ -1,0 +1,497 @@
+//! rocprofv3's CSV files: names, columns, quoting and number formats.
+//!
+//! Every header cell is double-quoted; string cells are quoted, numbers are not; `,` separates
+//! and `\n` ends rows. A file is written only when its domain has records. One deviation from
+//! upstream: a `"` inside a string cell is doubled (standard CSV) instead of written bare, so
+//! every file this crate writes parses back.
+
+use crate::Error;
+use crate::agents::{AgentInfo, AgentLabels};
+use crate::record::*;
+use crate::stats::{Stats, write_stats};
+use crate::trace::ProcessTrace;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Columns of the API trace files (`hip_api_trace`, `hsa_api_trace`, `marker_api_trace`).
+pub const API_COLUMNS: [&str; 7] = [
+    "Domain",
+    "Function",
+    "Process_Id",
+    "Thread_Id",
+    "Correlation_Id",
+    "Start_Timestamp",
+    "End_Timestamp",
+];
+
+/// Columns of `kernel_trace.csv`.
+pub const KERNEL_COLUMNS: [&str; 22] = [
+    "Kind",
+    "Agent_Id",
+    "Queue_Id",
+    "Stream_Id",
+    "Thread_Id",
+    "Dispatch_Id",
+    "Kernel_Id",
+    "Kernel_Name",
+    "Correlation_Id",
+    "Start_Timestamp",
+    "End_Timestamp",
+    "LDS_Block_Size",
+    "Scratch_Size",
+    "VGPR_Count",
+    "Accum_VGPR_Count",
+    "SGPR_Count",
+    "Workgroup_Size_X",
+    "Workgroup_Size_Y",
+    "Workgroup_Size_Z",
+    "Grid_Size_X",
+    "Grid_Size_Y",
+    "Grid_Size_Z",
+];
+
+/// Columns of `memory_copy_trace.csv` (no byte count, as upstream).
+pub const COPY_COLUMNS: [&str; 8] = [
+    "Kind",
+    "Direction",
+    "Stream_Id",
+    "Source_Agent_Id",
+    "Destination_Agent_Id",
+    "Correlation_Id",
+    "Start_Timestamp",
+    "End_Timestamp",
+];
+
+/// Columns of `agent_info.csv`.
+pub const AGENT_COLUMNS: [&str; 53] = [
+    "Node_Id",
+    "Logical_Node_Id",
+    "Agent_Type",
+    "Cpu_Cores_Count",
+    "Simd_Count",
+    "Cpu_Core_Id_Base",
+    "Simd_Id_Base",
+    "Max_Waves_Per_Simd",
+    "Lds_Size_In_Kb",
+    "Gds_Size_In_Kb",
+    "Num_Gws",
+    "Wave_Front_Size",
+    "Num_Xcc",
+    "Cu_Count",
+    "Array_Count",
+    "Num_Shader_Banks",
+    "Simd_Arrays_Per_Engine",
+    "Cu_Per_Simd_Array",
+    "Simd_Per_Cu",
+    "Max_Slots_Scratch_Cu",
+    "Gfx_Target_Version",
+    "Vendor_Id",
+    "Device_Id",
+    "Location_Id",
+    "Domain",
+    "Drm_Render_Minor",
+    "Num_Sdma_Engines",
+    "Num_Sdma_Xgmi_Engines",
+    "Num_Sdma_Queues_Per_Engine",
+    "Num_Cp_Queues",
+    "Max_Engine_Clk_Ccompute",
+    "Max_Engine_Clk_Fcompute",
+    "Sdma_Fw_Version",
+    "Fw_Version",
+    "Capability",
+    "Cu_Per_Engine",
+    "Max_Waves_Per_Cu",
+    "Family_Id",
+    "Workgroup_Max_Size",
+    "Grid_Max_Size",
+    "Local_Mem_Size",
+    "Hive_Id",
+    "Gpu_Id",
+    "Workgroup_Max_Dim_X",
+    "Workgroup_Max_Dim_Y",
+    "Workgroup_Max_Dim_Z",
+    "Grid_Max_Dim_X",
+    "Grid_Max_Dim_Y",
+    "Grid_Max_Dim_Z",
+    "Name",
+    "Vendor_Name",
+    "Product_Name",
+    "Model_Name",
+];
+
+/// One CSV cell.
+#[derive(Debug, Clone, Copy)]
+pub enum Cell<'a> {
+    /// A quoted string.
+    Str(&'a str),
+    /// An unquoted integer.
+    Int(u64),
+    /// An unquoted, already formatted number.
+    Num(&'a str),
+}
+
+/// Writes one row.
+pub fn write_row(out: &mut impl Write, cells: &[Cell<'_>]) -> io::Result<()> {
+    for (i, cell) in cells.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        match cell {
+            Cell::Str(s) => {
+                out.write_all(b"\"")?;
+                if s.contains('"') {
+                    out.write_all(s.replace('"', "\"\"").as_bytes())?;
+                } else {
+                    out.write_all(s.as_bytes())?;
+                }
+                out.write_all(b"\"")?;
+            }
+            Cell::Int(v) => {
+                let mut buf = itoa_buf(*v);
+                out.write_all(buf.as_bytes_mut())?;
+            }
+            Cell::Num(s) => out.write_all(s.as_bytes())?,
+        }
+    }
+    out.write_all(b"\n")
+}
+
+/// Decimal digits of `v` without allocating.
+struct Digits {
+    bytes: [u8; 20],
+    start: usize,
+}
+
+impl Digits {
+    fn as_bytes_mut(&mut self) -> &[u8] {
+        &self.bytes[self.start..]
+    }
+}
+
+fn itoa_buf(mut v: u64) -> Digits {
+    let mut d = Digits {
+        bytes: [0; 20],
+        start: 20,
+    };
+    loop {
+        d.start -= 1;
+        d.bytes[d.start] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            return d;
+        }
+    }
+}
+
+/// Writes the header row (every cell quoted).
+pub fn write_header(out: &mut impl Write, columns: &[&str]) -> io::Result<()> {
+    let cells: Vec<Cell<'_>> = columns.iter().map(|c| Cell::Str(c)).collect();
+    write_row(out, &cells)
+}
+
+/// Where a set of output files go: `<prefix>_<name>.csv`.
+#[derive(Debug, Clone)]
+pub struct OutputPrefix(pub PathBuf);
+
+impl OutputPrefix {
+    /// The path of the file named `name` with extension `ext`.
+    pub fn file(&self, name: &str, ext: &str) -> PathBuf {
+        let mut s = self.0.clone().into_os_string();
+        s.push(format!("_{name}.{ext}"));
+        PathBuf::from(s)
+    }
+}
+
+fn create(path: &Path) -> Result<io::BufWriter<std::fs::File>, Error> {
+    let io_err = |e| Error::Io {
+        path: path.to_owned(),
+        source: e,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(io_err)?;
+    }
+    let file = std::fs::File::create(path).map_err(io_err)?;
+    Ok(io::BufWriter::with_capacity(1 << 20, file))
+}
+
+fn finish(path: &Path, mut out: io::BufWriter<std::fs::File>) -> Result<(), Error> {
+    out.flush().map_err(|e| Error::Io {
+        path: path.to_owned(),
+        source: e,
+    })
+}
+
+/// Which files to write.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CsvSelection {
+    /// `hip_api_trace.csv`.
+    pub hip: bool,
+    /// `hsa_api_trace.csv`.
+    pub hsa: bool,
+    /// `kernel_trace.csv`.
+    pub kernels: bool,
+    /// `memory_copy_trace.csv`.
+    pub copies: bool,
+    /// `marker_api_trace.csv`.
+    pub markers: bool,
+    /// `*_stats.csv` and `domain_stats.csv`.
+    pub stats: bool,
+}
+
+/// Writes the selected CSV files (and `agent_info.csv`) for `trace`; returns the paths written.
+pub fn write_csv(
+    prefix: &OutputPrefix,
+    trace: &ProcessTrace,
+    labels: &AgentLabels,
+    select: CsvSelection,
+) -> Result<Vec<PathBuf>, Error> {
+    let mut written = Vec::new();
+    let mut stats = Stats::default();
+    let pid = u64::from(trace.pid);
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |e| Error::Io { path, source: e }
+    };
+
+    if !labels.agents().is_empty() {
+        let path = prefix.file("agent_info", "csv");
+        let mut out = create(&path)?;
+        write_agents(&mut out, labels.agents()).map_err(io(&path))?;
+        finish(&path, out)?;
+        written.push(path);
+    }
+
+    for (enabled, name, domains) in [
+        (
+            select.hip,
+            "hip_api_trace",
+            &[ApiDomain::HipRuntime, ApiDomain::HipCompiler][..],
+        ),
+        (
+            select.hsa,
+            "hsa_api_trace",
+            &[
+                ApiDomain::HsaCore,
+                ApiDomain::HsaAmdExt,
+                ApiDomain::HsaImage,
+                ApiDomain::HsaFinalize,
+            ][..],
+        ),
+    ] {
+        let mut rows: Vec<&ApiRecord> = trace
+            .api
+            .iter()
+            .filter(|r| ApiDomain::from_u8(r.domain).is_some_and(|d| domains.contains(&d)))
+            .collect();
+        if !enabled || rows.is_empty() {
+            continue;
+        }
+        rows.sort_by_key(|r| (r.start, r.correlation_id));
+        let path = prefix.file(name, "csv");
+        let mut out = create(&path)?;
+        write_header(&mut out, &API_COLUMNS).map_err(io(&path))?;
+        let stat = stats.table(if name.starts_with("hip") {
+            "HIP_API"
+        } else {
+            "HSA_API"
+        });
+        for r in rows {
+            let domain = ApiDomain::from_u8(r.domain).expect("filtered above");
+            let function = trace.operation_name(r.domain, r.operation);
+            write_row(
+                &mut out,
+                &[
+                    Cell::Str(domain.csv_name()),
+                    Cell::Str(&function),
+                    Cell::Int(pid),
+                    Cell::Int(r.thread_id.into()),
+                    Cell::Int(r.correlation_id),
+                    Cell::Int(r.start),
+                    Cell::Int(r.end),
+                ],
+            )
+            .map_err(io(&path))?;
+            stat.add(&function, r.start, r.end);
+        }
+        finish(&path, out)?;
+        written.push(path);
+    }
+
+    if select.markers && !trace.markers.is_empty() {
+        let path = prefix.file("marker_api_trace", "csv");
+        let mut out = create(&path)?;
+        write_header(&mut out, &API_COLUMNS).map_err(io(&path))?;
+        let mut rows: Vec<&MarkerRecord> = trace.markers.iter().collect();
+        rows.sort_by_key(|r| (r.start, r.correlation_id));
+        let stat = stats.table("MARKER_API");
+        for r in rows {
+            let message = trace.string(r.message);
+            write_row(
+                &mut out,
+                &[
+                    Cell::Str(ApiDomain::MarkerCore.csv_name()),
+                    Cell::Str(message),
+                    Cell::Int(pid),
+                    Cell::Int(r.thread_id.into()),
+                    Cell::Int(r.correlation_id),
+                    Cell::Int(r.start),
+                    Cell::Int(r.end),
+                ],
+            )
+            .map_err(io(&path))?;
+            stat.add(message, r.start, r.end);
+        }
+        finish(&path, out)?;
+        written.push(path);
+    }
+
+    if select.kernels && !trace.dispatches.is_empty() {
+        let path = prefix.file("kernel_trace", "csv");
+        let mut out = create(&path)?;
+        write_header(&mut out, &KERNEL_COLUMNS).map_err(io(&path))?;
+        let mut rows: Vec<&KernelDispatchRecord> = trace.dispatches.iter().collect();
+        rows.sort_by_key(|r| (r.start, r.dispatch_id));
+        let stat = stats.table("KERNEL_DISPATCH");
+        for r in rows {
+            let symbol = trace.symbol(r.kernel_id);
+            let name = symbol.map_or("", |s| trace.string(s.name));
+            let agent = labels.label(r.agent_node_id);
+            let lds = symbol.map_or(0, |s| u64::from(s.group_segment_size).div_ceil(512) * 512);
+            write_row(
+                &mut out,
+                &[
+                    Cell::Str("KERNEL_DISPATCH"),
+                    Cell::Str(&agent),
+                    Cell::Int(r.queue_id),
+                    Cell::Int(r.stream_id),
+                    Cell::Int(r.thread_id.into()),
+                    Cell::Int(r.dispatch_id),
+                    Cell::Int(r.kernel_id),
+                    Cell::Str(name),
+                    Cell::Int(r.correlation_id),
+                    Cell::Int(r.start),
+                    Cell::Int(r.end),
+                    Cell::Int(lds),
+                    Cell::Int(r.private_segment_size.into()),
+                    Cell::Int(symbol.map_or(0, |s| s.arch_vgpr_count.into())),
+                    Cell::Int(symbol.map_or(0, |s| s.accum_vgpr_count.into())),
+                    Cell::Int(symbol.map_or(0, |s| s.sgpr_count.into())),
+                    Cell::Int(r.workgroup[0].into()),
+                    Cell::Int(r.workgroup[1].into()),
+                    Cell::Int(r.workgroup[2].into()),
+                    Cell::Int(r.grid[0].into()),
+                    Cell::Int(r.grid[1].into()),
+                    Cell::Int(r.grid[2].into()),
+                ],
+            )
+            .map_err(io(&path))?;
+            stat.add(name, r.start, r.end);
+        }
+        finish(&path, out)?;
+        written.push(path);
+    }
+
+    if select.copies && !trace.copies.is_empty() {
+        let path = prefix.file("memory_copy_trace", "csv");
+        let mut out = create(&path)?;
+        write_header(&mut out, &COPY_COLUMNS).map_err(io(&path))?;
+        let mut rows: Vec<&MemoryCopyRecord> = trace.copies.iter().collect();
+        rows.sort_by_key(|r| (r.start, r.correlation_id));
+        let stat = stats.table("MEMORY_COPY");
+        for r in rows {
+            let direction =
+                CopyDirection::from_u8(r.direction).map_or("MEMORY_COPY_NONE", |d| d.csv_name());
+            let (src, dst) = (labels.label(r.src_node_id), labels.label(r.dst_node_id));
+            write_row(
+                &mut out,
+                &[
+                    Cell::Str("MEMORY_COPY"),
+                    Cell::Str(direction),
+                    Cell::Int(r.stream_id),
+                    Cell::Str(&src),
+                    Cell::Str(&dst),
+                    Cell::Int(r.correlation_id),
+                    Cell::Int(r.start),
+                    Cell::Int(r.end),
+                ],
+            )
+            .map_err(io(&path))?;
+            stat.add(direction, r.start, r.end);
+        }
+        finish(&path, out)?;
+        written.push(path);
+    }
+
+    if select.stats {
+        written.extend(write_stats(prefix, &stats)?);
+    }
+    Ok(written)
+}
+
+fn write_agents(out: &mut impl Write, agents: &[AgentInfo]) -> io::Result<()> {
+    write_header(out, &AGENT_COLUMNS)?;
+    let mut sorted: Vec<&AgentInfo> = agents.iter().collect();
+    sorted.sort_by_key(|a| a.node_id);
+    for a in sorted {
+        let n = |v: u32| Cell::Int(v.into());
+        write_row(
+            out,
+            &[
+                n(a.node_id),
+                n(a.logical_node_id),
+                Cell::Str(&a.agent_type),
+                n(a.cpu_cores_count),
+                n(a.simd_count),
+                n(a.cpu_core_id_base),
+                n(a.simd_id_base),
+                n(a.max_waves_per_simd),
+                n(a.lds_size_in_kb),
+                n(a.gds_size_in_kb),
+                n(a.num_gws),
+                n(a.wave_front_size),
+                n(a.num_xcc),
+                n(a.cu_count),
+                n(a.array_count),
+                n(a.num_shader_banks),
+                n(a.simd_arrays_per_engine),
+                n(a.cu_per_simd_array),
+                n(a.simd_per_cu),
+                n(a.max_slots_scratch_cu),
+                n(a.gfx_target_version),
+                n(a.vendor_id),
+                n(a.device_id),
+                n(a.location_id),
+                n(a.domain),
+                n(a.drm_render_minor),
+                n(a.num_sdma_engines),
+                n(a.num_sdma_xgmi_engines),
+                n(a.num_sdma_queues_per_engine),
+                n(a.num_cp_queues),
+                n(a.max_engine_clk_ccompute),
+                n(a.max_engine_clk_fcompute),
+                n(a.sdma_fw_version),
+                n(a.fw_version),
+                n(a.capability),
+                n(a.cu_per_engine),
+                n(a.max_waves_per_cu),
+                n(a.family_id),
+                n(a.workgroup_max_size),
+                n(a.grid_max_size),
+                Cell::Int(a.local_mem_size),
+                Cell::Int(a.hive_id),
+                Cell::Int(a.gpu_id),
+                n(a.workgroup_max_dim[0]),
+                n(a.workgroup_max_dim[1]),
+                n(a.workgroup_max_dim[2]),
+                n(a.grid_max_dim[0]),
+                n(a.grid_max_dim[1]),
+                n(a.grid_max_dim[2]),
+                Cell::Str(&a.name),
+                Cell::Str(&a.vendor_name),
+                Cell::Str(&a.product_name),
+                Cell::Str(&a.model_name),
+            ],
+        )?;
+    }
+    Ok(())
+}

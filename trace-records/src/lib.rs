@@ -1,0 +1,40 @@
+//! Record types, the crash-safe record log, and rocprofv3-compatible exporters.
+//!
+//! The profiled process appends fixed-size records to per-thread [`log::ChunkBuffer`]s; full
+//! buffers go to a [`log::LogWriter`] thread that appends checksummed chunks to one file per
+//! process. After the run, the CLI reads every log with [`ProcessTrace::read`] (which keeps
+//! everything up to the first damaged chunk) and writes the requested files.
+
+#![forbid(unsafe_code)]
+
+pub mod agents;
+pub mod csv;
+pub mod log;
+pub mod record;
+pub mod stats;
+pub mod trace;
+
+pub use record::*;
+pub use trace::ProcessTrace;
+
+/// Errors of this crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Reading or writing a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A record log is unreadable.
+    #[error("{}: {source}", path.display())]
+    Log {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: log::LogError,
+    },
+}

@@ -1,0 +1,389 @@
+//! The record log: one append-only file per process, written in checksummed chunks by a
+//! background thread, and read back up to the first damage.
+//!
+//! ```text
+//! file   = header chunk*
+//! header = "RPRFLOG\0" version:u32 header_len:u32 pid:u32 reserved:u32 created_ns:u64   (32 B)
+//! chunk  = magic:u32 ("CHNK") payload_len:u32 entries:u32 crc32(payload):u32 payload
+//! entry  = tag:u16 len:u16 bytes[len]
+//! ```
+//!
+//! All integers are little-endian. A process that dies mid-write leaves at most a torn last
+//! chunk; the reader stops there and keeps everything before it.
+
+use crate::record::{FixedRecord, StringId, Tag};
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
+
+/// First bytes of every log.
+pub const MAGIC: [u8; 8] = *b"RPRFLOG\0";
+/// Format version written; readers refuse others.
+pub const VERSION: u32 = 1;
+/// Size of the file header.
+pub const HEADER_LEN: usize = 32;
+/// Magic of each chunk ("CHNK").
+pub const CHUNK_MAGIC: u32 = u32::from_le_bytes(*b"CHNK");
+/// Size of a chunk header.
+pub const CHUNK_HEADER_LEN: usize = 16;
+/// Payload capacity of one chunk buffer.
+pub const CHUNK_CAPACITY: usize = 64 * 1024;
+/// Longest variable-length entry (strings, JSON).
+pub const MAX_ENTRY: usize = u16::MAX as usize;
+
+/// The file header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileHeader {
+    /// Process id of the writer.
+    pub pid: u32,
+    /// When the log was created (host timeline, ns).
+    pub created_ns: u64,
+}
+
+impl FileHeader {
+    /// The header's bytes.
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        b[..8].copy_from_slice(&MAGIC);
+        b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        b[12..16].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
+        b[16..20].copy_from_slice(&self.pid.to_le_bytes());
+        b[24..32].copy_from_slice(&self.created_ns.to_le_bytes());
+        b
+    }
+}
+
+/// A chunk's worth of encoded entries, filled on the traced thread without allocating.
+#[derive(Debug)]
+pub struct ChunkBuffer {
+    bytes: Vec<u8>,
+    entries: u32,
+}
+
+impl Default for ChunkBuffer {
+    fn default() -> Self {
+        Self::with_vec(Vec::with_capacity(CHUNK_CAPACITY))
+    }
+}
+
+impl ChunkBuffer {
+    /// Reuses `bytes` (cleared) as the buffer.
+    pub fn with_vec(mut bytes: Vec<u8>) -> Self {
+        bytes.clear();
+        if bytes.capacity() < CHUNK_CAPACITY {
+            bytes.reserve_exact(CHUNK_CAPACITY - bytes.capacity());
+        }
+        Self { bytes, entries: 0 }
+    }
+
+    /// Appends a fixed-size record; `false` (nothing written) if the chunk is full.
+    #[inline]
+    pub fn push<R: FixedRecord>(&mut self, record: &R) -> bool {
+        self.push_raw(R::TAG, &[record.as_bytes()])
+    }
+
+    /// Appends a string definition; `false` if it does not fit (or is too long).
+    pub fn push_string(&mut self, id: StringId, text: &str) -> bool {
+        let text = truncate(text, MAX_ENTRY - 4);
+        self.push_raw(Tag::StringDef, &[&id.to_le_bytes(), text.as_bytes()])
+    }
+
+    /// Appends a JSON document; `false` if it does not fit (or is too long).
+    pub fn push_json(&mut self, json: &str) -> bool {
+        json.len() <= MAX_ENTRY && self.push_raw(Tag::Json, &[json.as_bytes()])
+    }
+
+    #[inline]
+    fn push_raw(&mut self, tag: Tag, parts: &[&[u8]]) -> bool {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > MAX_ENTRY || self.bytes.len() + 4 + len > CHUNK_CAPACITY {
+            return false;
+        }
+        self.bytes.extend_from_slice(&(tag as u16).to_le_bytes());
+        self.bytes.extend_from_slice(&(len as u16).to_le_bytes());
+        for p in parts {
+            self.bytes.extend_from_slice(p);
+        }
+        self.entries += 1;
+        true
+    }
+
+    /// Entries in the buffer.
+    pub fn entries(&self) -> u32 {
+        self.entries
+    }
+
+    /// Whether nothing was appended.
+    pub fn is_empty(&self) -> bool {
+        self.entries == 0
+    }
+
+    /// Encoded payload length.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
+fn truncate(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// The chunk header for `buffer`.
+pub fn chunk_header(buffer: &ChunkBuffer) -> [u8; CHUNK_HEADER_LEN] {
+    let mut h = [0u8; CHUNK_HEADER_LEN];
+    h[..4].copy_from_slice(&CHUNK_MAGIC.to_le_bytes());
+    h[4..8].copy_from_slice(&(buffer.bytes.len() as u32).to_le_bytes());
+    h[8..12].copy_from_slice(&buffer.entries.to_le_bytes());
+    h[12..16].copy_from_slice(&crc32fast::hash(&buffer.bytes).to_le_bytes());
+    h
+}
+
+enum Msg {
+    Chunk(ChunkBuffer),
+    Flush(SyncSender<io::Result<()>>),
+}
+
+/// Writes chunks to the log on a background thread, so traced threads never wait for I/O
+/// (unless more than a bounded number of chunks are in flight).
+#[derive(Debug)]
+pub struct LogWriter {
+    tx: Option<SyncSender<Msg>>,
+    spare: std::sync::Mutex<Receiver<Vec<u8>>>,
+    thread: Option<JoinHandle<io::Result<()>>>,
+}
+
+impl std::fmt::Debug for Msg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Msg")
+    }
+}
+
+impl LogWriter {
+    /// Creates (truncating) the log at `path` and writes its header.
+    pub fn create(path: &Path, header: FileHeader) -> io::Result<Self> {
+        let mut file = std::fs::File::create(path)?;
+        file.write_all(&header.encode())?;
+        let (tx, rx) = sync_channel::<Msg>(64);
+        let (spare_tx, spare_rx) = sync_channel::<Vec<u8>>(64);
+        let thread = std::thread::Builder::new()
+            .name("rocprof-log".into())
+            .spawn(move || write_loop(file, rx, spare_tx))?;
+        Ok(Self {
+            tx: Some(tx),
+            spare: std::sync::Mutex::new(spare_rx),
+            thread: Some(thread),
+        })
+    }
+
+    /// An empty buffer, recycled from written chunks when one is available.
+    pub fn buffer(&self) -> ChunkBuffer {
+        let recycled = self.spare.lock().ok().and_then(|rx| rx.try_recv().ok());
+        recycled.map_or_else(ChunkBuffer::default, ChunkBuffer::with_vec)
+    }
+
+    /// Queues a chunk for writing (empty buffers are dropped).
+    pub fn submit(&self, buffer: ChunkBuffer) {
+        if buffer.is_empty() {
+            return;
+        }
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Msg::Chunk(buffer));
+        }
+    }
+
+    /// Waits until every submitted chunk is written and flushed to the file.
+    pub fn flush(&self) -> io::Result<()> {
+        let (done_tx, done_rx) = sync_channel(1);
+        let Some(tx) = &self.tx else { return Ok(()) };
+        tx.send(Msg::Flush(done_tx))
+            .map_err(|_| io::Error::other("log writer stopped"))?;
+        done_rx
+            .recv()
+            .map_err(|_| io::Error::other("log writer stopped"))?
+    }
+
+    /// Writes everything still queued and closes the file.
+    pub fn finish(mut self) -> io::Result<()> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> io::Result<()> {
+        drop(self.tx.take());
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("log writer panicked"))),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for LogWriter {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
+fn write_loop(
+    file: std::fs::File,
+    rx: Receiver<Msg>,
+    spare: SyncSender<Vec<u8>>,
+) -> io::Result<()> {
+    let mut out = io::BufWriter::with_capacity(256 * 1024, file);
+    let mut status = Ok(());
+    for msg in rx {
+        match msg {
+            Msg::Chunk(buffer) => {
+                if status.is_ok() {
+                    status = out
+                        .write_all(&chunk_header(&buffer))
+                        .and_then(|()| out.write_all(&buffer.bytes));
+                }
+                let _ = spare.try_send(buffer.bytes);
+            }
+            Msg::Flush(done) => {
+                let result = match &status {
+                    Ok(()) => out.flush(),
+                    Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
+                };
+                let _ = done.send(result);
+            }
+        }
+    }
+    status?;
+    out.flush()
+}
+
+/// One decoded entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawEntry<'a> {
+    /// Its tag.
+    pub tag: Tag,
+    /// Its bytes.
+    pub bytes: &'a [u8],
+}
+
+/// Where and why reading stopped early.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Damage {
+    /// Byte offset of the damaged chunk.
+    pub offset: usize,
+    /// What was wrong.
+    pub reason: String,
+    /// Bytes from the damage to the end of the file (not read).
+    pub bytes_lost: usize,
+}
+
+/// Errors that make a log unreadable as a whole.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LogError {
+    /// The file is shorter than its header or does not start with the magic.
+    #[error("not a rocprof record log (bad or missing header)")]
+    NotALog,
+    /// Written by an incompatible version.
+    #[error("record log version {0} is not supported (this build reads version {VERSION})")]
+    Version(u32),
+}
+
+/// Parses the header and walks the chunks, calling `visit` for every entry of every intact
+/// chunk. Stops at the first damaged chunk (torn, bad magic, bad checksum, malformed entry)
+/// and reports it; entries of earlier chunks have been visited, none of the damaged one.
+pub fn walk<'a>(
+    bytes: &'a [u8],
+    mut visit: impl FnMut(RawEntry<'a>),
+) -> Result<(FileHeader, Option<Damage>), LogError> {
+    if bytes.len() < HEADER_LEN || bytes[..8] != MAGIC {
+        return Err(LogError::NotALog);
+    }
+    let u32_at =
+        |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"));
+    let version = u32_at(bytes, 8);
+    if version != VERSION {
+        return Err(LogError::Version(version));
+    }
+    let header_len = u32_at(bytes, 12) as usize;
+    if header_len < HEADER_LEN || header_len > bytes.len() {
+        return Err(LogError::NotALog);
+    }
+    let header = FileHeader {
+        pid: u32_at(bytes, 16),
+        created_ns: u64::from_le_bytes(bytes[24..32].try_into().expect("8 bytes")),
+    };
+    let mut at = header_len;
+    let damage = |at: usize, reason: String| Damage {
+        offset: at,
+        reason,
+        bytes_lost: bytes.len() - at,
+    };
+    while at < bytes.len() {
+        if bytes.len() - at < CHUNK_HEADER_LEN {
+            return Ok((header, Some(damage(at, "torn chunk header".into()))));
+        }
+        if u32_at(bytes, at) != CHUNK_MAGIC {
+            return Ok((header, Some(damage(at, "bad chunk magic".into()))));
+        }
+        let len = u32_at(bytes, at + 4) as usize;
+        let entries = u32_at(bytes, at + 8);
+        let crc = u32_at(bytes, at + 12);
+        let body = at + CHUNK_HEADER_LEN;
+        if len > bytes.len() - body {
+            return Ok((
+                header,
+                Some(damage(
+                    at,
+                    format!("torn chunk: {} of {len} payload bytes", bytes.len() - body),
+                )),
+            ));
+        }
+        let payload = &bytes[body..body + len];
+        if crc32fast::hash(payload) != crc {
+            return Ok((header, Some(damage(at, "chunk checksum mismatch".into()))));
+        }
+        match split_entries(payload, entries) {
+            Ok(list) => list.into_iter().for_each(&mut visit),
+            Err(reason) => return Ok((header, Some(damage(at, reason)))),
+        }
+        at = body + len;
+    }
+    Ok((header, None))
+}
+
+fn split_entries(payload: &[u8], expected: u32) -> Result<Vec<RawEntry<'_>>, String> {
+    let mut out = Vec::with_capacity(expected as usize);
+    let mut at = 0;
+    while at < payload.len() {
+        if payload.len() - at < 4 {
+            return Err("truncated entry header".into());
+        }
+        let tag = u16::from_le_bytes([payload[at], payload[at + 1]]);
+        let len = u16::from_le_bytes([payload[at + 2], payload[at + 3]]) as usize;
+        let Some(tag) = Tag::from_u16(tag) else {
+            return Err(format!("unknown entry tag {tag}"));
+        };
+        let end = at + 4 + len;
+        if end > payload.len() {
+            return Err("entry runs past its chunk".into());
+        }
+        out.push(RawEntry {
+            tag,
+            bytes: &payload[at + 4..end],
+        });
+        at = end;
+    }
+    if out.len() != expected as usize {
+        return Err(format!(
+            "chunk declares {expected} entries but holds {}",
+            out.len()
+        ));
+    }
+    Ok(out)
+}

@@ -1,0 +1,354 @@
+//! Fixed-size records, as appended on the traced hot path.
+//!
+//! Every record is a `#[repr(C)]` plain-old-data struct without implicit padding, so it is
+//! written to the log as its bytes and read back with a bounds-checked copy. Names (kernel
+//! names, marker messages, API function names) are interned: a [`StringDef`] entry defines an id
+//! once, records carry the id.
+
+use serde::Serialize;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// Identifies an interned string within one process's log.
+pub type StringId = u32;
+
+/// API domains, numbered as rocprofiler-sdk's buffer-tracing kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[repr(u8)]
+pub enum ApiDomain {
+    /// `HSA_CORE_API`.
+    HsaCore = 1,
+    /// `HSA_AMD_EXT_API`.
+    HsaAmdExt = 2,
+    /// `HSA_IMAGE_EXT_API`.
+    HsaImage = 3,
+    /// `HSA_FINALIZE_EXT_API`.
+    HsaFinalize = 4,
+    /// `HIP_RUNTIME_API_EXT`.
+    HipRuntime = 5,
+    /// `HIP_COMPILER_API_EXT`.
+    HipCompiler = 6,
+    /// `MARKER_CORE_API`.
+    MarkerCore = 7,
+    /// `MARKER_CONTROL_API`.
+    MarkerControl = 8,
+    /// `MARKER_NAME_API`.
+    MarkerName = 9,
+}
+
+impl ApiDomain {
+    /// Every domain.
+    pub const ALL: [Self; 9] = [
+        Self::HsaCore,
+        Self::HsaAmdExt,
+        Self::HsaImage,
+        Self::HsaFinalize,
+        Self::HipRuntime,
+        Self::HipCompiler,
+        Self::MarkerCore,
+        Self::MarkerControl,
+        Self::MarkerName,
+    ];
+
+    /// From the stored byte.
+    pub fn from_u8(v: u8) -> Option<Self> {
+        Self::ALL.into_iter().find(|d| *d as u8 == v)
+    }
+
+    /// The `Domain` column value of rocprofv3's CSV files.
+    pub fn csv_name(self) -> &'static str {
+        match self {
+            Self::HsaCore => "HSA_CORE_API",
+            Self::HsaAmdExt => "HSA_AMD_EXT_API",
+            Self::HsaImage => "HSA_IMAGE_EXT_API",
+            Self::HsaFinalize => "HSA_FINALIZE_EXT_API",
+            Self::HipRuntime => "HIP_RUNTIME_API_EXT",
+            Self::HipCompiler => "HIP_COMPILER_API_EXT",
+            Self::MarkerCore => "MARKER_CORE_API",
+            Self::MarkerControl => "MARKER_CONTROL_API",
+            Self::MarkerName => "MARKER_NAME_API",
+        }
+    }
+
+    /// Whether this is one of the HSA domains.
+    pub fn is_hsa(self) -> bool {
+        matches!(
+            self,
+            Self::HsaCore | Self::HsaAmdExt | Self::HsaImage | Self::HsaFinalize
+        )
+    }
+
+    /// Whether this is one of the HIP domains.
+    pub fn is_hip(self) -> bool {
+        matches!(self, Self::HipRuntime | Self::HipCompiler)
+    }
+}
+
+/// One traced API call.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct ApiRecord {
+    /// Internal correlation id (from 1).
+    pub correlation_id: u64,
+    /// Host timeline, ns.
+    pub start: u64,
+    /// Host timeline, ns.
+    pub end: u64,
+    /// OS thread id.
+    pub thread_id: u32,
+    /// Operation id = index in the domain's table.
+    pub operation: u16,
+    /// [`ApiDomain`] as a byte.
+    pub domain: u8,
+    /// Zero.
+    pub reserved: u8,
+}
+
+/// A kernel symbol loaded into an executable.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct KernelSymbolRecord {
+    /// Kernel id (from 1).
+    pub kernel_id: u64,
+    /// Address of the kernel descriptor.
+    pub kernel_object: u64,
+    /// Kernel name.
+    pub name: StringId,
+    /// Architectural VGPRs per work-item.
+    pub arch_vgpr_count: u32,
+    /// Accumulation VGPRs.
+    pub accum_vgpr_count: u32,
+    /// SGPRs.
+    pub sgpr_count: u32,
+    /// Group segment (LDS) bytes.
+    pub group_segment_size: u32,
+    /// Private segment (scratch) bytes per work-item.
+    pub private_segment_size: u32,
+    /// Kernarg segment bytes.
+    pub kernarg_segment_size: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
+/// One kernel dispatch.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct KernelDispatchRecord {
+    /// Dispatch id (from 1).
+    pub dispatch_id: u64,
+    /// Kernel id (0 if the kernel object was unknown).
+    pub kernel_id: u64,
+    /// Correlation id of the API call that enqueued it.
+    pub correlation_id: u64,
+    /// Host timeline, ns.
+    pub start: u64,
+    /// Host timeline, ns.
+    pub end: u64,
+    /// HSA queue id.
+    pub queue_id: u64,
+    /// HIP stream handle (0 = default / none).
+    pub stream_id: u64,
+    /// Driver (KMT) node id of the agent.
+    pub agent_node_id: u32,
+    /// OS thread id of the enqueuing thread.
+    pub thread_id: u32,
+    /// Grid size in work-items.
+    pub grid: [u32; 3],
+    /// Workgroup size.
+    pub workgroup: [u32; 3],
+    /// Private segment bytes from the packet.
+    pub private_segment_size: u32,
+    /// Group segment bytes from the packet.
+    pub group_segment_size: u32,
+}
+
+/// Direction of a memory copy (rocprofiler numbering).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[repr(u8)]
+pub enum CopyDirection {
+    /// Host to host.
+    HostToHost = 1,
+    /// Host to device.
+    HostToDevice = 2,
+    /// Device to host.
+    DeviceToHost = 3,
+    /// Device to device.
+    DeviceToDevice = 4,
+}
+
+impl CopyDirection {
+    /// From the stored byte.
+    pub fn from_u8(v: u8) -> Option<Self> {
+        [
+            Self::HostToHost,
+            Self::HostToDevice,
+            Self::DeviceToHost,
+            Self::DeviceToDevice,
+        ]
+        .into_iter()
+        .find(|d| *d as u8 == v)
+    }
+
+    /// The `Direction` column value.
+    pub fn csv_name(self) -> &'static str {
+        match self {
+            Self::HostToHost => "MEMORY_COPY_HOST_TO_HOST",
+            Self::HostToDevice => "MEMORY_COPY_HOST_TO_DEVICE",
+            Self::DeviceToHost => "MEMORY_COPY_DEVICE_TO_HOST",
+            Self::DeviceToDevice => "MEMORY_COPY_DEVICE_TO_DEVICE",
+        }
+    }
+}
+
+/// One asynchronous memory copy.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct MemoryCopyRecord {
+    /// Correlation id of the API call that issued it.
+    pub correlation_id: u64,
+    /// Host timeline, ns.
+    pub start: u64,
+    /// Host timeline, ns.
+    pub end: u64,
+    /// Bytes copied.
+    pub bytes: u64,
+    /// HIP stream handle (0 = none).
+    pub stream_id: u64,
+    /// Driver node id of the source agent.
+    pub src_node_id: u32,
+    /// Driver node id of the destination agent.
+    pub dst_node_id: u32,
+    /// OS thread id of the issuing thread.
+    pub thread_id: u32,
+    /// [`CopyDirection`] as a byte.
+    pub direction: u8,
+    /// Zero.
+    pub reserved: [u8; 3],
+}
+
+/// What kind of ROCTx event a marker is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[repr(u8)]
+pub enum MarkerKind {
+    /// `roctxMarkA`: an instant.
+    Mark = 0,
+    /// `roctxRangePushA` … `roctxRangePop` on one thread.
+    ThreadRange = 1,
+    /// `roctxRangeStartA` … `roctxRangeStop`, process-wide.
+    ProcessRange = 2,
+}
+
+impl MarkerKind {
+    /// From the stored byte.
+    pub fn from_u8(v: u8) -> Option<Self> {
+        [Self::Mark, Self::ThreadRange, Self::ProcessRange]
+            .into_iter()
+            .find(|k| *k as u8 == v)
+    }
+}
+
+/// One ROCTx mark or range.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct MarkerRecord {
+    /// Correlation id of the call that opened it.
+    pub correlation_id: u64,
+    /// Host timeline, ns (equal to `end` for marks).
+    pub start: u64,
+    /// Host timeline, ns.
+    pub end: u64,
+    /// The user's message.
+    pub message: StringId,
+    /// OS thread id.
+    pub thread_id: u32,
+    /// [`MarkerKind`] as a byte.
+    pub kind: u8,
+    /// Zero.
+    pub reserved: [u8; 7],
+}
+
+/// Defines the name of one API operation (written once per log, before use).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct OperationName {
+    /// The operation's name.
+    pub name: StringId,
+    /// Operation id.
+    pub operation: u16,
+    /// [`ApiDomain`] as a byte.
+    pub domain: u8,
+    /// Zero.
+    pub reserved: u8,
+}
+
+/// The tags of log entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u16)]
+pub enum Tag {
+    /// Variable length: `StringId` then UTF-8 bytes.
+    StringDef = 1,
+    /// [`OperationName`].
+    OperationName = 2,
+    /// [`ApiRecord`].
+    Api = 3,
+    /// [`KernelSymbolRecord`].
+    KernelSymbol = 4,
+    /// [`KernelDispatchRecord`].
+    KernelDispatch = 5,
+    /// [`MemoryCopyRecord`].
+    MemoryCopy = 6,
+    /// [`MarkerRecord`].
+    Marker = 7,
+    /// Variable length: a JSON document (agents, run facts).
+    Json = 8,
+}
+
+impl Tag {
+    /// From the stored value.
+    pub fn from_u16(v: u16) -> Option<Self> {
+        Some(match v {
+            1 => Self::StringDef,
+            2 => Self::OperationName,
+            3 => Self::Api,
+            4 => Self::KernelSymbol,
+            5 => Self::KernelDispatch,
+            6 => Self::MemoryCopy,
+            7 => Self::Marker,
+            8 => Self::Json,
+            _ => return None,
+        })
+    }
+}
+
+/// A fixed-size record type and its tag.
+pub trait FixedRecord: IntoBytes + FromBytes + Immutable + KnownLayout + Copy {
+    /// The entry tag.
+    const TAG: Tag;
+}
+
+impl FixedRecord for ApiRecord {
+    const TAG: Tag = Tag::Api;
+}
+impl FixedRecord for KernelSymbolRecord {
+    const TAG: Tag = Tag::KernelSymbol;
+}
+impl FixedRecord for KernelDispatchRecord {
+    const TAG: Tag = Tag::KernelDispatch;
+}
+impl FixedRecord for MemoryCopyRecord {
+    const TAG: Tag = Tag::MemoryCopy;
+}
+impl FixedRecord for MarkerRecord {
+    const TAG: Tag = Tag::Marker;
+}
+impl FixedRecord for OperationName {
+    const TAG: Tag = Tag::OperationName;
+}
+
+const _: () = {
+    assert!(size_of::<ApiRecord>() == 32);
+    assert!(size_of::<KernelSymbolRecord>() == 48);
+    assert!(size_of::<KernelDispatchRecord>() == 96);
+    assert!(size_of::<MemoryCopyRecord>() == 56);
+    assert!(size_of::<MarkerRecord>() == 40);
+    assert!(size_of::<OperationName>() == 8);
+};

@@ -1,0 +1,280 @@
+//! `--stats`: per-name and per-domain duration statistics in rocprofv3's `*_stats.csv` format.
+
+use crate::Error;
+use crate::csv::{Cell, OutputPrefix, write_header, write_row};
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Columns of every stats file.
+pub const STATS_COLUMNS: [&str; 8] = [
+    "Name",
+    "Calls",
+    "TotalDurationNs",
+    "AverageNs",
+    "Percentage",
+    "MinNs",
+    "MaxNs",
+    "StdDev",
+];
+
+/// Running statistics of one name.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Acc {
+    /// Number of calls.
+    pub calls: u64,
+    /// Sum of durations, ns.
+    pub total: u128,
+    /// Shortest, ns.
+    pub min: u64,
+    /// Longest, ns.
+    pub max: u64,
+    sum_sq: f64,
+}
+
+impl Acc {
+    /// Adds one duration.
+    pub fn add(&mut self, ns: u64) {
+        self.min = if self.calls == 0 {
+            ns
+        } else {
+            self.min.min(ns)
+        };
+        self.max = self.max.max(ns);
+        self.calls += 1;
+        self.total += u128::from(ns);
+        self.sum_sq += (ns as f64) * (ns as f64);
+    }
+
+    /// Mean, ns.
+    pub fn average(&self) -> f64 {
+        if self.calls == 0 {
+            0.0
+        } else {
+            self.total as f64 / self.calls as f64
+        }
+    }
+
+    /// Sample standard deviation (`sqrt(|(Σx² − (Σx)²/n)/(n−1)|)`), 0 below two samples.
+    pub fn stddev(&self) -> f64 {
+        if self.calls < 2 {
+            return 0.0;
+        }
+        let n = self.calls as f64;
+        let sum = self.total as f64;
+        ((self.sum_sq - sum * sum / n) / (n - 1.0)).abs().sqrt()
+    }
+}
+
+/// The statistics of one domain, keyed by name.
+#[derive(Debug, Clone, Default)]
+pub struct StatTable {
+    rows: HashMap<String, Acc>,
+}
+
+impl StatTable {
+    /// Adds the interval `[start, end]` under `name` (a negative interval counts as 0).
+    pub fn add(&mut self, name: &str, start: u64, end: u64) {
+        let ns = end.saturating_sub(start);
+        match self.rows.get_mut(name) {
+            Some(acc) => acc.add(ns),
+            None => {
+                let mut acc = Acc::default();
+                acc.add(ns);
+                self.rows.insert(name.to_owned(), acc);
+            }
+        }
+    }
+
+    /// All rows, sorted by total duration, descending (then by name).
+    pub fn sorted(&self) -> Vec<(&str, &Acc)> {
+        let mut rows: Vec<(&str, &Acc)> = self.rows.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        rows.sort_by(|a, b| b.1.total.cmp(&a.1.total).then(a.0.cmp(b.0)));
+        rows
+    }
+
+    /// The domain's totals as one accumulator.
+    pub fn totals(&self) -> Acc {
+        let mut t = Acc::default();
+        for acc in self.rows.values() {
+            t.min = if t.calls == 0 {
+                acc.min
+            } else {
+                t.min.min(acc.min)
+            };
+            t.max = t.max.max(acc.max);
+            t.calls += acc.calls;
+            t.total += acc.total;
+            t.sum_sq += acc.sum_sq;
+        }
+        t
+    }
+}
+
+/// Statistics of every domain, keyed by the domain label (`HIP_API`, `KERNEL_DISPATCH`, …).
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    tables: BTreeMap<&'static str, StatTable>,
+}
+
+impl Stats {
+    /// The table of `domain`, created on first use.
+    pub fn table(&mut self, domain: &'static str) -> &mut StatTable {
+        self.tables.entry(domain).or_default()
+    }
+
+    /// Every domain's table.
+    pub fn tables(&self) -> impl Iterator<Item = (&'static str, &StatTable)> {
+        self.tables.iter().map(|(k, v)| (*k, v))
+    }
+}
+
+/// The file name of a domain's stats.
+pub fn stats_file_name(domain: &str) -> String {
+    match domain {
+        "KERNEL_DISPATCH" => "kernel_stats".into(),
+        other => format!("{}_stats", other.to_ascii_lowercase()),
+    }
+}
+
+/// `1.5` → `1.50000000e+00`: C's `%.{digits}e`.
+pub fn sci(x: f64, digits: usize) -> String {
+    let s = format!("{x:.digits$e}");
+    let (mantissa, exp) = s.split_once('e').expect("exponent format");
+    let exp: i32 = exp.parse().expect("integer exponent");
+    format!(
+        "{mantissa}e{}{:02}",
+        if exp < 0 { '-' } else { '+' },
+        exp.abs()
+    )
+}
+
+/// AverageNs / StdDev format: fixed 6 decimals above 0.01, else scientific with 8.
+pub fn fmt_ns(x: f64) -> String {
+    if x > 0.01 {
+        format!("{x:.6}")
+    } else {
+        sci(x, 8)
+    }
+}
+
+/// Percentage format: 2 decimals from 1, 4 above 0.01, else scientific with 3.
+pub fn fmt_percent(x: f64) -> String {
+    if x >= 1.0 {
+        format!("{x:.2}")
+    } else if x > 0.01 {
+        format!("{x:.4}")
+    } else {
+        sci(x, 3)
+    }
+}
+
+fn write_table<'a>(
+    out: &mut impl Write,
+    rows: impl IntoIterator<Item = (&'a str, Acc)>,
+) -> std::io::Result<()> {
+    let rows: Vec<(&str, Acc)> = rows.into_iter().collect();
+    let grand: u128 = rows.iter().map(|r| r.1.total).sum();
+    write_header(out, &STATS_COLUMNS)?;
+    for (name, acc) in rows {
+        let percent = if grand == 0 {
+            0.0
+        } else {
+            100.0 * acc.total as f64 / grand as f64
+        };
+        let (avg, pct, sd) = (
+            fmt_ns(acc.average()),
+            fmt_percent(percent),
+            fmt_ns(acc.stddev()),
+        );
+        write_row(
+            out,
+            &[
+                Cell::Str(name),
+                Cell::Int(acc.calls),
+                Cell::Int(acc.total.min(u128::from(u64::MAX)) as u64),
+                Cell::Num(&avg),
+                Cell::Num(&pct),
+                Cell::Int(acc.min),
+                Cell::Int(acc.max),
+                Cell::Num(&sd),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// Writes `<prefix>_<domain>_stats.csv` for every non-empty domain and `domain_stats.csv`.
+pub fn write_stats(prefix: &OutputPrefix, stats: &Stats) -> Result<Vec<PathBuf>, Error> {
+    let mut written = Vec::new();
+    let mut domains: Vec<(&str, Acc)> = Vec::new();
+    for (domain, table) in stats.tables() {
+        if table.rows.is_empty() {
+            continue;
+        }
+        let path = prefix.file(&stats_file_name(domain), "csv");
+        write_file(&path, |out| {
+            write_table(out, table.sorted().into_iter().map(|(n, a)| (n, *a)))
+        })?;
+        written.push(path);
+        domains.push((domain, table.totals()));
+    }
+    if !domains.is_empty() {
+        domains.sort_by_key(|d| std::cmp::Reverse(d.1.total));
+        let path = prefix.file("domain_stats", "csv");
+        write_file(&path, |out| write_table(out, domains))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+fn write_file(
+    path: &std::path::Path,
+    body: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> Result<(), Error> {
+    let io = |e| Error::Io {
+        path: path.to_owned(),
+        source: e,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+    body(&mut out).and_then(|()| out.flush()).map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_formats_follow_rocprofv3() {
+        assert_eq!(sci(0.0, 8), "0.00000000e+00");
+        assert_eq!(sci(0.00123, 3), "1.230e-03");
+        assert_eq!(sci(12345.0, 2), "1.23e+04");
+        assert_eq!(fmt_ns(65624351.5), "65624351.500000");
+        assert_eq!(fmt_ns(0.0), "0.00000000e+00");
+        assert_eq!(fmt_percent(85.1532), "85.15");
+        assert_eq!(fmt_percent(0.5), "0.5000");
+        assert_eq!(fmt_percent(0.001), "1.000e-03");
+    }
+
+    #[test]
+    fn stddev_matches_the_sample_formula() {
+        let mut a = Acc::default();
+        for x in [3_991_286u64, 4_000_000, 5_384_280, 249_121_840] {
+            a.add(x);
+        }
+        assert_eq!(a.calls, 4);
+        assert_eq!(a.min, 3_991_286);
+        assert!((a.average() - 65_624_351.5).abs() < 1e-6);
+        assert!(
+            (a.stddev() - 122_332_531.3).abs() / 122_332_531.3 < 1e-3,
+            "{}",
+            a.stddev()
+        );
+        let mut one = Acc::default();
+        one.add(7);
+        assert_eq!(one.stddev(), 0.0);
+    }
+}
