@@ -55,6 +55,10 @@ impl FileHeader {
 }
 
 /// A chunk's worth of encoded entries, filled on the traced thread without allocating.
+///
+/// The first [`CHUNK_HEADER_LEN`] bytes are reserved for the chunk header, so a finished chunk
+/// is one contiguous buffer written with a single `write(2)`: chunks from different writers
+/// (the log thread, a crash handler) never interleave in an `O_APPEND` file.
 #[derive(Debug)]
 pub struct ChunkBuffer {
     bytes: Vec<u8>,
@@ -71,9 +75,11 @@ impl ChunkBuffer {
     /// Reuses `bytes` (cleared) as the buffer.
     pub fn with_vec(mut bytes: Vec<u8>) -> Self {
         bytes.clear();
-        if bytes.capacity() < CHUNK_CAPACITY {
-            bytes.reserve_exact(CHUNK_CAPACITY - bytes.capacity());
+        let want = CHUNK_HEADER_LEN + CHUNK_CAPACITY;
+        if bytes.capacity() < want {
+            bytes.reserve_exact(want - bytes.capacity());
         }
+        bytes.extend_from_slice(&[0; CHUNK_HEADER_LEN]);
         Self { bytes, entries: 0 }
     }
 
@@ -97,7 +103,7 @@ impl ChunkBuffer {
     #[inline]
     fn push_raw(&mut self, tag: Tag, parts: &[&[u8]]) -> bool {
         let len: usize = parts.iter().map(|p| p.len()).sum();
-        if len > MAX_ENTRY || self.bytes.len() + 4 + len > CHUNK_CAPACITY {
+        if len > MAX_ENTRY || self.len() + 4 + len > CHUNK_CAPACITY {
             return false;
         }
         self.bytes.extend_from_slice(&(tag as u16).to_le_bytes());
@@ -121,7 +127,25 @@ impl ChunkBuffer {
 
     /// Encoded payload length.
     pub fn len(&self) -> usize {
-        self.bytes.len()
+        self.bytes.len() - CHUNK_HEADER_LEN
+    }
+
+    /// Fills in the chunk header and returns the whole chunk (header and payload).
+    pub fn finish(&mut self) -> &[u8] {
+        let payload = &self.bytes[CHUNK_HEADER_LEN..];
+        let crc = crc32fast::hash(payload);
+        let len = payload.len() as u32;
+        self.bytes[..4].copy_from_slice(&CHUNK_MAGIC.to_le_bytes());
+        self.bytes[4..8].copy_from_slice(&len.to_le_bytes());
+        self.bytes[8..12].copy_from_slice(&self.entries.to_le_bytes());
+        self.bytes[12..16].copy_from_slice(&crc.to_le_bytes());
+        &self.bytes
+    }
+
+    /// Empties the buffer for reuse.
+    pub fn clear(&mut self) {
+        self.bytes.truncate(CHUNK_HEADER_LEN);
+        self.entries = 0;
     }
 }
 
@@ -134,16 +158,6 @@ fn truncate(text: &str, max: usize) -> &str {
         end -= 1;
     }
     &text[..end]
-}
-
-/// The chunk header for `buffer`.
-pub fn chunk_header(buffer: &ChunkBuffer) -> [u8; CHUNK_HEADER_LEN] {
-    let mut h = [0u8; CHUNK_HEADER_LEN];
-    h[..4].copy_from_slice(&CHUNK_MAGIC.to_le_bytes());
-    h[4..8].copy_from_slice(&(buffer.bytes.len() as u32).to_le_bytes());
-    h[8..12].copy_from_slice(&buffer.entries.to_le_bytes());
-    h[12..16].copy_from_slice(&crc32fast::hash(&buffer.bytes).to_le_bytes());
-    h
 }
 
 enum Msg {
@@ -167,10 +181,15 @@ impl std::fmt::Debug for Msg {
 }
 
 impl LogWriter {
-    /// Creates (truncating) the log at `path` and writes its header.
+    /// Creates (truncating) the log at `path`, writes its header, and opens it for appending.
     pub fn create(path: &Path, header: FileHeader) -> io::Result<Self> {
-        let mut file = std::fs::File::create(path)?;
-        file.write_all(&header.encode())?;
+        std::fs::File::create(path)?.write_all(&header.encode())?;
+        let file = std::fs::OpenOptions::new().append(true).open(path)?;
+        Self::spawn(file)
+    }
+
+    /// Appends to an already created log through `file` (opened with `O_APPEND`).
+    pub fn spawn(file: std::fs::File) -> io::Result<Self> {
         let (tx, rx) = sync_channel::<Msg>(64);
         let (spare_tx, spare_rx) = sync_channel::<Vec<u8>>(64);
         let thread = std::thread::Builder::new()
@@ -199,7 +218,7 @@ impl LogWriter {
         }
     }
 
-    /// Waits until every submitted chunk is written and flushed to the file.
+    /// Waits until every submitted chunk is written to the file.
     pub fn flush(&self) -> io::Result<()> {
         let (done_tx, done_rx) = sync_channel(1);
         let Some(tx) = &self.tx else { return Ok(()) };
@@ -233,33 +252,30 @@ impl Drop for LogWriter {
 }
 
 fn write_loop(
-    file: std::fs::File,
+    mut file: std::fs::File,
     rx: Receiver<Msg>,
     spare: SyncSender<Vec<u8>>,
 ) -> io::Result<()> {
-    let mut out = io::BufWriter::with_capacity(256 * 1024, file);
     let mut status = Ok(());
     for msg in rx {
         match msg {
-            Msg::Chunk(buffer) => {
+            Msg::Chunk(mut buffer) => {
+                // One write per chunk: nothing is buffered here that a crash could lose.
                 if status.is_ok() {
-                    status = out
-                        .write_all(&chunk_header(&buffer))
-                        .and_then(|()| out.write_all(&buffer.bytes));
+                    status = file.write_all(buffer.finish());
                 }
                 let _ = spare.try_send(buffer.bytes);
             }
             Msg::Flush(done) => {
                 let result = match &status {
-                    Ok(()) => out.flush(),
+                    Ok(()) => Ok(()),
                     Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
                 };
                 let _ = done.send(result);
             }
         }
     }
-    status?;
-    out.flush()
+    status
 }
 
 /// One decoded entry.
