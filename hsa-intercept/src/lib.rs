@@ -1,0 +1,7 @@
+//! The HSA, HIP and ROCTx API tables and their interception.
+//!
+//! - [`tables`]: layouts, operation ids and names of every table, generated from the fact files
+//!   in `abi/`.
+
+pub mod tables;
+pub mod wrap;

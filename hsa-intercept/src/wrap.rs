@@ -1,0 +1,187 @@
+//! In-place wrapping of table entries through signature-agnostic trampolines.
+//!
+//! Each wrapped entry is replaced by a 16-byte stub that loads its slot number and jumps to one
+//! common trampoline. The trampoline saves the argument registers (integer and vector), calls
+//! [`Hooks::enter`] (which returns the original entry), copies the caller's first 16 stack
+//! argument words, calls the original with the arguments restored, saves the return registers,
+//! calls [`Hooks::exit`], and returns the original's result. It therefore forwards any
+//! System V x86-64 signature without knowing it: up to 6 integer and 8 vector register
+//! arguments plus up to 128 bytes of stack arguments, returns in `rax:rdx` and `xmm0:xmm1`.
+//! (No HSA, HIP or ROCTx entry point is variadic or passes more than 128 bytes on the stack.)
+
+use std::ffi::c_void;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+
+/// How many entries can be wrapped in one process.
+pub const MAX_SLOTS: usize = 4096;
+
+/// What the trampolines call around every wrapped entry. Both run on the calling thread,
+/// between the application and the runtime: they must be fast and must not unwind.
+pub trait Hooks: Sync {
+    /// Called before the original entry, with the slot's tag (as given to [`wrap_entry`]).
+    fn enter(&self, tag: u32);
+    /// Called after the original entry returned.
+    fn exit(&self, tag: u32);
+}
+
+struct Slot {
+    original: AtomicUsize,
+    tag: AtomicU32,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY: Slot = Slot {
+    original: AtomicUsize::new(0),
+    tag: AtomicU32::new(0),
+};
+static SLOTS: [Slot; MAX_SLOTS] = [EMPTY; MAX_SLOTS];
+static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+static HOOKS: OnceLock<&'static dyn Hooks> = OnceLock::new();
+
+/// Installs the hooks (once per process; later calls are ignored and return `false`).
+pub fn set_hooks(hooks: &'static dyn Hooks) -> bool {
+    HOOKS.set(hooks).is_ok()
+}
+
+unsafe extern "C" {
+    /// First of `MAX_SLOTS` 16-byte stubs; stub `k` is at `rocprof_stubs + 16 k`.
+    #[link_name = "rocprof_intercept_stubs"]
+    static STUBS: [u8; 0];
+}
+
+/// Called by the trampoline: runs the enter hook and returns the original entry.
+extern "C" fn trampoline_enter(slot: u64) -> usize {
+    let slot = &SLOTS[slot as usize % MAX_SLOTS];
+    let tag = slot.tag.load(Ordering::Relaxed);
+    if let Some(h) = HOOKS.get() {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.enter(tag)));
+    }
+    slot.original.load(Ordering::Acquire)
+}
+
+/// Called by the trampoline after the original returned.
+extern "C" fn trampoline_exit(slot: u64) {
+    let tag = SLOTS[slot as usize % MAX_SLOTS].tag.load(Ordering::Relaxed);
+    if let Some(h) = HOOKS.get() {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.exit(tag)));
+    }
+}
+
+std::arch::global_asm!(
+    ".pushsection .text.rocprof_intercept,\"ax\",@progbits",
+    ".balign 16",
+    ".globl rocprof_intercept_stubs",
+    ".hidden rocprof_intercept_stubs",
+    "rocprof_intercept_stubs:",
+    ".set rocprof_intercept_slot, 0",
+    ".rept {slots}",
+    ".balign 16",
+    "movl $rocprof_intercept_slot, %r11d",
+    "jmp 2f",
+    ".set rocprof_intercept_slot, rocprof_intercept_slot + 1",
+    ".endr",
+    ".balign 16",
+    "2:",
+    "pushq %rbp",
+    "movq %rsp, %rbp",
+    "subq $352, %rsp",
+    "movq %rdi, 128(%rsp)",
+    "movq %rsi, 136(%rsp)",
+    "movq %rdx, 144(%rsp)",
+    "movq %rcx, 152(%rsp)",
+    "movq %r8, 160(%rsp)",
+    "movq %r9, 168(%rsp)",
+    "movq %rax, 176(%rsp)",
+    "movq %r11, 184(%rsp)",
+    "movdqu %xmm0, 208(%rsp)",
+    "movdqu %xmm1, 224(%rsp)",
+    "movdqu %xmm2, 240(%rsp)",
+    "movdqu %xmm3, 256(%rsp)",
+    "movdqu %xmm4, 272(%rsp)",
+    "movdqu %xmm5, 288(%rsp)",
+    "movdqu %xmm6, 304(%rsp)",
+    "movdqu %xmm7, 320(%rsp)",
+    "movq %r11, %rdi",
+    "call {enter}",
+    "movq %rax, 192(%rsp)",
+    "leaq 16(%rbp), %rsi",
+    "movq %rsp, %rdi",
+    "movl $16, %ecx",
+    "rep movsq",
+    "movq 128(%rsp), %rdi",
+    "movq 136(%rsp), %rsi",
+    "movq 144(%rsp), %rdx",
+    "movq 152(%rsp), %rcx",
+    "movq 160(%rsp), %r8",
+    "movq 168(%rsp), %r9",
+    "movq 176(%rsp), %rax",
+    "movdqu 208(%rsp), %xmm0",
+    "movdqu 224(%rsp), %xmm1",
+    "movdqu 240(%rsp), %xmm2",
+    "movdqu 256(%rsp), %xmm3",
+    "movdqu 272(%rsp), %xmm4",
+    "movdqu 288(%rsp), %xmm5",
+    "movdqu 304(%rsp), %xmm6",
+    "movdqu 320(%rsp), %xmm7",
+    "call *192(%rsp)",
+    "movq %rax, 128(%rsp)",
+    "movq %rdx, 136(%rsp)",
+    "movdqu %xmm0, 208(%rsp)",
+    "movdqu %xmm1, 224(%rsp)",
+    "movq 184(%rsp), %rdi",
+    "call {exit}",
+    "movq 128(%rsp), %rax",
+    "movq 136(%rsp), %rdx",
+    "movdqu 208(%rsp), %xmm0",
+    "movdqu 224(%rsp), %xmm1",
+    "leave",
+    "ret",
+    ".popsection",
+    slots = const MAX_SLOTS,
+    enter = sym trampoline_enter,
+    exit = sym trampoline_exit,
+    options(att_syntax),
+);
+
+/// Why an entry was not wrapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WrapError {
+    /// Every slot is in use.
+    NoSlot,
+    /// The entry is null (the runtime does not implement it).
+    Null,
+}
+
+/// Replaces the function pointer at `entry` with a trampoline that calls the hooks with `tag`
+/// around the original. Returns the original.
+///
+/// # Safety
+/// `entry` must point at a writable, aligned function-pointer slot of a table no other thread
+/// calls through while it is rewritten (the runtimes hand tables over before first use), and
+/// the function it holds must follow the System V x86-64 C ABI within the limits above.
+pub unsafe fn wrap_entry(entry: *mut *const c_void, tag: u32) -> Result<*const c_void, WrapError> {
+    // SAFETY: the caller guarantees `entry` is a valid, aligned slot.
+    let original = unsafe { entry.read() };
+    if original.is_null() {
+        return Err(WrapError::Null);
+    }
+    let slot = NEXT_SLOT.fetch_add(1, Ordering::Relaxed);
+    if slot >= MAX_SLOTS {
+        return Err(WrapError::NoSlot);
+    }
+    SLOTS[slot].tag.store(tag, Ordering::Relaxed);
+    SLOTS[slot]
+        .original
+        .store(original as usize, Ordering::Release);
+    // SAFETY: `STUBS` marks the start of MAX_SLOTS stubs of 16 bytes each in this object.
+    let stub = unsafe { (&raw const STUBS).cast::<u8>().add(16 * slot) };
+    // SAFETY: as above: the caller owns the slot while tables are handed over.
+    unsafe { entry.write(stub.cast()) };
+    Ok(original)
+}
+
+/// Slots in use.
+pub fn slots_used() -> usize {
+    NEXT_SLOT.load(Ordering::Relaxed).min(MAX_SLOTS)
+}

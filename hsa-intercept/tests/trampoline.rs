@@ -1,0 +1,284 @@
+//! The signature-agnostic trampolines forward every kind of System V argument and return value
+//! unchanged, and call the hooks around the original, nested calls included.
+
+use hsa_intercept::wrap::{Hooks, set_hooks, wrap_entry};
+use std::cell::RefCell;
+use std::ffi::c_void;
+
+thread_local! {
+    static EVENTS: RefCell<Vec<(char, u32)>> = const { RefCell::new(Vec::new()) };
+}
+
+struct Recorder;
+
+impl Hooks for Recorder {
+    fn enter(&self, tag: u32) {
+        EVENTS.with(|e| e.borrow_mut().push(('>', tag)));
+    }
+    fn exit(&self, tag: u32) {
+        EVENTS.with(|e| e.borrow_mut().push(('<', tag)));
+    }
+}
+
+static RECORDER: Recorder = Recorder;
+
+fn events() -> Vec<(char, u32)> {
+    EVENTS.with(|e| std::mem::take(&mut *e.borrow_mut()))
+}
+
+/// Wraps `f` and returns the trampoline to call instead.
+fn wrap<F: Copy>(f: F, tag: u32) -> F {
+    assert_eq!(size_of::<F>(), size_of::<*const c_void>());
+    set_hooks(&RECORDER);
+    // SAFETY: `F` is a function pointer type (checked by size; the tests only pass fn items cast
+    // to extern "C" fn pointers).
+    let mut slot: *const c_void = unsafe { std::mem::transmute_copy(&f) };
+    // SAFETY: `slot` is a local, writable pointer-sized cell; the functions use the C ABI.
+    let original = unsafe { wrap_entry(&mut slot, tag) }.unwrap();
+    // SAFETY: as above.
+    assert_eq!(original, unsafe {
+        std::mem::transmute_copy::<F, *const c_void>(&f)
+    });
+    // SAFETY: `slot` now holds the trampoline, which has `F`'s ABI.
+    unsafe { std::mem::transmute_copy(&slot) }
+}
+
+extern "C" fn sum14(
+    a: u64,
+    b: u64,
+    c: u64,
+    d: u64,
+    e: u64,
+    f: u64,
+    g: u64,
+    h: u64,
+    i: u64,
+    j: u64,
+    k: u64,
+    l: u64,
+    m: u64,
+    n: u64,
+) -> u64 {
+    a + 2 * b
+        + 3 * c
+        + 4 * d
+        + 5 * e
+        + 6 * f
+        + 7 * g
+        + 8 * h
+        + 9 * i
+        + 10 * j
+        + 11 * k
+        + 12 * l
+        + 13 * m
+        + 14 * n
+}
+
+extern "C" fn floats(
+    a: f64,
+    b: i32,
+    c: f32,
+    d: f64,
+    e: f32,
+    f: f64,
+    g: f64,
+    h: f64,
+    i: f64,
+    j: f64,
+) -> f64 {
+    a + f64::from(b) * 2.0
+        + f64::from(c) * 3.0
+        + d * 4.0
+        + f64::from(e) * 5.0
+        + f * 6.0
+        + g * 7.0
+        + h * 8.0
+        + i * 9.0
+        + j * 10.0
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Dim3 {
+    x: u32,
+    y: u32,
+    z: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Big {
+    v: [u64; 6],
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Pair {
+    a: u64,
+    b: u64,
+}
+
+extern "C" fn launch(
+    f: *const c_void,
+    grid: Dim3,
+    block: Dim3,
+    args: *mut *mut c_void,
+    shm: usize,
+    s: u64,
+) -> u32 {
+    (f as usize as u32)
+        ^ grid.x
+        ^ (grid.y << 4)
+        ^ (grid.z << 8)
+        ^ (block.x << 12)
+        ^ (block.y << 16)
+        ^ (block.z << 20)
+        ^ (args as usize as u32)
+        ^ shm as u32
+        ^ s as u32
+}
+
+extern "C" fn big(x: Big, k: u64) -> Big {
+    Big {
+        v: x.v.map(|e| e * k),
+    }
+}
+
+extern "C" fn pair(a: u64, b: u64) -> Pair {
+    Pair { a: b, b: a }
+}
+
+extern "C" fn ret_f32(x: f32) -> f32 {
+    x * 0.5
+}
+
+#[test]
+fn integer_arguments_on_registers_and_stack() {
+    let f = wrap(
+        sum14
+            as extern "C" fn(
+                u64,
+                u64,
+                u64,
+                u64,
+                u64,
+                u64,
+                u64,
+                u64,
+                u64,
+                u64,
+                u64,
+                u64,
+                u64,
+                u64,
+            ) -> u64,
+        1,
+    );
+    let args: [u64; 14] = core::array::from_fn(|i| (i as u64 + 1) * 1000 + 7);
+    let want = sum14(
+        args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9],
+        args[10], args[11], args[12], args[13],
+    );
+    let got = f(
+        args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9],
+        args[10], args[11], args[12], args[13],
+    );
+    assert_eq!(got, want);
+    assert_eq!(events(), [('>', 1), ('<', 1)]);
+}
+
+#[test]
+fn vector_registers_and_float_returns() {
+    let f = wrap(
+        floats as extern "C" fn(f64, i32, f32, f64, f32, f64, f64, f64, f64, f64) -> f64,
+        2,
+    );
+    let want = floats(1.5, -3, 2.25, 4.0, 0.5, 6.0, 7.0, 8.0, 9.5, 10.25);
+    assert_eq!(f(1.5, -3, 2.25, 4.0, 0.5, 6.0, 7.0, 8.0, 9.5, 10.25), want);
+    let g = wrap(ret_f32 as extern "C" fn(f32) -> f32, 3);
+    assert_eq!(g(3.0), 1.5);
+    assert_eq!(events(), [('>', 2), ('<', 2), ('>', 3), ('<', 3)]);
+}
+
+#[test]
+fn structs_by_value_and_hidden_return_pointers() {
+    let l = wrap(
+        launch as extern "C" fn(*const c_void, Dim3, Dim3, *mut *mut c_void, usize, u64) -> u32,
+        4,
+    );
+    let (g, b) = (
+        Dim3 {
+            x: 4096,
+            y: 3,
+            z: 2,
+        },
+        Dim3 { x: 256, y: 1, z: 7 },
+    );
+    let fp = 0x1234_5678usize as *const c_void;
+    let ap = 0x9abc_def0usize as *mut *mut c_void;
+    assert_eq!(l(fp, g, b, ap, 99, 5), launch(fp, g, b, ap, 99, 5));
+    let b6 = wrap(big as extern "C" fn(Big, u64) -> Big, 5);
+    let x = Big {
+        v: [1, 2, 3, 4, 5, 6],
+    };
+    assert_eq!(
+        b6(x, 3),
+        Big {
+            v: [3, 6, 9, 12, 15, 18]
+        }
+    );
+    let p = wrap(pair as extern "C" fn(u64, u64) -> Pair, 6);
+    assert_eq!(p(1, 2), Pair { a: 2, b: 1 });
+    assert_eq!(
+        events(),
+        [('>', 4), ('<', 4), ('>', 5), ('<', 5), ('>', 6), ('<', 6)]
+    );
+}
+
+static INNER: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+extern "C" fn outer(x: u64) -> u64 {
+    // SAFETY: INNER holds a wrapped `extern "C" fn(u64) -> u64`.
+    let inner: extern "C" fn(u64) -> u64 = unsafe { std::mem::transmute(*INNER.get().unwrap()) };
+    inner(x) + 1
+}
+
+extern "C" fn inner(x: u64) -> u64 {
+    x * 10
+}
+
+#[test]
+fn nested_wrapped_calls_nest_their_hooks() {
+    let i = wrap(inner as extern "C" fn(u64) -> u64, 8);
+    INNER.set(i as usize).unwrap();
+    let o = wrap(outer as extern "C" fn(u64) -> u64, 7);
+    assert_eq!(o(4), 41);
+    assert_eq!(events(), [('>', 7), ('>', 8), ('<', 8), ('<', 7)]);
+}
+
+#[test]
+fn many_threads_call_through_trampolines_concurrently() {
+    let f = wrap(pair as extern "C" fn(u64, u64) -> Pair, 9);
+    let handles: Vec<_> = (0..4u64)
+        .map(|t| {
+            std::thread::spawn(move || {
+                for i in 0..10_000u64 {
+                    assert_eq!(f(t, i), Pair { a: i, b: t });
+                }
+                events().len()
+            })
+        })
+        .collect();
+    for h in handles {
+        assert_eq!(h.join().unwrap(), 20_000);
+    }
+}
+
+#[test]
+fn null_entries_are_left_alone() {
+    let mut slot: *const c_void = std::ptr::null();
+    // SAFETY: a local pointer-sized cell.
+    let r = unsafe { wrap_entry(&mut slot, 1) };
+    assert_eq!(r, Err(hsa_intercept::wrap::WrapError::Null));
+    assert!(slot.is_null());
+}
