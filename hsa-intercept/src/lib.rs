@@ -3,5 +3,7 @@
 //! - [`tables`]: layouts, operation ids and names of every table, generated from the fact files
 //!   in `abi/`.
 
+pub mod api;
+pub mod sink;
 pub mod tables;
 pub mod wrap;

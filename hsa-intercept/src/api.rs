@@ -1,0 +1,183 @@
+//! API call tracing: correlation ids, host timestamps, one [`ApiRecord`] per call.
+
+use crate::sink;
+use crate::tables::{ApiTable, Header};
+use crate::wrap::{Hooks, WrapError, wrap_entry};
+use std::cell::{Cell, RefCell};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+use trace_records::{ApiDomain, ApiRecord};
+
+/// Deepest nesting of traced calls recorded per thread; deeper calls are not recorded.
+pub const MAX_DEPTH: usize = 64;
+
+static NEXT_CORRELATION: AtomicU64 = AtomicU64::new(1);
+
+struct CallStack {
+    frames: [(u64, u64); MAX_DEPTH],
+    depth: usize,
+}
+
+thread_local! {
+    static STACK: RefCell<CallStack> = const {
+        RefCell::new(CallStack { frames: [(0, 0); MAX_DEPTH], depth: 0 })
+    };
+    static TID: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Nanoseconds of `CLOCK_MONOTONIC`: the host timeline of every record.
+#[inline]
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec; CLOCK_MONOTONIC is always available on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The calling thread's OS id (cached).
+#[inline]
+pub fn thread_id() -> u32 {
+    TID.with(|t| {
+        if t.get() == 0 {
+            // SAFETY: gettid has no preconditions.
+            t.set(unsafe { libc::gettid() } as u32);
+        }
+        t.get()
+    })
+}
+
+/// A new correlation id (from 1).
+pub fn new_correlation_id() -> u64 {
+    NEXT_CORRELATION.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The correlation id of the outermost traced call active on this thread, if any: work enqueued
+/// inside `hipLaunchKernel` (even through nested HSA calls) carries the HIP call's id.
+pub fn current_correlation_id() -> Option<u64> {
+    STACK
+        .try_with(|s| {
+            let s = s.borrow();
+            (s.depth > 0).then(|| s.frames[0].0)
+        })
+        .ok()
+        .flatten()
+}
+
+/// Packs a domain and operation into a trampoline tag.
+pub const fn tag(domain: ApiDomain, operation: u16) -> u32 {
+    ((domain as u32) << 16) | operation as u32
+}
+
+/// The hooks that turn every wrapped call into an [`ApiRecord`].
+#[derive(Debug, Default)]
+pub struct ApiTracer;
+
+impl Hooks for ApiTracer {
+    #[inline]
+    fn enter(&self, _tag: u32) {
+        let start = now_ns();
+        let _ = STACK.try_with(|s| {
+            let mut s = s.borrow_mut();
+            let correlation = if s.depth == 0 {
+                new_correlation_id()
+            } else {
+                s.frames[0].0
+            };
+            let depth = s.depth;
+            if depth < MAX_DEPTH {
+                s.frames[depth] = (correlation, start);
+            }
+            s.depth += 1;
+        });
+    }
+
+    #[inline]
+    fn exit(&self, tag: u32) {
+        let end = now_ns();
+        let frame = STACK.try_with(|s| {
+            let mut s = s.borrow_mut();
+            s.depth = s.depth.saturating_sub(1);
+            (s.depth < MAX_DEPTH).then(|| s.frames[s.depth])
+        });
+        if let Ok(Some((correlation_id, start))) = frame {
+            sink::emit(&ApiRecord {
+                correlation_id,
+                start,
+                end,
+                thread_id: thread_id(),
+                operation: tag as u16,
+                domain: (tag >> 16) as u8,
+                reserved: 0,
+            });
+        }
+    }
+}
+
+/// What [`wrap_table`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WrapReport {
+    /// Entries replaced by trampolines.
+    pub wrapped: usize,
+    /// Entries the runtime left null.
+    pub null: usize,
+    /// Entries this build knows but the runtime's table is too short to hold.
+    pub beyond_size: usize,
+    /// Entries not wrapped because the slots ran out.
+    pub no_slot: usize,
+}
+
+/// The table's own `sizeof` as the runtime wrote it in its header.
+///
+/// # Safety
+/// `base` must point at a readable table with `table`'s header.
+pub unsafe fn runtime_size(table: &ApiTable, base: *const u8) -> usize {
+    match table.header {
+        // SAFETY: ApiTableVersion.minor_id (u32 at offset 4) holds sizeof(table).
+        Header::Version => unsafe { base.add(4).cast::<u32>().read_unaligned() as usize },
+        // SAFETY: the table starts with a size_t.
+        Header::Size => unsafe { base.cast::<u64>().read_unaligned() as usize },
+    }
+}
+
+/// Wraps, in place, every entry of the table at `base` whose operation `enabled` accepts, with
+/// the trampoline tagged `(table.domain, operation)`. Entries at or beyond the runtime's own
+/// size are never touched. Returns the originals (null where not wrapped) and a report.
+///
+/// # Safety
+/// `base` must point at a writable table laid out as `table` describes, handed over before
+/// any thread calls through it.
+pub unsafe fn wrap_table(
+    table: &ApiTable,
+    base: *mut u8,
+    enabled: impl Fn(u16) -> bool,
+) -> (Vec<*const c_void>, WrapReport) {
+    // SAFETY: forwarded from the caller.
+    let size = unsafe { runtime_size(table, base) };
+    let mut report = WrapReport::default();
+    let mut originals = vec![std::ptr::null(); table.names.len()];
+    for (k, original) in originals.iter_mut().enumerate() {
+        let offset = table.offset(k);
+        if offset + 8 > size {
+            report.beyond_size += 1;
+            continue;
+        }
+        if !enabled(k as u16) {
+            continue;
+        }
+        // SAFETY: offset + 8 <= the runtime's size; entries are pointer-aligned.
+        let entry = unsafe { base.add(offset) }.cast::<*const c_void>();
+        // SAFETY: forwarded from the caller.
+        match unsafe { wrap_entry(entry, tag(table.domain, k as u16)) } {
+            Ok(o) => {
+                *original = o;
+                report.wrapped += 1;
+            }
+            Err(WrapError::Null) => report.null += 1,
+            Err(WrapError::NoSlot) => report.no_slot += 1,
+        }
+    }
+    (originals, report)
+}
