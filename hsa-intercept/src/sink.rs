@@ -147,7 +147,7 @@ pub fn flush_all() {
         // A buffer busy now belongs to a thread in the middle of an append; retry briefly.
         let mut flushed = false;
         for _ in 0..1000 {
-            if tb.try_with(|b| submit_full(b)).is_some() {
+            if tb.try_with(submit_full).is_some() {
                 flushed = true;
                 break;
             }

@@ -55,9 +55,9 @@ fn wrapped_table_calls_become_records() {
 
     // The runtime's table stops before slot 100: entries beyond it must stay untouched.
     let mut table = core_table(16 + 8 * 100);
-    table[2] = fake_init as usize as u64;
-    table[2 + 1] = fake_shutdown as usize as u64;
-    table[2 + 39] = fake_load as usize as u64;
+    table[2] = fake_init as *const () as u64;
+    table[2 + 1] = fake_shutdown as *const () as u64;
+    table[2 + 39] = fake_load as *const () as u64;
     table[2 + 110] = 0xdead_beef;
     TABLE_PTR.set(table.as_ptr() as usize).unwrap();
     // SAFETY: a writable table of the described layout, not yet called through.
@@ -67,11 +67,16 @@ fn wrapped_table_calls_become_records() {
     assert_eq!(report.null, 97);
     assert_eq!(originals[39], fake_load as *const c_void);
     assert_eq!(table[2 + 110], 0xdead_beef, "beyond the runtime's size");
-    assert_ne!(table[2], fake_init as usize as u64, "wrapped in place");
+    assert_ne!(table[2], fake_init as *const () as u64, "wrapped in place");
 
     // SAFETY: the wrapped entries keep the originals' signatures.
     let (init, shutdown): (extern "C" fn() -> u32, extern "C" fn() -> u32) =
-        unsafe { (std::mem::transmute(table[2]), std::mem::transmute(table[3])) };
+        unsafe {
+        (
+            std::mem::transmute::<u64, extern "C" fn() -> u32>(table[2]),
+            std::mem::transmute::<u64, extern "C" fn() -> u32>(table[3]),
+        )
+    };
     assert_eq!(init(), 0);
     assert_eq!(shutdown(), 15);
     let worker = std::thread::spawn(move || {
