@@ -1,20 +1,49 @@
 //! `rocprof`: a profiler for AMD GPUs under WSL2 (and native Linux), rocprofv3-compatible.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 mod avail;
+mod explain;
+mod placeholders;
+mod process;
+mod run;
 mod sim;
+mod summary;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
+use std::ffi::OsString;
 use std::process::ExitCode;
 
 /// Profile HIP/HSA applications on AMD GPUs under WSL2.
+///
+/// Run mode: `rocprof [options] -- app args…` (rocprofv3's options).
+/// Agent listing: `rocprof [--sim] avail [--json]`.
+#[derive(Debug, Parser)]
+#[command(name = "rocprof", version, about)]
+struct RunCli {
+    /// Run against the simulated WSL2 ROCm stack bundled next to this executable (a Radeon 890M
+    /// unless WSLSIM_SCENARIO names another scenario).
+    #[arg(long)]
+    sim: bool,
+
+    /// Diagnostic log level on stderr (`env` reads the ROCPROF_LOG filter).
+    #[arg(long, value_enum)]
+    log_level: Option<LogLevel>,
+
+    #[command(flatten)]
+    run: run::RunOptions,
+
+    /// The application and its arguments, after `--`.
+    #[arg(last = true, value_name = "APP")]
+    app: Vec<OsString>,
+}
+
+/// `rocprof <subcommand>`.
 #[derive(Debug, Parser)]
 #[command(name = "rocprof", version, about, propagate_version = true)]
 struct Cli {
-    /// Run against the simulated WSL2 ROCm stack bundled next to this executable (a Radeon 890M
-    /// unless WSLSIM_SCENARIO names another scenario).
+    /// Run against the simulated WSL2 ROCm stack bundled next to this executable.
     #[arg(long, global = true)]
     sim: bool,
 
@@ -24,6 +53,28 @@ struct Cli {
 
     #[command(subcommand)]
     command: Command,
+}
+
+/// Subcommand names; any other invocation is run mode.
+const SUBCOMMANDS: [&str; 1] = ["avail"];
+
+/// Whether the command line names a subcommand (its first word that is neither an option nor
+/// an option's value, before `--`).
+fn names_subcommand(args: &[OsString]) -> bool {
+    let mut it = args.iter().skip(1).map(|a| a.to_string_lossy());
+    while let Some(a) = it.next() {
+        if a == "--" {
+            return false;
+        }
+        if a == "--log-level" {
+            it.next();
+            continue;
+        }
+        if !a.starts_with('-') {
+            return SUBCOMMANDS.contains(&a.as_ref());
+        }
+    }
+    false
 }
 
 #[derive(Debug, Subcommand)]
@@ -62,22 +113,31 @@ fn init_logging(level: Option<LogLevel>, default: &str) {
         .init();
 }
 
-fn run(cli: Cli) -> Result<ExitCode> {
-    if cli.sim {
-        sim::enter()?;
-    }
-    match cli.command {
-        Command::Avail(args) => {
-            // The report lists every omission itself; log lines would repeat them.
-            init_logging(cli.log_level, "off");
-            avail::run(&args)
+fn run(args: Vec<OsString>) -> Result<ExitCode> {
+    if names_subcommand(&args) {
+        let cli = Cli::parse_from(args);
+        if cli.sim {
+            sim::enter()?;
         }
+        match cli.command {
+            Command::Avail(a) => {
+                // The report lists every omission itself; log lines would repeat them.
+                init_logging(cli.log_level, "off");
+                avail::run(&a)
+            }
+        }
+    } else {
+        let cli = RunCli::parse_from(args);
+        if cli.sim {
+            sim::enter()?;
+        }
+        init_logging(cli.log_level, "warn");
+        run::run(&cli.run, &cli.app)
     }
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(cli) {
+    match run(std::env::args_os().collect()) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("rocprof: error: {e:#}");

@@ -1,0 +1,285 @@
+//! No silent failure: when a run recorded less than was asked, say why in plain words.
+
+use crate::process::Status;
+use crate::run::{Selection, recorded};
+use std::path::PathBuf;
+use trace_records::ProcessTrace;
+
+/// A JSON document of a given `kind` in a log.
+fn docs<'a>(t: &'a ProcessTrace, kind: &'a str) -> impl Iterator<Item = serde_json::Value> + 'a {
+    t.json
+        .iter()
+        .filter_map(|j| serde_json::from_str::<serde_json::Value>(j).ok())
+        .filter(move |v| v["kind"] == kind)
+}
+
+/// Names of the API tables a process received.
+pub fn tables_received(t: &ProcessTrace) -> Vec<String> {
+    docs(t, "table")
+        .filter_map(|v| v["name"].as_str().map(String::from))
+        .collect()
+}
+
+/// Explanations for everything missing from the run (empty when all is well).
+pub fn explain(
+    sel: &Selection,
+    status: &Status,
+    traces: &[ProcessTrace],
+    logs: &[PathBuf],
+) -> Vec<String> {
+    explain_with(sel, status, traces, logs, |k| std::env::var(k).ok())
+}
+
+/// [`explain`] with an injectable environment.
+pub fn explain_with(
+    sel: &Selection,
+    status: &Status,
+    traces: &[ProcessTrace],
+    logs: &[PathBuf],
+    env: impl Fn(&str) -> Option<String>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(sig) = status.signal {
+        let n: usize = traces
+            .iter()
+            .map(|t| t.api.len() + t.dispatches.len() + t.copies.len() + t.markers.len())
+            .sum();
+        out.push(format!(
+            "the application was killed by {}; the {n} records written before the crash were recovered",
+            crate::process::signal_name(sig)
+        ));
+    }
+    if logs.is_empty() {
+        out.push("no record log was written: the profiler library never ran inside the application (a statically linked or setuid program ignores LD_PRELOAD, and a wrapper script may drop it)".into());
+        return out;
+    }
+    if *sel == Selection::default() {
+        return out;
+    }
+    let got = recorded(traces);
+    let wants_hsa = sel.hsa_core
+        || sel.hsa_amd
+        || sel.hsa_image
+        || sel.hsa_finalizer
+        || sel.kernels
+        || sel.copies;
+    let hsa_received = traces
+        .iter()
+        .any(|t| tables_received(t).iter().any(|n| n == "hsa"));
+    // Known only when the process exited normally (its exit document lists the runtimes mapped).
+    let exits: Vec<serde_json::Value> = traces.iter().flat_map(|t| docs(t, "exit")).collect();
+    let hsa_never_loaded = !exits.is_empty()
+        && exits.iter().all(|e| {
+            !e["runtimes_loaded"]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|r| r == "libhsa-runtime64.so"))
+        });
+    if wants_hsa && !hsa_received {
+        if hsa_never_loaded {
+            out.push("nothing was recorded from the GPU runtimes: the application never loaded the HSA runtime (libhsa-runtime64.so.1), so it does not use an AMD GPU through ROCm".into());
+            return out;
+        }
+        out.push(hsa_not_received(traces, &env));
+    }
+    let wants_hip = sel.hip_runtime || sel.hip_compiler;
+    let hip_received = traces
+        .iter()
+        .any(|t| tables_received(t).iter().any(|n| n.starts_with("hip")));
+    if wants_hip && !hip_received && hsa_received {
+        out.push("HIP API tracing was requested but the application never registered a HIP runtime (it does not use HIP, or its libamdhip64 predates tool registration)".into());
+    }
+    if sel.markers
+        && !got.markers
+        && !traces
+            .iter()
+            .any(|t| tables_received(t).iter().any(|n| n == "roctx"))
+    {
+        out.push("--marker-trace was requested but the application never loaded ROCTx (librocprofiler-sdk-roctx); link the application against it, see Using ROCTx".into());
+    }
+    for (asked, have, what) in [
+        (
+            sel.kernels,
+            got.kernels,
+            "--kernel-trace: no kernel dispatch was recorded",
+        ),
+        (
+            sel.copies,
+            got.copies,
+            "--memory-copy-trace: no asynchronous memory copy was recorded",
+        ),
+        (
+            sel.hip_runtime || sel.hip_compiler,
+            got.hip_runtime || got.hip_compiler,
+            "--hip-trace: no HIP API call was recorded",
+        ),
+        (
+            sel.hsa_core || sel.hsa_amd,
+            got.hsa_core || got.hsa_amd,
+            "--hsa-trace: no HSA API call was recorded",
+        ),
+        (
+            sel.markers,
+            got.markers,
+            "--marker-trace: no ROCTx mark or range was recorded",
+        ),
+    ] {
+        if asked && !have && (hsa_received || !wants_hsa) {
+            out.push(format!(
+                "{what} (the application made none, or they happened outside the traced runtime)"
+            ));
+        }
+    }
+    out
+}
+
+fn hsa_not_received(traces: &[ProcessTrace], env: &impl Fn(&str) -> Option<String>) -> String {
+    let mut failed = Vec::new();
+    let mut passed = Vec::new();
+    match env("HSA_TOOLS_DISABLE_REGISTER").as_deref() {
+        Some("1") => failed.push("HSA_TOOLS_DISABLE_REGISTER=1 is set in the environment: the HSA runtime skips tool registration. Unset it".to_owned()),
+        _ => passed.push("HSA_TOOLS_DISABLE_REGISTER is not 1"),
+    }
+    let discovery: Vec<serde_json::Value> =
+        traces.iter().flat_map(|t| docs(t, "discovery")).collect();
+    let on_wsl = discovery.iter().any(|d| d["platform"] == "wsl");
+    match env("HSA_ENABLE_DXG_DETECTION").as_deref() {
+        Some("0") => failed.push("HSA_ENABLE_DXG_DETECTION=0 disables the DXG path: hsa_init fails and no GPU is visible. Never set it to 0 on WSL2".to_owned()),
+        Some("1") => passed.push("HSA_ENABLE_DXG_DETECTION=1"),
+        _ if on_wsl => failed.push("HSA_ENABLE_DXG_DETECTION is unset: stock ROCm 7.2.x runtimes then fail hsa_init on WSL2 (\"no supported GPU devices\"); export HSA_ENABLE_DXG_DETECTION=1 from ~/.profile".to_owned()),
+        _ => {}
+    }
+    let gpus = traces.iter().any(|t| {
+        trace_records::agents::AgentsDocument::find(&t.json)
+            .is_some_and(|d| d.agents.iter().any(|a| a.agent_type == "GPU"))
+    });
+    let no_gpu = discovery.iter().any(|d| {
+        d["omissions"].as_array().is_some_and(|o| {
+            o.iter().any(|o| {
+                o["kind"] == "no-gpu-nodes"
+                    || o["kind"] == "handshake-rejected"
+                    || o["kind"] == "thunk-unavailable"
+                    || o["kind"] == "thunk-incomplete"
+            })
+        })
+    });
+    if no_gpu || (!gpus && !discovery.is_empty()) {
+        failed
+            .push("agent discovery found no GPU agent (run `rocprof avail` to see why)".to_owned());
+    } else if gpus {
+        passed.push("GPU agents were discovered");
+    }
+    if failed.is_empty() {
+        failed.push("the HSA runtime ran but never offered its API table to rocprofiler-register. A runtime that suppresses tool registration on the DXG path behaves exactly like this: the application runs and nothing is recorded. Install the ROCm runtime matched with this librocdxg (see \"Matching the runtime and the DXG thunk\")".to_owned());
+    }
+    let mut s = String::from(
+        "nothing was recorded from the HSA runtime: the profiler never received the \"hsa\" API table.\n  failed checks:",
+    );
+    for f in &failed {
+        s.push_str("\n    - ");
+        s.push_str(f);
+    }
+    if !passed.is_empty() {
+        s.push_str(&format!("\n  passed checks: {}", passed.join("; ")));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trace(json: &[&str]) -> ProcessTrace {
+        ProcessTrace {
+            json: json.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    const OK: Status = Status {
+        code: Some(0),
+        signal: None,
+    };
+    const WSL: &str = r#"{"kind":"discovery","platform":"wsl","omissions":[]}"#;
+    const AGENTS: &str = r#"{"kind":"agents","agents":[{"agent_type":"GPU","node_id":1}]}"#;
+
+    fn sys() -> Selection {
+        Selection {
+            hsa_core: true,
+            kernels: true,
+            hip_runtime: true,
+            ..Default::default()
+        }
+    }
+
+    fn logs() -> Vec<PathBuf> {
+        vec![PathBuf::from("1.rplog")]
+    }
+
+    #[test]
+    fn disable_register_is_named() {
+        let env = |k: &str| (k == "HSA_TOOLS_DISABLE_REGISTER").then(|| "1".to_owned());
+        let out = explain_with(&sys(), &OK, &[trace(&[WSL])], &logs(), env);
+        assert!(
+            out[0].contains("HSA_TOOLS_DISABLE_REGISTER=1 is set"),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn a_suppressing_runtime_is_the_remaining_explanation() {
+        let env = |k: &str| (k == "HSA_ENABLE_DXG_DETECTION").then(|| "1".to_owned());
+        let out = explain_with(&sys(), &OK, &[trace(&[WSL, AGENTS])], &logs(), env);
+        assert!(
+            out[0].contains("suppresses tool registration on the DXG path"),
+            "{out:?}"
+        );
+        assert!(out[0].contains("passed checks: HSA_TOOLS_DISABLE_REGISTER is not 1; HSA_ENABLE_DXG_DETECTION=1; GPU agents were discovered"), "{out:?}");
+    }
+
+    #[test]
+    fn dxg_detection_off_and_no_agents_are_named() {
+        let env = |k: &str| (k == "HSA_ENABLE_DXG_DETECTION").then(|| "0".to_owned());
+        let no_gpu =
+            r#"{"kind":"discovery","platform":"wsl","omissions":[{"kind":"no-gpu-nodes"}]}"#;
+        let out = explain_with(&sys(), &OK, &[trace(&[no_gpu])], &logs(), env);
+        assert!(
+            out[0].contains("HSA_ENABLE_DXG_DETECTION=0") && out[0].contains("no GPU agent"),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn crashes_and_missing_logs_are_reported() {
+        let crashed = Status {
+            code: None,
+            signal: Some(libc::SIGSEGV),
+        };
+        let t = trace(&[WSL, r#"{"kind":"table","name":"hsa"}"#]);
+        let out = explain_with(&Selection::default(), &crashed, &[t], &logs(), |_| None);
+        assert!(out[0].contains("killed by SIGSEGV"), "{out:?}");
+        let out = explain_with(&sys(), &OK, &[], &[], |_| None);
+        assert!(out[0].contains("no record log was written"), "{out:?}");
+    }
+
+    #[test]
+    fn an_application_without_hsa_is_told_so() {
+        let exit = r#"{"kind":"exit","runtimes_loaded":[]}"#;
+        let out = explain_with(&sys(), &OK, &[trace(&[WSL, exit])], &logs(), |_| None);
+        assert_eq!(out.len(), 1);
+        assert!(out[0].contains("never loaded the HSA runtime"), "{out:?}");
+    }
+
+    #[test]
+    fn an_empty_requested_domain_is_said() {
+        let t = trace(&[
+            WSL,
+            r#"{"kind":"table","name":"hsa"}"#,
+            r#"{"kind":"table","name":"hip"}"#,
+        ]);
+        let out = explain_with(&sys(), &OK, &[t], &logs(), |_| None);
+        assert!(
+            out.iter().any(|o| o.starts_with("--kernel-trace")),
+            "{out:?}"
+        );
+    }
+}

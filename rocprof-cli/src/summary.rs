@@ -1,0 +1,77 @@
+//! `-S/--summary`: a table on stderr after the run.
+
+use trace_records::ProcessTrace;
+use trace_records::stats::{Stats, fmt_percent};
+use trace_records::{ApiDomain, CopyDirection};
+
+/// Builds the per-domain statistics of `t`.
+pub fn stats(t: &ProcessTrace) -> Stats {
+    let mut s = Stats::default();
+    for r in &t.api {
+        let domain = match ApiDomain::from_u8(r.domain) {
+            Some(d) if d.is_hip() => "HIP_API",
+            Some(d) if d.is_hsa() => "HSA_API",
+            _ => "MARKER_API",
+        };
+        s.table(domain)
+            .add(&t.operation_name(r.domain, r.operation), r.start, r.end);
+    }
+    for k in &t.dispatches {
+        let name = t.symbol(k.kernel_id).map_or("", |s| t.string(s.name));
+        s.table("KERNEL_DISPATCH").add(name, k.start, k.end);
+    }
+    for c in &t.copies {
+        let name = CopyDirection::from_u8(c.direction).map_or("MEMORY_COPY_NONE", |d| d.csv_name());
+        s.table("MEMORY_COPY").add(name, c.start, c.end);
+    }
+    for m in &t.markers {
+        s.table("MARKER_API")
+            .add(t.string(m.message), m.start, m.end);
+    }
+    s
+}
+
+/// Prints rocprofv3's summary table for `t` on stderr.
+pub fn print(t: &ProcessTrace) {
+    let s = stats(t);
+    let mut rows = Vec::new();
+    for (domain, table) in s.tables() {
+        for (name, acc) in table.sorted() {
+            rows.push((name.to_owned(), domain, *acc));
+        }
+    }
+    let grand: u128 = rows.iter().map(|r| r.2.total).sum();
+    rows.sort_by_key(|r| std::cmp::Reverse(r.2.total));
+    eprintln!("\nROCPROFV3 SUMMARY (process {}):\n", t.pid);
+    eprintln!(
+        "| {:<40} | {:<15} | {:>15} | {:>15} | {:>15} | {:>13} | {:>15} | {:>15} | {:>15} |",
+        "NAME",
+        "DOMAIN",
+        "CALLS",
+        "DURATION (nsec)",
+        "AVERAGE (nsec)",
+        "PERCENT (INC)",
+        "MIN (nsec)",
+        "MAX (nsec)",
+        "STDDEV"
+    );
+    for (name, domain, acc) in rows {
+        let pct = if grand == 0 {
+            0.0
+        } else {
+            100.0 * acc.total as f64 / grand as f64
+        };
+        eprintln!(
+            "| {:<40} | {:<15} | {:>15} | {:>15} | {:>15.3e} | {:>13} | {:>15} | {:>15} | {:>15.3e} |",
+            name,
+            domain,
+            acc.calls,
+            acc.total,
+            acc.average(),
+            fmt_percent(pct),
+            acc.min,
+            acc.max,
+            acc.stddev()
+        );
+    }
+}

@@ -1,0 +1,99 @@
+//! The tool's configuration, read once from the environment (`ROCPROF_*`, rocprofv3's names).
+
+use std::path::PathBuf;
+
+/// Where the CLI wants the record logs (`<dir>/<pid>.rplog`).
+pub const ENV_RECORD_DIR: &str = "ROCPROF_RECORD_DIR";
+
+/// What to trace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Config {
+    /// `ROCPROF_HIP_RUNTIME_API_TRACE`.
+    pub hip_runtime: bool,
+    /// `ROCPROF_HIP_COMPILER_API_TRACE`.
+    pub hip_compiler: bool,
+    /// `ROCPROF_HSA_CORE_API_TRACE`.
+    pub hsa_core: bool,
+    /// `ROCPROF_HSA_AMD_EXT_API_TRACE`.
+    pub hsa_amd_ext: bool,
+    /// `ROCPROF_HSA_IMAGE_EXT_API_TRACE`.
+    pub hsa_image: bool,
+    /// `ROCPROF_HSA_FINALIZER_EXT_API_TRACE`.
+    pub hsa_finalizer: bool,
+    /// `ROCPROF_KERNEL_TRACE`.
+    pub kernels: bool,
+    /// `ROCPROF_MEMORY_COPY_TRACE`.
+    pub copies: bool,
+    /// `ROCPROF_MARKER_API_TRACE`.
+    pub markers: bool,
+    /// Directory of the record logs.
+    pub record_dir: PathBuf,
+}
+
+/// rocprofv3's truth strings.
+pub fn truthy(v: &str) -> bool {
+    matches!(
+        v.trim().to_ascii_lowercase().as_str(),
+        "1" | "y" | "yes" | "t" | "true" | "on"
+    )
+}
+
+impl Config {
+    /// Reads the configuration through `get`.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Self {
+        let flag = |k: &str| get(k).is_some_and(|v| truthy(&v));
+        Self {
+            hip_runtime: flag("ROCPROF_HIP_RUNTIME_API_TRACE"),
+            hip_compiler: flag("ROCPROF_HIP_COMPILER_API_TRACE"),
+            hsa_core: flag("ROCPROF_HSA_CORE_API_TRACE"),
+            hsa_amd_ext: flag("ROCPROF_HSA_AMD_EXT_API_TRACE"),
+            hsa_image: flag("ROCPROF_HSA_IMAGE_EXT_API_TRACE"),
+            hsa_finalizer: flag("ROCPROF_HSA_FINALIZER_EXT_API_TRACE"),
+            kernels: flag("ROCPROF_KERNEL_TRACE"),
+            copies: flag("ROCPROF_MEMORY_COPY_TRACE"),
+            markers: flag("ROCPROF_MARKER_API_TRACE"),
+            record_dir: get(ENV_RECORD_DIR)
+                .filter(|v| !v.is_empty())
+                .or_else(|| get("ROCPROF_OUTPUT_PATH").filter(|v| !v.is_empty()))
+                .map_or_else(|| PathBuf::from("."), PathBuf::from),
+        }
+    }
+
+    /// Reads the process environment.
+    pub fn from_env() -> Self {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Whether anything at all is traced.
+    pub fn any(&self) -> bool {
+        self.hip_runtime
+            || self.hip_compiler
+            || self.hsa_core
+            || self.hsa_amd_ext
+            || self.hsa_image
+            || self.hsa_finalizer
+            || self.kernels
+            || self.copies
+            || self.markers
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_accept_rocprofv3_truth_strings() {
+        let c = Config::from_lookup(|k| match k {
+            "ROCPROF_KERNEL_TRACE" => Some("1".into()),
+            "ROCPROF_HIP_RUNTIME_API_TRACE" => Some("True".into()),
+            "ROCPROF_MARKER_API_TRACE" => Some("0".into()),
+            "ROCPROF_RECORD_DIR" => Some("/tmp/x".into()),
+            _ => None,
+        });
+        assert!(c.kernels && c.hip_runtime && !c.markers && !c.hsa_core);
+        assert_eq!(c.record_dir, PathBuf::from("/tmp/x"));
+        assert!(c.any());
+        assert!(!Config::from_lookup(|_| None).any());
+    }
+}

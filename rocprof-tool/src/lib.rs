@@ -1,0 +1,381 @@
+//! `librocprof_tool.so`: the profiler inside the application.
+//!
+//! Preloaded by `rocprof`. Its constructor reads the configuration, discovers agents (before
+//! `hsa_init`, so the DXG thunk's topology is read while nothing else uses it), sets
+//! `WSLKMT_VENDOR_PACKET` without overwriting, and opens this process's record log. The runtimes
+//! then hand their API tables to [`rocprofiler_set_api_table`] (through rocprofiler-register),
+//! and the tool wraps the entries the configuration asks for, in place.
+//!
+//! Nothing here may abort the application: every exported function and every callback catches
+//! panics, and failures become warnings on stderr.
+
+pub mod config;
+pub mod markers;
+
+use config::Config;
+use hsa_intercept::api::{ApiTracer, WrapReport, wrap_table};
+use hsa_intercept::tables::{self, ApiTable};
+use hsa_intercept::{sink, wrap};
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::sync::{Mutex, OnceLock};
+use trace_records::OperationName;
+use trace_records::agents::{AgentInfo, AgentsDocument};
+use trace_records::log::{FileHeader, LogWriter};
+
+/// Everything the tool decided at start-up.
+struct State {
+    config: Config,
+    /// API tables received, in order: (name, instance, wrapped entries).
+    received: Mutex<Vec<(String, u64, usize)>>,
+}
+
+static STATE: OnceLock<State> = OnceLock::new();
+static TRACER: ApiTracer = ApiTracer;
+
+fn warn(message: &str) {
+    eprintln!("rocprof-tool: warning: {message}");
+}
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static CONSTRUCTOR: extern "C" fn() = constructor;
+
+extern "C" fn constructor() {
+    if std::panic::catch_unwind(init).is_err() {
+        warn("initialisation failed; the application runs unprofiled");
+    }
+}
+
+fn init() {
+    let config = Config::from_env();
+    let settings = wsl_topology::Settings::from_env();
+    let discovery = wsl_topology::discover(&settings);
+    let pid = std::process::id();
+    let path = config.record_dir.join(format!("{pid}.rplog"));
+    let header = FileHeader {
+        pid,
+        created_ns: hsa_intercept::api::now_ns(),
+    };
+    if let Err(e) = std::fs::create_dir_all(&config.record_dir) {
+        warn(&format!(
+            "cannot create {}: {e}",
+            config.record_dir.display()
+        ));
+    }
+    match LogWriter::create(&path, header) {
+        Ok(writer) => {
+            let raw_fd = open_append(&path);
+            sink::install(writer, raw_fd);
+        }
+        Err(e) => warn(&format!(
+            "cannot create the record log {}: {e}; nothing will be recorded",
+            path.display()
+        )),
+    }
+    wrap::set_hooks(&TRACER);
+    let agents = discovery.agents().iter().map(agent_info).collect();
+    if let Ok(json) = serde_json::to_string(&AgentsDocument::new(agents)) {
+        sink::emit_json(&json);
+    }
+    let facts = serde_json::json!({
+        "kind": "discovery",
+        "platform": discovery.selection.platform,
+        "detail": discovery.selection.detail,
+        "omissions": discovery.omissions,
+        "thunk": discovery.thunk,
+        "config": config,
+    });
+    sink::emit_json(&facts.to_string());
+    let _ = STATE.set(State {
+        config,
+        received: Mutex::new(Vec::new()),
+    });
+    // SAFETY: registers a plain extern "C" function to run at exit.
+    unsafe { libc::atexit(at_exit) };
+    install_crash_handlers();
+}
+
+fn open_append(path: &std::path::Path) -> c_int {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return -1;
+    };
+    // SAFETY: a NUL-terminated path; the descriptor is kept for the process's lifetime.
+    unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_WRONLY | libc::O_APPEND | libc::O_CLOEXEC,
+        )
+    }
+}
+
+extern "C" fn at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(state) = STATE.get() {
+            let received = state.received.lock().map(|r| r.clone()).unwrap_or_default();
+            let facts = serde_json::json!({
+                "kind": "exit",
+                "runtimes_loaded": loaded_runtimes(),
+                "tables": received.iter().map(|(n, i, w)| serde_json::json!({"name": n, "instance": i, "wrapped": w})).collect::<Vec<_>>(),
+                "dropped_records": sink::dropped(),
+            });
+            sink::emit_json(&facts.to_string());
+        }
+        sink::flush_all();
+    });
+}
+
+/// Which ROCm runtimes are mapped into the process (by file name).
+fn loaded_runtimes() -> Vec<&'static str> {
+    const RUNTIMES: [&str; 3] = [
+        "libhsa-runtime64.so",
+        "libamdhip64.so",
+        "librocprofiler-sdk-roctx.so",
+    ];
+    let mut found: Vec<&'static str> = Vec::new();
+    unsafe extern "C" fn visit(
+        info: *mut libc::dl_phdr_info,
+        _: usize,
+        data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: the loader passes a valid info whose dlpi_name is null or a C string; `data`
+        // is the Vec passed below.
+        unsafe {
+            let found = &mut *data.cast::<Vec<&'static str>>();
+            let name = (*info).dlpi_name;
+            if !name.is_null() {
+                let name = CStr::from_ptr(name).to_string_lossy();
+                for r in RUNTIMES {
+                    if name.contains(r) && !found.contains(&r) {
+                        found.push(r);
+                    }
+                }
+            }
+        }
+        0
+    }
+    // SAFETY: the callback only reads loader data and writes `found`, which outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(visit), (&raw mut found).cast()) };
+    found
+}
+
+const FATAL_SIGNALS: [c_int; 5] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGILL,
+    libc::SIGFPE,
+    libc::SIGABRT,
+];
+
+extern "C" fn on_fatal_signal(signal: c_int) {
+    sink::crash_flush();
+    // SAFETY: restores the default disposition and re-raises, so the process dies of the same
+    // signal as it would have without the tool.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
+}
+
+fn install_crash_handlers() {
+    for signal in FATAL_SIGNALS {
+        // SAFETY: a zeroed sigaction with our handler; the previous handler is replaced only if
+        // it was the default (an application's own handler is left alone).
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut old) != 0
+                || old.sa_sigaction != libc::SIG_DFL
+            {
+                continue;
+            }
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_fatal_signal as *const () as usize;
+            action.sa_flags = libc::SA_RESETHAND;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+fn agent_info(a: &wsl_topology::Agent) -> AgentInfo {
+    let mut info = AgentInfo {
+        node_id: a.node_id,
+        logical_node_id: a.logical_node_id,
+        logical_node_type_id: a.logical_node_type_id,
+        agent_type: match a.kind {
+            wsl_topology::AgentKind::Cpu => "CPU".into(),
+            wsl_topology::AgentKind::Gpu => "GPU".into(),
+        },
+        cpu_cores_count: a.cpu_cores_count,
+        name: a.name.clone(),
+        vendor_name: a.vendor_name.clone(),
+        product_name: a.product_name.clone(),
+        model_name: a.model_name.clone(),
+        ..Default::default()
+    };
+    if let Some(g) = &a.gpu {
+        info.simd_count = g.simd_count;
+        info.max_waves_per_simd = g.max_waves_per_simd;
+        info.lds_size_in_kb = g.lds_size_in_kb;
+        info.gds_size_in_kb = g.gds_size_in_kb;
+        info.num_gws = g.num_gws;
+        info.wave_front_size = g.wave_front_size;
+        info.num_xcc = g.num_xcc;
+        info.cu_count = g.cu_count;
+        info.array_count = g.array_count;
+        info.num_shader_banks = g.num_shader_banks;
+        info.simd_arrays_per_engine = g.simd_arrays_per_engine;
+        info.cu_per_simd_array = g.cu_per_simd_array;
+        info.simd_per_cu = g.simd_per_cu;
+        info.max_slots_scratch_cu = g.max_slots_scratch_cu;
+        info.gfx_target_version = g.gfx_target_version;
+        info.vendor_id = g.vendor_id;
+        info.device_id = g.device_id;
+        info.location_id = g.location_id;
+        info.domain = g.domain;
+        info.num_sdma_engines = g.num_sdma_engines;
+        info.num_sdma_xgmi_engines = g.num_sdma_xgmi_engines;
+        info.num_sdma_queues_per_engine = g.num_sdma_queues_per_engine;
+        info.num_cp_queues = g.num_cp_queues;
+        info.max_engine_clk_ccompute = g.max_engine_clk_ccompute;
+        info.max_engine_clk_fcompute = g.max_engine_clk_fcompute;
+        info.sdma_fw_version = g.sdma_fw_version;
+        info.fw_version = g.fw_version;
+        info.capability = g.capability;
+        info.cu_per_engine = g.cu_per_engine;
+        info.max_waves_per_cu = g.max_waves_per_cu;
+        info.family_id = g.family_id;
+        info.workgroup_max_size = g.workgroup_max_size;
+        info.grid_max_size = g.grid_max_size;
+        info.local_mem_size = g.local_mem_size;
+        info.hive_id = g.hive_id;
+        info.gpu_id = g.gpu_id.into();
+        info.workgroup_max_dim = g.workgroup_max_dim;
+        info.grid_max_dim = g.grid_max_dim;
+    }
+    info
+}
+
+/// Emits the names of a table's operations (once per table kind).
+fn emit_operation_names(table: &ApiTable) {
+    for (k, name) in table.names.iter().enumerate() {
+        let id = markers::intern(name);
+        sink::emit(&OperationName {
+            name: id,
+            operation: k as u16,
+            domain: table.domain as u8,
+            reserved: 0,
+        });
+    }
+}
+
+/// Wraps one table for API tracing if `enabled`.
+///
+/// # Safety
+/// `base` must be the runtime's table of `table`'s layout, handed over before first use.
+unsafe fn trace_table(table: &ApiTable, base: *mut u8, enabled: bool) -> WrapReport {
+    if !enabled || base.is_null() {
+        return WrapReport::default();
+    }
+    emit_operation_names(table);
+    // SAFETY: forwarded from the caller.
+    let (_, report) = unsafe { wrap_table(table, base, |_| true) };
+    if report.no_slot > 0 {
+        warn(&format!(
+            "{}: {} entries not traced (out of trampolines)",
+            table.c_name, report.no_slot
+        ));
+    }
+    report
+}
+
+/// `int rocprofiler_set_api_table(const char* name, uint64_t lib_version, uint64_t
+/// lib_instance, void** tables, uint64_t num_tables)`: called by rocprofiler-register when a
+/// runtime registers its API tables, before the runtime uses them. Returns 0.
+///
+/// # Safety
+/// `name` is a C string and `tables` holds `num_tables` table pointers of the named runtime.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn rocprofiler_set_api_table(
+    name: *const c_char,
+    _lib_version: u64,
+    lib_instance: u64,
+    tables: *mut *mut c_void,
+    num_tables: u64,
+) -> c_int {
+    let r = std::panic::catch_unwind(|| {
+        if name.is_null() || tables.is_null() || num_tables == 0 {
+            return 1;
+        }
+        // SAFETY: per the contract.
+        let name = unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned();
+        let Some(state) = STATE.get() else { return 0 };
+        let c = &state.config;
+        // SAFETY: per the contract, `tables` holds `num_tables` pointers.
+        let tables = unsafe { std::slice::from_raw_parts(tables, num_tables as usize) };
+        let mut wrapped = 0;
+        match name.as_str() {
+            "hsa" => {
+                let root = tables[0].cast::<u8>();
+                // SAFETY: HsaApiTable: core_ at 16, amd_ext_ at 24, finalizer_ext_ at 32, image_ext_ at 40.
+                let sub = |off: usize| unsafe { root.add(off).cast::<*mut u8>().read() };
+                // SAFETY: each sub-table is the runtime's, not yet in use.
+                unsafe {
+                    wrapped += trace_table(&tables::CORE, sub(16), c.hsa_core).wrapped;
+                    wrapped += trace_table(&tables::AMD_EXT, sub(24), c.hsa_amd_ext).wrapped;
+                    wrapped +=
+                        trace_table(&tables::FINALIZER_EXT, sub(32), c.hsa_finalizer).wrapped;
+                    wrapped += trace_table(&tables::IMAGE_EXT, sub(40), c.hsa_image).wrapped;
+                }
+            }
+            "hip" => {
+                // SAFETY: HipDispatchTable, not yet in use.
+                wrapped +=
+                    unsafe { trace_table(&tables::HIP, tables[0].cast(), c.hip_runtime) }.wrapped;
+            }
+            "hip_compiler" => {
+                // SAFETY: HipCompilerDispatchTable, not yet in use.
+                wrapped += unsafe {
+                    trace_table(
+                        &tables::HIP_COMPILER_TABLE,
+                        tables[0].cast(),
+                        c.hip_compiler,
+                    )
+                }
+                .wrapped;
+            }
+            "roctx" if c.markers => {
+                // SAFETY: ROCTx's core table, not yet in use.
+                unsafe { markers::wrap_core(tables[0].cast()) };
+                wrapped += 5;
+            }
+            _ => {}
+        }
+        let doc = serde_json::json!({"kind": "table", "name": name, "instance": lib_instance, "wrapped": wrapped});
+        sink::emit_json(&doc.to_string());
+        if let Ok(mut r) = state.received.lock() {
+            r.push((name, lib_instance, wrapped));
+        }
+        0
+    });
+    r.unwrap_or_else(|_| {
+        warn("a panic while wrapping API tables; tracing may be incomplete");
+        0
+    })
+}
+
+/// `rocprofiler_tool_configure_result_t* rocprofiler_configure(uint32_t version, const char*
+/// runtime_version, uint32_t priority, rocprofiler_client_id_t* id)`: this tool needs no
+/// ROCprofiler-SDK services, so it declines (returns null); its presence tells
+/// rocprofiler-register that a tool is loaded.
+#[unsafe(no_mangle)]
+pub extern "C" fn rocprofiler_configure(
+    _version: u32,
+    _runtime_version: *const c_char,
+    _priority: u32,
+    _id: *mut c_void,
+) -> *mut c_void {
+    std::ptr::null_mut()
+}

@@ -1,0 +1,183 @@
+//! ROCTx markers: typed wrappers around the core ROCTx entries that turn marks, push/pop ranges
+//! (per thread) and start/stop ranges (per process) into [`MarkerRecord`]s named by the user's
+//! message.
+
+use hsa_intercept::api::{new_correlation_id, now_ns, thread_id};
+use hsa_intercept::sink;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use trace_records::{MarkerKind, MarkerRecord, StringId};
+
+static ORIGINAL: [AtomicUsize; 5] = [const { AtomicUsize::new(0) }; 5];
+const MARK: usize = 0;
+const PUSH: usize = 1;
+const POP: usize = 2;
+const START: usize = 3;
+const STOP: usize = 4;
+
+static STRINGS: OnceLock<Mutex<HashMap<String, StringId>>> = OnceLock::new();
+/// An open range: its message, start time and correlation id.
+type OpenRange = (StringId, u64, u64);
+
+static PROCESS_RANGES: OnceLock<Mutex<HashMap<u64, OpenRange>>> = OnceLock::new();
+
+thread_local! {
+    static THREAD_RANGES: RefCell<Vec<OpenRange>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Interns `text`, emitting its definition the first time.
+pub fn intern(text: &str) -> StringId {
+    let table = STRINGS.get_or_init(|| Mutex::new(HashMap::new()));
+    let Ok(mut table) = table.lock() else {
+        return 0;
+    };
+    if let Some(id) = table.get(text) {
+        return *id;
+    }
+    let id = table.len() as StringId + 1_000_000;
+    table.insert(text.to_owned(), id);
+    sink::emit_string(id, text);
+    id
+}
+
+/// # Safety
+/// `message` is null or NUL-terminated.
+unsafe fn message(message: *const c_char) -> StringId {
+    if message.is_null() {
+        return intern("");
+    }
+    // SAFETY: per the contract.
+    intern(&unsafe { CStr::from_ptr(message) }.to_string_lossy())
+}
+
+fn emit(kind: MarkerKind, message: StringId, correlation_id: u64, start: u64, end: u64) {
+    sink::emit(&MarkerRecord {
+        correlation_id,
+        start,
+        end,
+        message,
+        thread_id: thread_id(),
+        kind: kind as u8,
+        reserved: [0; 7],
+    });
+}
+
+fn original<F: Copy>(k: usize) -> Option<F> {
+    let p = ORIGINAL[k].load(Ordering::Acquire);
+    // SAFETY: slot k only ever holds the runtime's entry of the matching signature `F`.
+    (p != 0).then(|| unsafe { std::mem::transmute_copy::<usize, F>(&p) })
+}
+
+fn guard<R>(default: R, f: impl FnOnce() -> R) -> R {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(default)
+}
+
+unsafe extern "C" fn mark_a(msg: *const c_char) {
+    guard((), || {
+        let t = now_ns();
+        // SAFETY: the caller passes a C string (or null).
+        emit(
+            MarkerKind::Mark,
+            unsafe { message(msg) },
+            new_correlation_id(),
+            t,
+            t,
+        );
+        if let Some(f) = original::<unsafe extern "C" fn(*const c_char)>(MARK) {
+            // SAFETY: the runtime's own entry with the caller's argument.
+            unsafe { f(msg) }
+        }
+    })
+}
+
+unsafe extern "C" fn range_push_a(msg: *const c_char) -> c_int {
+    guard(-1, || {
+        // SAFETY: the caller passes a C string (or null).
+        let id = unsafe { message(msg) };
+        let start = now_ns();
+        let _ = THREAD_RANGES.try_with(|r| r.borrow_mut().push((id, start, new_correlation_id())));
+        // SAFETY: the runtime's own entry with the caller's argument.
+        original::<unsafe extern "C" fn(*const c_char) -> c_int>(PUSH)
+            .map_or(0, |f| unsafe { f(msg) })
+    })
+}
+
+unsafe extern "C" fn range_pop() -> c_int {
+    guard(-1, || {
+        // SAFETY: the runtime's own entry.
+        let r = original::<unsafe extern "C" fn() -> c_int>(POP).map_or(-1, |f| unsafe { f() });
+        let end = now_ns();
+        if let Ok(Some((id, start, corr))) = THREAD_RANGES.try_with(|r| r.borrow_mut().pop()) {
+            emit(MarkerKind::ThreadRange, id, corr, start, end);
+        }
+        r
+    })
+}
+
+unsafe extern "C" fn range_start_a(msg: *const c_char) -> u64 {
+    guard(0, || {
+        // SAFETY: the caller passes a C string (or null).
+        let id = unsafe { message(msg) };
+        let start = now_ns();
+        // SAFETY: the runtime's own entry with the caller's argument.
+        let range = original::<unsafe extern "C" fn(*const c_char) -> u64>(START)
+            .map_or(0, |f| unsafe { f(msg) });
+        let ranges = PROCESS_RANGES.get_or_init(|| Mutex::new(HashMap::new()));
+        if let Ok(mut r) = ranges.lock() {
+            r.insert(range, (id, start, new_correlation_id()));
+        }
+        range
+    })
+}
+
+unsafe extern "C" fn range_stop(range: u64) {
+    guard((), || {
+        if let Some(f) = original::<unsafe extern "C" fn(u64)>(STOP) {
+            // SAFETY: the runtime's own entry with the caller's argument.
+            unsafe { f(range) }
+        }
+        let end = now_ns();
+        let open = PROCESS_RANGES
+            .get()
+            .and_then(|r| r.lock().ok()?.remove(&range));
+        if let Some((id, start, corr)) = open {
+            emit(MarkerKind::ProcessRange, id, corr, start, end);
+        }
+    })
+}
+
+/// Replaces the mark and range entries of ROCTx's core table with the wrappers.
+///
+/// # Safety
+/// `core` must be ROCTx's core table (`u64 size`, then MarkA, RangePushA, RangePop,
+/// RangeStartA, RangeStop, GetThreadId), handed over before first use.
+pub unsafe fn wrap_core(core: *mut u8) {
+    // SAFETY: the table starts with its size.
+    let size = unsafe { core.cast::<u64>().read_unaligned() } as usize;
+    let wrappers: [*const c_void; 5] = [
+        mark_a as *const c_void,
+        range_push_a as *const c_void,
+        range_pop as *const c_void,
+        range_start_a as *const c_void,
+        range_stop as *const c_void,
+    ];
+    for (k, w) in wrappers.into_iter().enumerate() {
+        let offset = 8 + 8 * k;
+        if offset + 8 > size {
+            break;
+        }
+        // SAFETY: within the runtime's size; entries are pointer-aligned.
+        let entry = unsafe { core.add(offset).cast::<*const c_void>() };
+        // SAFETY: as above; the table is not yet in use.
+        let previous = unsafe { entry.read() };
+        if previous.is_null() {
+            continue;
+        }
+        ORIGINAL[k].store(previous as usize, Ordering::Release);
+        // SAFETY: as above.
+        unsafe { entry.write(w) };
+    }
+}
