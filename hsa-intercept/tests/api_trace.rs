@@ -70,8 +70,7 @@ fn wrapped_table_calls_become_records() {
     assert_ne!(table[2], fake_init as *const () as u64, "wrapped in place");
 
     // SAFETY: the wrapped entries keep the originals' signatures.
-    let (init, shutdown): (extern "C" fn() -> u32, extern "C" fn() -> u32) =
-        unsafe {
+    let (init, shutdown): (extern "C" fn() -> u32, extern "C" fn() -> u32) = unsafe {
         (
             std::mem::transmute::<u64, extern "C" fn() -> u32>(table[2]),
             std::mem::transmute::<u64, extern "C" fn() -> u32>(table[3]),

@@ -36,10 +36,12 @@ fn warn(message: &str) {
     eprintln!("rocprof-tool: warning: {message}");
 }
 
+#[cfg(not(test))]
 #[used]
 #[unsafe(link_section = ".init_array")]
 static CONSTRUCTOR: extern "C" fn() = constructor;
 
+#[cfg_attr(test, allow(dead_code))]
 extern "C" fn constructor() {
     if std::panic::catch_unwind(init).is_err() {
         warn("initialisation failed; the application runs unprofiled");
@@ -48,6 +50,10 @@ extern "C" fn constructor() {
 
 fn init() {
     let config = Config::from_env();
+    // Loaded without `rocprof` and without any tracing option: stay inert.
+    if !config.any() && std::env::var_os(config::ENV_RECORD_DIR).is_none() {
+        return;
+    }
     let settings = wsl_topology::Settings::from_env();
     let discovery = wsl_topology::discover(&settings);
     let pid = std::process::id();

@@ -20,9 +20,21 @@ const ROCDXG_FILE: &str = "librocdxg.so.1.2.0";
 const ROCDXG_SONAME: &str = "librocdxg.so.1";
 /// Simulated runtimes: (cargo's file name, staged file = soname, unversioned link).
 const STAGED_RUNTIMES: [(&str, &str, &str); 3] = [
-    ("libhsa_runtime64.so", "libhsa-runtime64.so.1", "libhsa-runtime64.so"),
-    ("librocprofiler_register.so", "librocprofiler-register.so.0", "librocprofiler-register.so"),
-    ("librocprofiler_sdk_roctx.so", "librocprofiler-sdk-roctx.so.1", "librocprofiler-sdk-roctx.so"),
+    (
+        "libhsa_runtime64.so",
+        "libhsa-runtime64.so.1",
+        "libhsa-runtime64.so",
+    ),
+    (
+        "librocprofiler_register.so",
+        "librocprofiler-register.so.0",
+        "librocprofiler-register.so",
+    ),
+    (
+        "librocprofiler_sdk_roctx.so",
+        "librocprofiler-sdk-roctx.so.1",
+        "librocprofiler-sdk-roctx.so",
+    ),
 ];
 
 fn main() -> Result<()> {

@@ -47,3 +47,23 @@ const _: () = assert!(offset_of!(HsaStructureSizes, reserved) == 6);
 
 /// `sizeof(HsaStructureSizes)` as `StructureSizes` must carry it.
 pub const STRUCTURE_SIZES_SIZE: u16 = 16;
+
+/// `HsaClockCounters` (32 bytes), filled by `hsaKmtGetClockCounters`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HsaClockCounters {
+    /// GPUClockCounter: the node's GPU clock, in ticks of WallClockKHz.
+    pub gpu_clock_counter: u64,
+    /// CPUClockCounter: CLOCK_MONOTONIC ns.
+    pub cpu_clock_counter: u64,
+    /// SystemClockCounter: CLOCK_MONOTONIC ns.
+    pub system_clock_counter: u64,
+    /// SystemClockFrequencyHz: 1 000 000 000.
+    pub system_clock_frequency_hz: u64,
+}
+
+const _: () = assert!(size_of::<HsaClockCounters>() == 32);
+const _: () = assert!(offset_of!(HsaClockCounters, gpu_clock_counter) == 0);
+const _: () = assert!(offset_of!(HsaClockCounters, cpu_clock_counter) == 8);
+const _: () = assert!(offset_of!(HsaClockCounters, system_clock_counter) == 16);
+const _: () = assert!(offset_of!(HsaClockCounters, system_clock_frequency_hz) == 24);

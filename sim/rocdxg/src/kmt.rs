@@ -6,9 +6,10 @@
 #![allow(non_snake_case)]
 
 use std::ffi::c_void;
+use std::fmt::Display;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::ffi::{HsaStructureSizes, HsaSystemProperties};
+use crate::ffi::{HsaClockCounters, HsaStructureSizes, HsaSystemProperties};
 use crate::state::with_state;
 use crate::status::{self, HsaKmtStatus};
 
@@ -16,16 +17,24 @@ const LIB: &str = "rocdxg";
 
 /// Runs an export body: catches panics and logs `rocdxg <name> <args> -> <status>`.
 pub(crate) fn export(name: &str, body: impl FnOnce() -> (HsaKmtStatus, String)) -> HsaKmtStatus {
+    export_value(name, status::ERROR, body)
+}
+
+/// [`export`] for any result type: a panic returns (and logs) `on_panic`.
+pub(crate) fn export_value<T: Display>(
+    name: &str,
+    on_panic: T,
+    body: impl FnOnce() -> (T, String),
+) -> T {
     match catch_unwind(AssertUnwindSafe(body)) {
-        Ok((status, args)) => {
+        Ok((result, args)) => {
             let space = if args.is_empty() { "" } else { " " };
-            wslsim_scenario::log_call(LIB, format_args!("{name}{space}{args} -> {status}"));
-            status
+            wslsim_scenario::log_call(LIB, format_args!("{name}{space}{args} -> {result}"));
+            result
         }
         Err(_) => {
-            let status = status::ERROR;
-            wslsim_scenario::log_call(LIB, format_args!("{name} panicked -> {status}"));
-            status
+            wslsim_scenario::log_call(LIB, format_args!("{name} panicked -> {on_panic}"));
+            on_panic
         }
     }
 }
@@ -33,7 +42,8 @@ pub(crate) fn export(name: &str, body: impl FnOnce() -> (HsaKmtStatus, String)) 
 /// Opens (a reference to) the KFD.
 ///
 /// Returns 0, or KERNEL_ALREADY_OPENED (22) when it was already open, which still counts as an
-/// open that needs a matching close.
+/// open that needs a matching close. The first call initialises the thunk: it reads
+/// `WSLKMT_VENDOR_PACKET` once (see `wslsim_gpu_pm4`).
 ///
 /// # Safety
 ///
@@ -41,6 +51,7 @@ pub(crate) fn export(name: &str, body: impl FnOnce() -> (HsaKmtStatus, String)) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsaKmtOpenKFD() -> HsaKmtStatus {
     export("hsaKmtOpenKFD", || {
+        crate::gpu::vendor_packet_enabled();
         (with_state(|state| state.open()), String::new())
     })
 }
@@ -181,5 +192,43 @@ pub unsafe extern "C" fn hsaKmtGetNodeWallclockFrequency(
             }
             Err(failure) => (failure, format!("node={node_id} hz=0")),
         }
+    })
+}
+
+/// Samples node `node_id`'s clocks together: the GPU clock in ticks (0 for the CPU node 0,
+/// as KFD reports for a node without a GPU), and `CLOCK_MONOTONIC` nanoseconds as both the CPU
+/// and the system counter, with SystemClockFrequencyHz = 1 000 000 000.
+///
+/// Statuses: 3 for a null pointer, 5 for a node ≥ NumNodes.
+///
+/// # Safety
+///
+/// `counters` must be null or valid for writing an `HsaClockCounters` (32 bytes).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsaKmtGetClockCounters(
+    node_id: u32,
+    counters: *mut HsaClockCounters,
+) -> HsaKmtStatus {
+    export("hsaKmtGetClockCounters", || {
+        if counters.is_null() {
+            return (status::INVALID_PARAMETER, format!("node={node_id} null"));
+        }
+        let num_nodes = with_state(|state| state.scenario().num_kmt_nodes());
+        if node_id >= num_nodes {
+            return (status::INVALID_NODE_UNIT, format!("node={node_id}"));
+        }
+        let gpu = crate::gpu::gpu();
+        let clock = gpu.node(node_id).map(|node| *node.clock());
+        let now = crate::gpu::clock::monotonic_ns();
+        let sample = HsaClockCounters {
+            gpu_clock_counter: clock.map_or(0, |clock| clock.ticks_at(now)),
+            cpu_clock_counter: now,
+            system_clock_counter: now,
+            system_clock_frequency_hz: crate::state::CPU_WALLCLOCK_HZ,
+        };
+        // SAFETY: non-null, and the caller guarantees it is valid for writing an
+        // HsaClockCounters; no alignment is assumed.
+        unsafe { counters.write_unaligned(sample) };
+        (status::SUCCESS, format!("node={node_id}"))
     })
 }

@@ -3,6 +3,8 @@
 //! Built as a cdylib (`librocdxg.so`, SONAME `librocdxg.so.1`) that product code `dlopen`s like
 //! the real thunk. The exports are in [`kmt`]; their rules, free of raw pointers, in [`state`];
 //! the `HsaNodeProperties` description in [`layout`] and the values it encodes in [`record`].
+//! The GPU behind the thunk (clocks, dispatch timeline, SDMA, PM4, performance counters) and
+//! its simulator-internal `wslsim_gpu_*` exports are in [`gpu`].
 //! See `sim/README.md` for the scenario schema and the behaviour of every export.
 //!
 //! When loaded as the shared object, an ELF constructor logs the load to `WSLSIM_CALL_LOG` and
@@ -10,6 +12,7 @@
 //! when `thunk.abi_check = "absent"`).
 
 pub mod ffi;
+pub mod gpu;
 pub mod kmt;
 pub mod layout;
 pub mod record;
@@ -27,12 +30,14 @@ pub fn hidden_exports(scenario: &Scenario) -> Vec<String> {
     hidden
 }
 
-/// Installs `scenario` and forgets all thunk state (open count, snapshot, negotiated size).
+/// Installs `scenario` and forgets all thunk state (open count, snapshot, negotiated size),
+/// the GPU (timelines, registers, counter sessions) and the vendor-packet gate.
 ///
 /// For in-process tests that call the exports directly; export hiding is not affected.
 #[doc(hidden)]
 pub fn reset_for_tests(scenario: Scenario) {
     state::reset(scenario);
+    gpu::reset();
 }
 
 /// The ELF constructor: runs when the shared object is loaded (not in this crate's unit tests).

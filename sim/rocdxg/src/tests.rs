@@ -214,7 +214,7 @@ fn cpu_record_and_names_keep_a_terminating_nul() {
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Serialises tests that use the process-global thunk state and installs `scenario`.
-fn install(scenario: Scenario) -> MutexGuard<'static, ()> {
+pub(crate) fn install(scenario: Scenario) -> MutexGuard<'static, ()> {
     let guard = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
     crate::reset_for_tests(scenario);
     guard

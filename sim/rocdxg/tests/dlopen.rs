@@ -5,9 +5,10 @@
 //! `wslsim_scenario::harness`). The C layouts used here are written out independently of the
 //! library's own Rust types.
 
-use std::ffi::c_void;
+use std::ffi::{CStr, c_char, c_void};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use wslsim_scenario::harness::{self, Case, Library, Target};
 
@@ -269,7 +270,387 @@ fn unknown_hidden_name(library: &Library) -> Result<(), String> {
     Ok(())
 }
 
+// ------------------------------------------------------------------------------- the GPU
+
+/// `HsaClockCounters*`: GPUClockCounter, CPUClockCounter, SystemClockCounter,
+/// SystemClockFrequencyHz.
+type ClockCounters = unsafe extern "C" fn(u32, *mut [u64; 4]) -> i32;
+type Ticks = unsafe extern "C" fn(u32) -> u64;
+/// `wslsim_dispatch_t*`, `wslsim_timing_t*` ({start_tick, end_tick}).
+type Dispatch = unsafe extern "C" fn(u32, *const DispatchDesc, *mut [u64; 2]) -> i32;
+type CopyFn = unsafe extern "C" fn(u32, *mut c_void, *const c_void, u64, *mut [u64; 2]) -> i32;
+type Pm4Submit = unsafe extern "C" fn(u32, *const u32, u32, *mut c_char, u32) -> i32;
+
+/// `wslsim_dispatch_t` as docs/SIMULATOR.md lays it out (64 bytes).
+#[repr(C)]
+struct DispatchDesc {
+    grid: [u32; 3],
+    workgroup: [u16; 3],
+    wave_size: u16,
+    vgprs: u32,
+    sgprs: u32,
+    lds_bytes: u32,
+    scratch_bytes: u32,
+    valu_per_wave: u32,
+    salu_per_wave: u32,
+    cycles_per_wave: u32,
+    run: Option<unsafe extern "C-unwind" fn(*mut c_void)>,
+    ctx: *mut c_void,
+}
+
+const _: () = assert!(size_of::<DispatchDesc>() == 64);
+
+struct Gpu {
+    clock_counters: ClockCounters,
+    ticks: Ticks,
+    dispatch: Dispatch,
+    copy: CopyFn,
+    pm4: Pm4Submit,
+}
+
+fn load_gpu(library: &Library) -> Result<Gpu, String> {
+    // SAFETY: each type below is the export's C signature.
+    unsafe {
+        Ok(Gpu {
+            clock_counters: library.function("hsaKmtGetClockCounters")?,
+            ticks: library.function("wslsim_gpu_ticks")?,
+            dispatch: library.function("wslsim_gpu_dispatch")?,
+            copy: library.function("wslsim_gpu_copy")?,
+            pm4: library.function("wslsim_gpu_pm4")?,
+        })
+    }
+}
+
+fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes one timespec to a valid location.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+}
+
+unsafe extern "C-unwind" fn count_call(ctx: *mut c_void) {
+    // SAFETY: the cases pass a live AtomicU32.
+    unsafe { &*ctx.cast::<AtomicU32>() }.fetch_add(1, Ordering::SeqCst);
+}
+
+fn kernel(items: u32, wave_size: u16, ctx: *mut c_void) -> DispatchDesc {
+    DispatchDesc {
+        grid: [items, 1, 1],
+        workgroup: [256, 1, 1],
+        wave_size,
+        vgprs: 8,
+        sgprs: 16,
+        lds_bytes: 0,
+        scratch_bytes: 0,
+        valu_per_wave: 10,
+        salu_per_wave: 2,
+        cycles_per_wave: 0,
+        run: Some(count_call),
+        ctx,
+    }
+}
+
+impl Gpu {
+    fn clock_counters(&self, node: u32) -> (i32, [u64; 4]) {
+        let mut counters = [0xDEAD; 4];
+        // SAFETY: a writable 32-byte HsaClockCounters.
+        let status = unsafe { (self.clock_counters)(node, &mut counters) };
+        (status, counters)
+    }
+
+    fn ticks(&self, node: u32) -> u64 {
+        // SAFETY: no pointers.
+        unsafe { (self.ticks)(node) }
+    }
+
+    fn dispatch(&self, node: u32, descriptor: &DispatchDesc) -> (i32, [u64; 2]) {
+        let mut timing = [0; 2];
+        // SAFETY: a valid descriptor whose callback and ctx are valid, and a writable timing.
+        let status = unsafe { (self.dispatch)(node, descriptor, &mut timing) };
+        (status, timing)
+    }
+
+    fn pm4(&self, buffer: &[u32]) -> (i32, String) {
+        let mut err = [0 as c_char; 256];
+        // SAFETY: a valid buffer naming only live memory of the case, and a 256-byte err.
+        let status = unsafe {
+            (self.pm4)(
+                1,
+                buffer.as_ptr(),
+                buffer.len() as u32,
+                err.as_mut_ptr(),
+                256,
+            )
+        };
+        // SAFETY: NUL-terminated by the export.
+        let reason = unsafe { CStr::from_ptr(err.as_ptr()) };
+        (status, reason.to_string_lossy().into_owned())
+    }
+}
+
+/// A few PM4 packets, encoded by hand (intercept-pmc-att.md §5.2–5.4).
+#[derive(Default)]
+struct Pm4 {
+    dwords: Vec<u32>,
+}
+
+const fn packet3(op: u32, count: u32) -> u32 {
+    (3 << 30) | (count << 16) | (op << 8)
+}
+
+impl Pm4 {
+    fn uconfig(&mut self, reg: u32, value: u32) -> &mut Self {
+        self.dwords.extend([packet3(0x79, 1), reg - 0xC000, value]);
+        self
+    }
+
+    fn sh(&mut self, reg: u32, value: u32) -> &mut Self {
+        self.dwords.extend([packet3(0x76, 1), reg - 0x2C00, value]);
+        self
+    }
+
+    fn wait_idle(&mut self) -> &mut Self {
+        self.dwords.extend([packet3(0x46, 0), 0x407]);
+        self
+    }
+
+    fn copy_to(&mut self, reg: u32, address: *mut u32) -> &mut Self {
+        let address = address as u64;
+        self.dwords.extend([
+            packet3(0x40, 4),
+            2 << 8,
+            reg,
+            0,
+            address as u32,
+            (address >> 32) as u32,
+        ]);
+        self
+    }
+}
+
+const GRBM_GFX_INDEX: u32 = 0xC200;
+const BROADCAST: u32 = 0xE000_0000;
+const CP_PERFMON_CNTL: u32 = 0xD808;
+
+/// aqlprofile's start for GRBM_COUNT (GRBM slot 0) and SQ_WAVES (SQ slot 0).
+fn start_buffer() -> Pm4 {
+    let mut pm4 = Pm4::default();
+    pm4.wait_idle()
+        .uconfig(GRBM_GFX_INDEX, BROADCAST)
+        .uconfig(CP_PERFMON_CNTL, 0)
+        .uconfig(0xD9E2, 0x1_FFFF)
+        .uconfig(GRBM_GFX_INDEX, BROADCAST)
+        .uconfig(0xD840, 0) // GRBM_PERFCOUNTER0_SELECT = GRBM_COUNT
+        .uconfig(GRBM_GFX_INDEX, BROADCAST)
+        .uconfig(0xD9C0, 4) // SQ_PERFCOUNTER0_SELECT = SQ_WAVES
+        .uconfig(0xD9E0, 0x55)
+        .uconfig(GRBM_GFX_INDEX, BROADCAST)
+        .sh(0x2E0B, 1)
+        .uconfig(CP_PERFMON_CNTL, 0)
+        .uconfig(CP_PERFMON_CNTL, 1)
+        .wait_idle();
+    pm4
+}
+
+/// aqlprofile's read of those two counters into `out` (GRBM: 1 slot, SQ: 8 WGP slots).
+fn read_buffer(out: &mut [u64; 9]) -> Pm4 {
+    let base = out.as_mut_ptr().cast::<u32>();
+    let mut pm4 = Pm4::default();
+    pm4.uconfig(CP_PERFMON_CNTL, 0x401)
+        .uconfig(GRBM_GFX_INDEX, BROADCAST)
+        .wait_idle()
+        .uconfig(GRBM_GFX_INDEX, BROADCAST)
+        .uconfig(GRBM_GFX_INDEX, BROADCAST)
+        .copy_to(0xD040, base)
+        .copy_to(0xD041, base.wrapping_add(1))
+        .uconfig(GRBM_GFX_INDEX, BROADCAST);
+    for sa in 0..2 {
+        for wgp in 0..4 {
+            let slot = 1 + sa * 4 + wgp;
+            pm4.uconfig(GRBM_GFX_INDEX, (sa << 8) | (wgp << 2))
+                .copy_to(0xD1C0, base.wrapping_add(2 * slot as usize));
+        }
+    }
+    pm4.uconfig(GRBM_GFX_INDEX, BROADCAST);
+    pm4
+}
+
+fn stop_buffer() -> Pm4 {
+    let mut pm4 = Pm4::default();
+    pm4.uconfig(GRBM_GFX_INDEX, BROADCAST)
+        .uconfig(CP_PERFMON_CNTL, 2)
+        .wait_idle();
+    pm4
+}
+
+/// Sets an environment variable in the child before the thunk reads it.
+fn set_env(name: &str, value: Option<&str>) {
+    // SAFETY: the case runs on the child's only thread; nothing reads the environment
+    // concurrently.
+    unsafe {
+        match value {
+            Some(value) => std::env::set_var(name, value),
+            None => std::env::remove_var(name),
+        }
+    }
+}
+
+fn gpu_clock_and_dispatch(library: &Library) -> Result<(), String> {
+    let gpu = load_gpu(library)?;
+    let before = monotonic_ns();
+    let (status, counters) = gpu.clock_counters(1);
+    let after = monotonic_ns();
+    check("hsaKmtGetClockCounters(1)", status, 0)?;
+    let [gpu_ticks, cpu, system, frequency] = counters;
+    if !(before..=after).contains(&cpu) {
+        return Err(format!("CPUClockCounter {cpu} outside [{before}, {after}]"));
+    }
+    check("SystemClockCounter", system, cpu)?;
+    check("SystemClockFrequencyHz", frequency, 1_000_000_000)?;
+    check("GPUClockCounter", gpu_ticks, (cpu + 1_000_000_000_000) / 10)?;
+    check("GPU clock of the CPU node", gpu.clock_counters(0).1[0], 0)?;
+    check("hsaKmtGetClockCounters(2)", gpu.clock_counters(2).0, 5)?;
+    // SAFETY: a null pointer is a documented input.
+    let null = unsafe { (gpu.clock_counters)(1, std::ptr::null_mut()) };
+    check("null counters", null, 3)?;
+
+    let calls = AtomicU32::new(0);
+    let ctx = (&raw const calls).cast_mut().cast::<c_void>();
+    let first = gpu.ticks(1);
+    let (status, [start, end]) = gpu.dispatch(1, &kernel(262_144, 32, ctx));
+    let last = gpu.ticks(1);
+    check("wslsim_gpu_dispatch", status, 0)?;
+    check("run callback calls", calls.load(Ordering::SeqCst), 1)?;
+    if !(first <= start && start < end && end <= last) {
+        return Err(format!(
+            "dispatch [{start}, {end}] not inside [{first}, {last}]"
+        ));
+    }
+    if end - start < 7_463 {
+        return Err(format!(
+            "dispatch took {} ticks, modelled 7463",
+            end - start
+        ));
+    }
+    check("wave 48", gpu.dispatch(1, &kernel(64, 48, ctx)).0, 3)?;
+    check("node 2", gpu.dispatch(2, &kernel(64, 32, ctx)).0, 5)?;
+    check("run callback calls", calls.load(Ordering::SeqCst), 1)?;
+
+    let source = [7_u8; 4096];
+    let mut destination = [0_u8; 4096];
+    let mut timing = [0_u64; 2];
+    // SAFETY: two 4096-byte buffers and a writable timing.
+    let status = unsafe {
+        (gpu.copy)(
+            1,
+            destination.as_mut_ptr().cast(),
+            source.as_ptr().cast(),
+            4096,
+            &mut timing,
+        )
+    };
+    check("wslsim_gpu_copy", status, 0)?;
+    check("copied bytes", destination, source)?;
+    if timing[0] >= timing[1] || timing[1] > gpu.ticks(1) {
+        return Err(format!("copy timing {timing:?}"));
+    }
+    Ok(())
+}
+
+/// With the gate open: aqlprofile-style start, dispatch, read, stop, and exact counts.
+fn gpu_counters(library: &Library) -> Result<(), String> {
+    set_env("WSLKMT_VENDOR_PACKET", Some("1"));
+    let thunk = load(library)?;
+    let gpu = load_gpu(library)?;
+    check("hsaKmtOpenKFD", thunk.open(), 0)?;
+    let mut out = [0_u64; 9];
+    let read = read_buffer(&mut out);
+    let calls = AtomicU32::new(0);
+    let ctx = (&raw const calls).cast_mut().cast::<c_void>();
+    for round in 0..2 {
+        out = [0; 9];
+        check("start", gpu.pm4(&start_buffer().dwords), (0, String::new()))?;
+        check("dispatch", gpu.dispatch(1, &kernel(262_144, 32, ctx)).0, 0)?;
+        check("read", gpu.pm4(&read.dwords), (0, String::new()))?;
+        check("stop", gpu.pm4(&stop_buffer().dwords), (0, String::new()))?;
+        // 216 401 dispatch cycles + 2 900 for the read submission; 8 192 waves over 8 WGPs.
+        check(&format!("GRBM_COUNT, round {round}"), out[0], 219_301)?;
+        check(
+            &format!("SQ_WAVES, round {round}"),
+            out[1..].iter().sum::<u64>(),
+            8_192,
+        )?;
+    }
+    let (status, reason) = gpu.pm4(&[packet3(0x99, 0), 0]);
+    check("malformed status", status, 3)?;
+    check(
+        "malformed reason",
+        reason.as_str(),
+        "dword 0: opcode 0x99: unsupported opcode 0x99",
+    )?;
+    check("hsaKmtCloseKFD", thunk.close()?, 0)
+}
+
+fn write_marker(target: *mut u32) -> Vec<u32> {
+    let address = target as u64;
+    vec![
+        packet3(0x37, 3),
+        5 << 8,
+        address as u32,
+        (address >> 32) as u32,
+        0xFEED,
+    ]
+}
+
+/// `WSLKMT_VENDOR_PACKET=0` at the first open: submissions are dropped silently.
+fn gpu_vendor_packet_off(library: &Library) -> Result<(), String> {
+    set_env("WSLKMT_VENDOR_PACKET", Some("0"));
+    let thunk = load(library)?;
+    let gpu = load_gpu(library)?;
+    check("hsaKmtOpenKFD", thunk.open(), 0)?;
+    // Changing the variable later does not matter: it was read at the first open.
+    set_env("WSLKMT_VENDOR_PACKET", Some("1"));
+    let mut marker = 0_u32;
+    check(
+        "dropped submission",
+        gpu.pm4(&write_marker(&raw mut marker)),
+        (0, String::new()),
+    )?;
+    check("marker", marker, 0)?;
+    check("dropped malformed submission", gpu.pm4(&[0]).0, 0)?;
+    Ok(())
+}
+
+/// A submission before any open reads the gate itself; the later open does not re-read it.
+fn gpu_vendor_packet_before_open(library: &Library) -> Result<(), String> {
+    set_env("WSLKMT_VENDOR_PACKET", Some("1"));
+    let thunk = load(library)?;
+    let gpu = load_gpu(library)?;
+    let mut marker = 0_u32;
+    check(
+        "submission",
+        gpu.pm4(&write_marker(&raw mut marker)),
+        (0, String::new()),
+    )?;
+    check("marker", marker, 0xFEED)?;
+    set_env("WSLKMT_VENDOR_PACKET", None);
+    check("hsaKmtOpenKFD", thunk.open(), 0)?;
+    marker = 0;
+    check(
+        "submission after open",
+        gpu.pm4(&write_marker(&raw mut marker)),
+        (0, String::new()),
+    )?;
+    check("marker after open", marker, 0xFEED)
+}
+
 const LOADED: &str = "rocdxg loaded pid={pid} path={library}";
+
+const CLEAN_COUNTERS: &str = "[counters]\ncontamination_per_ms = 0\n\
+    grbm_zero_session_probability = 0\nsq_zero_probability = 0\n";
 
 const CASES: &[Case] = &[
     Case {
@@ -357,6 +738,53 @@ const CASES: &[Case] = &[
         ],
         log_lines: &[LOADED],
         run: unknown_hidden_name,
+    },
+    Case {
+        name: "gpu_clock_and_dispatch",
+        scenario: Some("# the built-in machine\n"),
+        stderr_contains: &[],
+        log_lines: &[
+            "rocdxg hsaKmtGetClockCounters node=1 -> 0",
+            "rocdxg hsaKmtGetClockCounters node=0 -> 0",
+            "rocdxg hsaKmtGetClockCounters node=2 -> 5",
+            "rocdxg hsaKmtGetClockCounters node=1 null -> 3",
+            "rocdxg wslsim_gpu_dispatch node=1 grid=262144x1x1 workgroup=256x1x1 wave=32 \
+             waves=8192 -> 0",
+            "rocdxg wslsim_gpu_dispatch node=1 grid=64x1x1 workgroup=256x1x1 wave=48 -> 3",
+            "rocdxg wslsim_gpu_dispatch node=2 grid=64x1x1 workgroup=256x1x1 wave=32 -> 5",
+            "rocdxg wslsim_gpu_copy node=1 bytes=4096 -> 0",
+        ],
+        run: gpu_clock_and_dispatch,
+    },
+    Case {
+        name: "gpu_counters_vendor_packet_on",
+        scenario: Some(CLEAN_COUNTERS),
+        stderr_contains: &[],
+        log_lines: &[
+            "rocdxg hsaKmtOpenKFD -> 0",
+            "rocdxg wslsim_gpu_pm4 node=1 dwords=40 -> 0",
+            "rocdxg wslsim_gpu_pm4 node=1 dwords=104 -> 0",
+            "rocdxg wslsim_gpu_pm4 node=1 dwords=2 error=\"dword 0: opcode 0x99: unsupported \
+             opcode 0x99\" -> 3",
+        ],
+        run: gpu_counters,
+    },
+    Case {
+        name: "gpu_vendor_packet_off",
+        scenario: None,
+        stderr_contains: &[],
+        log_lines: &[
+            "rocdxg wslsim_gpu_pm4 node=1 dwords=5 dropped -> 0",
+            "rocdxg wslsim_gpu_pm4 node=1 dwords=1 dropped -> 0",
+        ],
+        run: gpu_vendor_packet_off,
+    },
+    Case {
+        name: "gpu_vendor_packet_before_open",
+        scenario: None,
+        stderr_contains: &[],
+        log_lines: &["rocdxg wslsim_gpu_pm4 node=1 dwords=5 -> 0"],
+        run: gpu_vendor_packet_before_open,
     },
 ];
 

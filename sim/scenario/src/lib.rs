@@ -15,11 +15,11 @@
 mod calllog;
 mod elf;
 mod gpu;
-mod runtime;
 #[doc(hidden)]
 pub mod harness;
 mod model;
 mod once;
+mod runtime;
 mod schema;
 
 use std::ffi::c_void;
@@ -28,11 +28,11 @@ use std::sync::OnceLock;
 
 pub use calllog::{CALL_LOG_ENV, append_line, log_call, ntstatus};
 pub use elf::{gnu_hash, hide_exports, in_shared_object, object_path, sysv_hash};
+pub use gpu::{Counters, Gpu};
 pub use model::{
     AbiCheck, Adapter, AdapterQuery, BUS_TYPE_PCI, Cpu, Dxcore, EngineId, GpuNode, Luid, Machine,
     Scenario, Thunk, WriteSize,
 };
-pub use gpu::{Counters, Gpu};
 pub use runtime::{Generation, Runtime};
 pub use schema::{MAX_LAYOUT, NODE_NAME_ELEMENTS, REGISTRY_STRING_CHARS, check_layout};
 

@@ -29,6 +29,10 @@ pub struct Runtime {
 
 impl Default for Runtime {
     fn default() -> Self {
-        Runtime { generation: Generation::Current, layout: 396, register_on_dxg: true }
+        Runtime {
+            generation: Generation::Current,
+            layout: 396,
+            register_on_dxg: true,
+        }
     }
 }

@@ -1,0 +1,254 @@
+//! Intercept queues (`hsa_amd_queue_intercept_create` / `_register`), with ROCr's semantics:
+//! the application writes into a software ring whose doorbell wakes a runtime thread; that
+//! thread consumes the packets one at a time and passes each to the LAST registered handler;
+//! a handler's `writer` forwards to the next-lower handler, and the lowest writer copies the
+//! packets into the internal hardware queue. Handlers may call `writer` 0..n times, only from
+//! inside the handler call (the writer finds its place through a thread-local frame).
+
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use crate::guard::{guard, write_out};
+use crate::queue::{self, ErrorCallback, QueueInner, Role};
+use crate::runtime;
+use crate::types::*;
+
+/// `writer(const void* packets, uint64_t count)`.
+pub type WriterFn = unsafe extern "C" fn(*const c_void, u64);
+/// `handler(packets, count, user_pkt_index, data, writer)`.
+pub type HandlerFn = unsafe extern "C" fn(*const c_void, u64, u64, *mut c_void, WriterFn);
+/// The callback of an intercept-marker packet: `(marker, hw queue, hw packet index)`.
+type MarkerCallback = unsafe extern "C" fn(*const c_void, *mut HsaQueue, u64);
+
+/// The intercept-specific part of a software queue.
+pub struct InterceptState {
+    /// The internal hardware queue the lowest writer submits to.
+    pub hw: Arc<QueueInner>,
+    handlers: Mutex<Vec<(HandlerFn, usize)>>,
+}
+
+impl InterceptState {
+    /// A state forwarding to `hw`, with no handler yet.
+    pub fn new(hw: Arc<QueueInner>) -> InterceptState {
+        InterceptState {
+            hw,
+            handlers: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Registers a handler on top of the existing ones.
+    pub fn register(&self, handler: HandlerFn, data: *mut c_void) {
+        self.handlers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((handler, data as usize));
+    }
+
+    fn handlers(&self) -> Vec<(HandlerFn, usize)> {
+        self.handlers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+/// Where a writer call goes: the handler at `level` is running; its writer forwards to
+/// `level - 1`, or to the hardware queue from level 0.
+struct Frame<'a> {
+    sink: &'a dyn Fn(&[RawPacket]),
+    handlers: &'a [(HandlerFn, usize)],
+    level: usize,
+    user_index: u64,
+}
+
+thread_local! {
+    static FRAME: Cell<*const ()> = const { Cell::new(std::ptr::null()) };
+}
+
+fn call_handler(
+    sink: &dyn Fn(&[RawPacket]),
+    handlers: &[(HandlerFn, usize)],
+    level: usize,
+    user_index: u64,
+    packets: *const c_void,
+    count: u64,
+) {
+    let frame = Frame {
+        sink,
+        handlers,
+        level,
+        user_index,
+    };
+    let previous = FRAME.with(|f| f.replace((&raw const frame).cast()));
+    let (handler, data) = handlers[level];
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: a handler registered with hsa_amd_queue_intercept_register, its data, and
+        // packets valid for the duration of the call.
+        unsafe { handler(packets, count, user_index, data as *mut c_void, writer) }
+    });
+    FRAME.with(|f| f.set(previous));
+}
+
+fn copy_packets(packets: *const c_void, count: u64) -> Vec<RawPacket> {
+    (0..count as usize)
+        .map(|i| {
+            // SAFETY: the caller passes `count` packets of 64 bytes (alignment not assumed).
+            unsafe { packets.cast::<RawPacket>().add(i).read_unaligned() }
+        })
+        .collect()
+}
+
+/// The writer handed to every handler.
+unsafe extern "C" fn writer(packets: *const c_void, count: u64) {
+    let _ = std::panic::catch_unwind(|| {
+        let frame = FRAME.with(Cell::get);
+        if frame.is_null() {
+            eprintln!("libhsa-runtime64 (sim): intercept writer called outside its handler");
+            return;
+        }
+        // SAFETY: set by `call_handler` on this thread for the duration of the handler call.
+        let frame = unsafe { &*frame.cast::<Frame<'_>>() };
+        if count == 0 || packets.is_null() {
+            return;
+        }
+        if frame.level == 0 {
+            (frame.sink)(&copy_packets(packets, count));
+        } else {
+            call_handler(
+                frame.sink,
+                frame.handlers,
+                frame.level - 1,
+                frame.user_index,
+                packets,
+                count,
+            );
+        }
+    });
+}
+
+/// Passes one packet through `handlers` (the last one first) to `sink`.
+pub fn pass(
+    handlers: &[(HandlerFn, usize)],
+    packet: &RawPacket,
+    user_index: u64,
+    sink: &dyn Fn(&[RawPacket]),
+) {
+    if handlers.is_empty() {
+        sink(std::slice::from_ref(packet));
+    } else {
+        call_handler(
+            sink,
+            handlers,
+            handlers.len() - 1,
+            user_index,
+            (packet as *const RawPacket).cast(),
+            1,
+        );
+    }
+}
+
+/// The lowest writer: intercept markers call their callback with the hardware write index
+/// (never written to the ring); everything else is copied into the hardware queue.
+fn submit_to_hw(hw: &QueueInner, packets: &[RawPacket]) {
+    let mut pending = Vec::with_capacity(packets.len());
+    for packet in packets {
+        if packet.packet_type() == PACKET_TYPE_VENDOR_SPECIFIC
+            && packet.0[2] == AMD_AQL_FORMAT_INTERCEPT_MARKER
+        {
+            hw.submit(&pending);
+            pending.clear();
+            let callback = packet.u64_at(8);
+            if callback != 0 {
+                let index = hw.block().write_index.load(Ordering::Acquire);
+                // SAFETY: the marker's callback with the documented signature.
+                let callback = unsafe { std::mem::transmute::<u64, MarkerCallback>(callback) };
+                let _ = std::panic::catch_unwind(|| {
+                    // SAFETY: the marker (a valid packet copy), the hardware queue, its index.
+                    unsafe { callback((packet as *const RawPacket).cast(), hw.queue_ptr(), index) }
+                });
+            }
+        } else {
+            pending.push(*packet);
+        }
+    }
+    hw.submit(&pending);
+}
+
+/// The consumer thread of an intercept queue's software ring.
+pub fn run_consumer(queue: &QueueInner) {
+    let Role::Intercept(state) = &queue.role else {
+        return;
+    };
+    let hw = state.hw.clone();
+    let sink = move |packets: &[RawPacket]| submit_to_hw(&hw, packets);
+    queue.consume_packets(|packet, index| pass(&state.handlers(), packet, index, &sink));
+}
+
+/// `hsa_amd_queue_intercept_create`.
+pub unsafe extern "C" fn hsa_amd_queue_intercept_create(
+    agent: Agent,
+    size: u32,
+    type_: u32,
+    callback: Option<ErrorCallback>,
+    data: *mut c_void,
+    _private_segment_size: u32,
+    _group_segment_size: u32,
+    queue: *mut *mut HsaQueue,
+) -> Status {
+    guard(|| {
+        let rt = runtime::require()?;
+        if queue.is_null() {
+            return Err(ERROR_INVALID_ARGUMENT);
+        }
+        let hw = queue::create(
+            rt.clone(),
+            agent,
+            size,
+            type_,
+            callback,
+            data,
+            Role::Hardware,
+        )?;
+        let state = InterceptState::new(hw.clone());
+        let sw = match queue::create(
+            rt,
+            agent,
+            size,
+            type_,
+            callback,
+            data,
+            Role::Intercept(state),
+        ) {
+            Ok(sw) => sw,
+            Err(status) => {
+                queue::destroy(&hw);
+                return Err(status);
+            }
+        };
+        hw.report_queue
+            .store(sw.queue_ptr() as u64, Ordering::Release);
+        // SAFETY: non-null and writable per the API.
+        unsafe { write_out(queue, sw.queue_ptr()) }
+    })
+}
+
+/// `hsa_amd_queue_intercept_register`.
+pub unsafe extern "C" fn hsa_amd_queue_intercept_register(
+    queue: *mut HsaQueue,
+    handler: Option<HandlerFn>,
+    user_data: *mut c_void,
+) -> Status {
+    guard(|| {
+        let handler = handler.ok_or(ERROR_INVALID_ARGUMENT)?;
+        let inner = queue::lookup(queue).ok_or(ERROR_INVALID_QUEUE)?;
+        match &inner.role {
+            Role::Intercept(state) => {
+                state.register(handler, user_data);
+                Ok(())
+            }
+            Role::Hardware => Err(ERROR_INVALID_QUEUE),
+        }
+    })
+}

@@ -1,0 +1,596 @@
+//! Signals: `amd_signal_t` blocks whose address is the handle, value operations, futex-based
+//! waiting, `hsa_amd_signal_wait_any` and the asynchronous-handler thread.
+//!
+//! A signal block is never returned to the allocator: `hsa_signal_destroy` puts it on a free
+//! list for reuse, so a stale handle (a handler still registered on a destroyed signal) reads
+//! valid memory instead of freed memory.
+
+use std::collections::HashSet;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use crate::guard::{guard, guard_status, guard_value, monotonic_ns, write_out};
+use crate::types::*;
+
+/// A signal: the `amd_signal_t` (the handle points here) followed by the runtime's wait state.
+#[repr(C, align(64))]
+pub struct SignalObj {
+    pub amd: AmdSignal,
+    /// Bumped on every value change; waiters sleep on it with a futex.
+    pub epoch: AtomicU32,
+    /// Threads sleeping on `epoch`.
+    pub waiters: AtomicU32,
+}
+
+const _: () = assert!(std::mem::offset_of!(SignalObj, amd) == 0);
+
+/// Bumped on every change of any signal, and on handler registration (wait_any, handlers).
+static GLOBAL_EPOCH: AtomicU32 = AtomicU32::new(0);
+static GLOBAL_WAITERS: AtomicU32 = AtomicU32::new(0);
+
+struct Registry {
+    live: HashSet<u64>,
+    free: Vec<u64>,
+}
+
+static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+
+fn with_registry<T>(f: impl FnOnce(&mut Registry) -> T) -> T {
+    let mut guard = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    f(guard.get_or_insert_with(|| Registry {
+        live: HashSet::new(),
+        free: Vec::new(),
+    }))
+}
+
+/// Creates a signal with `value`; returns its handle.
+pub fn create(value: i64) -> Signal {
+    let reused = with_registry(|r| r.free.pop());
+    let address = match reused {
+        Some(address) => address,
+        None => Box::into_raw(Box::new(SignalObj {
+            amd: AmdSignal {
+                kind: AMD_SIGNAL_KIND_USER,
+                value: AtomicI64::new(0),
+                event_mailbox_ptr: 0,
+                event_id: 0,
+                reserved1: 0,
+                start_ts: AtomicU64::new(0),
+                end_ts: AtomicU64::new(0),
+                queue_ptr: 0,
+                reserved3: 0,
+            },
+            epoch: AtomicU32::new(0),
+            waiters: AtomicU32::new(0),
+        })) as u64,
+    };
+    let obj = object(Signal { handle: address }).expect("non-null");
+    obj.amd.value.store(value, Ordering::Release);
+    obj.amd.start_ts.store(0, Ordering::Relaxed);
+    obj.amd.end_ts.store(0, Ordering::Relaxed);
+    with_registry(|r| r.live.insert(address));
+    Signal { handle: address }
+}
+
+/// Whether `signal` is a live signal of this runtime.
+pub fn is_live(signal: Signal) -> bool {
+    with_registry(|r| r.live.contains(&signal.handle))
+}
+
+/// Destroys a signal (its block goes to the free list).
+pub fn destroy(signal: Signal) -> Result<(), Status> {
+    let removed = with_registry(|r| {
+        let removed = r.live.remove(&signal.handle);
+        if removed {
+            r.free.push(signal.handle);
+        }
+        removed
+    });
+    if removed {
+        // Wake anyone still waiting on it so they re-check (and time out) rather than sleep.
+        if let Some(obj) = object(signal) {
+            notify(obj);
+        }
+        Ok(())
+    } else {
+        Err(ERROR_INVALID_SIGNAL)
+    }
+}
+
+/// The signal block behind a handle (`None` for the null handle).
+///
+/// Handles are addresses of `SignalObj`s this module allocated and never frees; an arbitrary
+/// non-null value is the caller's contract violation, as with ROCr.
+pub fn object(signal: Signal) -> Option<&'static SignalObj> {
+    if signal.handle == 0 {
+        return None;
+    }
+    // SAFETY: non-null handles are addresses of leaked (never freed) SignalObj blocks.
+    Some(unsafe { &*(signal.handle as *const SignalObj) })
+}
+
+fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: FUTEX_WAIT on a valid, aligned u32 with a valid relative timeout.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            &ts as *const libc::timespec,
+        )
+    };
+}
+
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: FUTEX_WAKE on a valid, aligned u32.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            i32::MAX,
+        )
+    };
+}
+
+/// Wakes waiters of `obj` and of the global epoch (after a value change).
+pub fn notify(obj: &SignalObj) {
+    obj.epoch.fetch_add(1, Ordering::SeqCst);
+    if obj.waiters.load(Ordering::SeqCst) != 0 {
+        futex_wake(&obj.epoch);
+    }
+    notify_global();
+}
+
+/// Sleeps until `obj`'s epoch differs from `seen` (any value change) or `timeout` passes.
+pub fn sleep_on(obj: &SignalObj, seen: u32, timeout: Duration) {
+    obj.waiters.fetch_add(1, Ordering::SeqCst);
+    futex_wait(&obj.epoch, seen, timeout);
+    obj.waiters.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// Wakes the global waiters (wait_any, the handler thread).
+pub fn notify_global() {
+    GLOBAL_EPOCH.fetch_add(1, Ordering::SeqCst);
+    if GLOBAL_WAITERS.load(Ordering::SeqCst) != 0 {
+        futex_wake(&GLOBAL_EPOCH);
+    }
+}
+
+/// Sleeps on the global epoch until it differs from `seen` or `timeout` passes.
+pub fn wait_global(seen: u32, timeout: Duration) {
+    GLOBAL_WAITERS.fetch_add(1, Ordering::SeqCst);
+    futex_wait(&GLOBAL_EPOCH, seen, timeout);
+    GLOBAL_WAITERS.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// The current global epoch (read it before checking conditions, then [`wait_global`]).
+pub fn global_epoch() -> u32 {
+    GLOBAL_EPOCH.load(Ordering::SeqCst)
+}
+
+/// Whether `value` satisfies `condition` against `compare`.
+pub fn satisfied(condition: u32, value: i64, compare: i64) -> bool {
+    match condition {
+        CONDITION_EQ => value == compare,
+        CONDITION_NE => value != compare,
+        CONDITION_LT => value < compare,
+        CONDITION_GTE => value >= compare,
+        _ => false,
+    }
+}
+
+/// Loads the value.
+pub fn load(signal: Signal) -> i64 {
+    object(signal).map_or(0, |obj| obj.amd.value.load(Ordering::Acquire))
+}
+
+/// Applies `op` to the value atomically and wakes waiters; returns the previous value.
+pub fn update(signal: Signal, op: impl Fn(i64) -> i64) -> i64 {
+    let Some(obj) = object(signal) else { return 0 };
+    let previous = obj
+        .amd
+        .value
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| Some(op(v)))
+        .unwrap_or_else(|v| v);
+    notify(obj);
+    previous
+}
+
+/// Stores the value and wakes waiters.
+pub fn store(signal: Signal, value: i64) {
+    if let Some(obj) = object(signal) {
+        obj.amd.value.store(value, Ordering::Release);
+        notify(obj);
+    }
+}
+
+/// Subtracts 1 (a packet's completion).
+pub fn complete(signal: Signal) {
+    if signal.handle != 0 {
+        update(signal, |v| v.wrapping_sub(1));
+    }
+}
+
+/// Waits until the condition holds or `timeout_ns` passes; returns the last value observed.
+pub fn wait(signal: Signal, condition: u32, compare: i64, timeout_ns: u64) -> i64 {
+    let Some(obj) = object(signal) else { return 0 };
+    let start = monotonic_ns();
+    loop {
+        let epoch = obj.epoch.load(Ordering::SeqCst);
+        let value = obj.amd.value.load(Ordering::Acquire);
+        if satisfied(condition, value, compare) {
+            return value;
+        }
+        let elapsed = monotonic_ns().saturating_sub(start);
+        if elapsed >= timeout_ns {
+            return value;
+        }
+        let slice = (timeout_ns - elapsed).min(100_000_000);
+        obj.waiters.fetch_add(1, Ordering::SeqCst);
+        futex_wait(&obj.epoch, epoch, Duration::from_nanos(slice));
+        obj.waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// `hsa_amd_signal_wait_any`: the index of the first satisfied signal, or `u32::MAX` on
+/// timeout.
+pub fn wait_any(
+    signals: &[Signal],
+    conditions: &[u32],
+    compares: &[i64],
+    timeout_ns: u64,
+) -> (u32, i64) {
+    let start = monotonic_ns();
+    loop {
+        let epoch = global_epoch();
+        for (index, signal) in signals.iter().enumerate() {
+            let value = load(*signal);
+            if satisfied(conditions[index], value, compares[index]) {
+                return (index as u32, value);
+            }
+        }
+        let elapsed = monotonic_ns().saturating_sub(start);
+        if elapsed >= timeout_ns {
+            return (u32::MAX, 0);
+        }
+        wait_global(
+            epoch,
+            Duration::from_nanos((timeout_ns - elapsed).min(100_000_000)),
+        );
+    }
+}
+
+// ---- asynchronous handlers ----
+
+type Handler = unsafe extern "C" fn(i64, *mut c_void) -> bool;
+type AsyncFn = unsafe extern "C" fn(*mut c_void);
+
+struct HandlerEntry {
+    signal: Signal,
+    condition: u32,
+    value: i64,
+    handler: Handler,
+    arg: usize,
+}
+
+#[derive(Default)]
+struct Pending {
+    handlers: Vec<HandlerEntry>,
+    functions: Vec<(AsyncFn, usize)>,
+}
+
+static PENDING: Mutex<Option<Pending>> = Mutex::new(None);
+
+fn with_pending<T>(f: impl FnOnce(&mut Pending) -> T) -> T {
+    let mut guard = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    f(guard.get_or_insert_with(Pending::default))
+}
+
+fn ensure_handler_thread() {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    STARTED.get_or_init(|| {
+        let _ = std::thread::Builder::new()
+            .name("hsa-async-handlers".to_owned())
+            .spawn(handler_thread);
+    });
+}
+
+fn handler_thread() {
+    loop {
+        let epoch = global_epoch();
+        let (entries, functions) = with_pending(|p| {
+            (
+                std::mem::take(&mut p.handlers),
+                std::mem::take(&mut p.functions),
+            )
+        });
+        let mut fired = !functions.is_empty();
+        for (function, arg) in functions {
+            let _ = std::panic::catch_unwind(|| {
+                // SAFETY: a callback registered with hsa_amd_async_function and its argument.
+                unsafe { function(arg as *mut c_void) }
+            });
+        }
+        let mut keep = Vec::with_capacity(entries.len());
+        for entry in entries {
+            if !is_live(entry.signal) {
+                continue;
+            }
+            let current = load(entry.signal);
+            if !satisfied(entry.condition, current, entry.value) {
+                keep.push(entry);
+                continue;
+            }
+            fired = true;
+            let again = std::panic::catch_unwind(|| {
+                // SAFETY: a handler registered with hsa_amd_signal_async_handler and its
+                // argument.
+                unsafe { (entry.handler)(current, entry.arg as *mut c_void) }
+            })
+            .unwrap_or(false);
+            if again {
+                keep.push(entry);
+            }
+        }
+        with_pending(|p| {
+            // Handlers registered while we ran (by handlers or other threads) come after.
+            keep.append(&mut p.handlers);
+            p.handlers = keep;
+        });
+        if !fired {
+            wait_global(epoch, Duration::from_millis(50));
+        }
+    }
+}
+
+/// Registers an asynchronous handler (runs on the runtime's handler thread).
+pub fn add_handler(signal: Signal, condition: u32, value: i64, handler: Handler, arg: *mut c_void) {
+    ensure_handler_thread();
+    with_pending(|p| {
+        p.handlers.push(HandlerEntry {
+            signal,
+            condition,
+            value,
+            handler,
+            arg: arg as usize,
+        })
+    });
+    notify_global();
+}
+
+// ---- C entry points ----
+
+/// `hsa_signal_create`.
+pub unsafe extern "C" fn hsa_signal_create(
+    initial_value: i64,
+    _num_consumers: u32,
+    _consumers: *const Agent,
+    signal: *mut Signal,
+) -> Status {
+    guard(|| {
+        if signal.is_null() {
+            return Err(ERROR_INVALID_ARGUMENT);
+        }
+        let created = create(initial_value);
+        // SAFETY: non-null; the caller provides a writable hsa_signal_t.
+        unsafe { write_out(signal, created) }
+    })
+}
+
+/// `hsa_amd_signal_create`.
+pub unsafe extern "C" fn hsa_amd_signal_create(
+    initial_value: i64,
+    num_consumers: u32,
+    consumers: *const Agent,
+    _attributes: u64,
+    signal: *mut Signal,
+) -> Status {
+    // SAFETY: same contract.
+    unsafe { hsa_signal_create(initial_value, num_consumers, consumers, signal) }
+}
+
+/// `hsa_signal_destroy`.
+pub unsafe extern "C" fn hsa_signal_destroy(signal: Signal) -> Status {
+    guard(|| destroy(signal))
+}
+
+macro_rules! signal_ops {
+    ($($name:ident: |$v:ident, $x:ident| $body:expr;)*) => {
+        $(
+            #[doc = concat!("`hsa_signal_", stringify!($name), "`.")]
+            pub unsafe extern "C" fn $name(signal: Signal, value: i64) {
+                guard_value((), || {
+                    let $x = value;
+                    update(signal, |$v| $body);
+                })
+            }
+        )*
+    };
+}
+
+signal_ops! {
+    and_relaxed: |v, x| v & x;
+    and_scacquire: |v, x| v & x;
+    and_screlease: |v, x| v & x;
+    and_scacq_screl: |v, x| v & x;
+    or_relaxed: |v, x| v | x;
+    or_scacquire: |v, x| v | x;
+    or_screlease: |v, x| v | x;
+    or_scacq_screl: |v, x| v | x;
+    xor_relaxed: |v, x| v ^ x;
+    xor_scacquire: |v, x| v ^ x;
+    xor_screlease: |v, x| v ^ x;
+    xor_scacq_screl: |v, x| v ^ x;
+    add_relaxed: |v, x| v.wrapping_add(x);
+    add_scacquire: |v, x| v.wrapping_add(x);
+    add_screlease: |v, x| v.wrapping_add(x);
+    add_scacq_screl: |v, x| v.wrapping_add(x);
+    subtract_relaxed: |v, x| v.wrapping_sub(x);
+    subtract_scacquire: |v, x| v.wrapping_sub(x);
+    subtract_screlease: |v, x| v.wrapping_sub(x);
+    subtract_scacq_screl: |v, x| v.wrapping_sub(x);
+}
+
+macro_rules! signal_exchange {
+    ($($name:ident),*) => {
+        $(
+            #[doc = concat!("`hsa_signal_", stringify!($name), "`.")]
+            pub unsafe extern "C" fn $name(signal: Signal, value: i64) -> i64 {
+                guard_value(0, || update(signal, |_| value))
+            }
+        )*
+    };
+}
+
+signal_exchange!(
+    exchange_relaxed,
+    exchange_scacquire,
+    exchange_screlease,
+    exchange_scacq_screl
+);
+
+macro_rules! signal_cas {
+    ($($name:ident),*) => {
+        $(
+            #[doc = concat!("`hsa_signal_", stringify!($name), "`.")]
+            pub unsafe extern "C" fn $name(signal: Signal, expected: i64, value: i64) -> i64 {
+                guard_value(0, || update(signal, |v| if v == expected { value } else { v }))
+            }
+        )*
+    };
+}
+
+signal_cas!(cas_relaxed, cas_scacquire, cas_screlease, cas_scacq_screl);
+
+/// `hsa_signal_load_relaxed`.
+pub unsafe extern "C" fn load_relaxed(signal: Signal) -> i64 {
+    guard_value(0, || load(signal))
+}
+
+/// `hsa_signal_load_scacquire`.
+pub unsafe extern "C" fn load_scacquire(signal: Signal) -> i64 {
+    guard_value(0, || load(signal))
+}
+
+/// `hsa_signal_store_relaxed` (also `silent_store_relaxed`).
+pub unsafe extern "C" fn store_relaxed(signal: Signal, value: i64) {
+    guard_value((), || store(signal, value))
+}
+
+/// `hsa_signal_store_screlease` (also `silent_store_screlease`).
+pub unsafe extern "C" fn store_screlease(signal: Signal, value: i64) {
+    guard_value((), || store(signal, value))
+}
+
+/// `hsa_signal_wait_relaxed`.
+pub unsafe extern "C" fn wait_relaxed(
+    signal: Signal,
+    condition: u32,
+    compare_value: i64,
+    timeout_hint: u64,
+    _wait_state_hint: u32,
+) -> i64 {
+    guard_value(0, || wait(signal, condition, compare_value, timeout_hint))
+}
+
+/// `hsa_signal_wait_scacquire`.
+pub unsafe extern "C" fn wait_scacquire(
+    signal: Signal,
+    condition: u32,
+    compare_value: i64,
+    timeout_hint: u64,
+    _wait_state_hint: u32,
+) -> i64 {
+    guard_value(0, || wait(signal, condition, compare_value, timeout_hint))
+}
+
+/// `hsa_amd_signal_wait_any`.
+pub unsafe extern "C" fn hsa_amd_signal_wait_any(
+    signal_count: u32,
+    signals: *mut Signal,
+    conditions: *mut u32,
+    compare_values: *mut i64,
+    timeout_hint: u64,
+    _wait_hint: u32,
+    satisfying_value: *mut i64,
+) -> u32 {
+    guard_value(u32::MAX, || {
+        if signal_count == 0
+            || signals.is_null()
+            || conditions.is_null()
+            || compare_values.is_null()
+        {
+            return u32::MAX;
+        }
+        let n = signal_count as usize;
+        // SAFETY: the caller provides arrays of `signal_count` elements.
+        let (signals, conditions, compares) = unsafe {
+            (
+                std::slice::from_raw_parts(signals, n),
+                std::slice::from_raw_parts(conditions, n),
+                std::slice::from_raw_parts(compare_values, n),
+            )
+        };
+        let (index, value) = wait_any(signals, conditions, compares, timeout_hint);
+        if index != u32::MAX && !satisfying_value.is_null() {
+            // SAFETY: non-null, writable per the API.
+            unsafe { satisfying_value.write_unaligned(value) };
+        }
+        index
+    })
+}
+
+/// `hsa_amd_signal_async_handler`.
+pub unsafe extern "C" fn hsa_amd_signal_async_handler(
+    signal: Signal,
+    condition: u32,
+    value: i64,
+    handler: Option<Handler>,
+    arg: *mut c_void,
+) -> Status {
+    guard(|| {
+        let handler = handler.ok_or(ERROR_INVALID_ARGUMENT)?;
+        if !is_live(signal) {
+            return Err(ERROR_INVALID_SIGNAL);
+        }
+        add_handler(signal, condition, value, handler, arg);
+        Ok(())
+    })
+}
+
+/// `hsa_amd_async_function`.
+pub unsafe extern "C" fn hsa_amd_async_function(
+    callback: Option<AsyncFn>,
+    arg: *mut c_void,
+) -> Status {
+    guard(|| {
+        let callback = callback.ok_or(ERROR_INVALID_ARGUMENT)?;
+        ensure_handler_thread();
+        with_pending(|p| p.functions.push((callback, arg as usize)));
+        notify_global();
+        Ok(())
+    })
+}
+
+/// `hsa_amd_signal_value_pointer`.
+pub unsafe extern "C" fn hsa_amd_signal_value_pointer(
+    signal: Signal,
+    value_ptr: *mut *mut i64,
+) -> Status {
+    guard_status(|| match object(signal).filter(|_| is_live(signal)) {
+        // SAFETY: `value_ptr` is checked by write_out; writable per the API.
+        Some(obj) => match unsafe { write_out(value_ptr, obj.amd.value.as_ptr()) } {
+            Ok(()) => SUCCESS,
+            Err(status) => status,
+        },
+        None => ERROR_INVALID_SIGNAL,
+    })
+}

@@ -1,0 +1,645 @@
+use std::collections::BTreeMap;
+use std::ffi::{CStr, c_char, c_void};
+use std::mem::offset_of;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::tables::*;
+use crate::types::*;
+use crate::{intercept, runtime, signal, topology};
+
+fn abi_file(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../abi")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// struct -> [(member, offset, size)] in file order.
+fn tsv(name: &str) -> BTreeMap<String, Vec<(String, usize, usize)>> {
+    let mut out: BTreeMap<String, Vec<(String, usize, usize)>> = BTreeMap::new();
+    for line in abi_file(name).lines().filter(|l| !l.trim().is_empty()) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        assert_eq!(cols.len(), 4, "bad line {line:?}");
+        out.entry(cols[0].to_owned()).or_default().push((
+            cols[1].to_owned(),
+            cols[2].parse().unwrap(),
+            cols[3].parse().unwrap(),
+        ));
+    }
+    out
+}
+
+fn check_table(
+    reference: &BTreeMap<String, Vec<(String, usize, usize)>>,
+    table: &str,
+    names: &[&str],
+    size: usize,
+    version: &ApiTableVersion,
+    major: u32,
+    step: u32,
+) {
+    let members = &reference[table];
+    let mut expected: Vec<(String, usize, usize)> = vec![("version".to_owned(), 0, 16)];
+    for (k, name) in names.iter().enumerate() {
+        expected.push((format!("{name}_fn"), 16 + 8 * k, 8));
+    }
+    expected.push(("<sizeof>".to_owned(), 0, size));
+    assert_eq!(members, &expected, "{table} differs from the reference");
+    assert_eq!(version.major_id, major, "{table} major");
+    assert_eq!(version.minor_id as usize, size, "{table} minor_id = sizeof");
+    assert_eq!(version.step_id, step, "{table} step");
+}
+
+#[test]
+fn tables_match_the_reference_layouts() {
+    let reference = tsv("hsa-runtime-tables.tsv");
+    check_table(
+        &reference,
+        "CoreApiTable",
+        &CORE_NAMES,
+        size_of::<CoreApiTable>(),
+        &CORE_TABLE.version,
+        2,
+        0,
+    );
+    check_table(
+        &reference,
+        "AmdExtTable",
+        &AMD_EXT_NAMES,
+        size_of::<AmdExtTable>(),
+        &AMD_EXT_TABLE.version,
+        2,
+        7,
+    );
+    check_table(
+        &reference,
+        "FinalizerExtTable",
+        &FINALIZER_NAMES,
+        size_of::<FinalizerExtTable>(),
+        &FINALIZER_TABLE.version,
+        2,
+        0,
+    );
+    check_table(
+        &reference,
+        "ImageExtTable",
+        &IMAGE_NAMES,
+        size_of::<ImageExtTable>(),
+        &IMAGE_TABLE.version,
+        2,
+        1,
+    );
+    check_table(
+        &reference,
+        "ToolsApiTable",
+        &TOOLS_NAMES,
+        size_of::<ToolsApiTable>(),
+        &TOOLS_TABLE.version,
+        1,
+        0,
+    );
+    check_table(
+        &reference,
+        "PcSamplingExtTable",
+        &PC_SAMPLING_NAMES,
+        size_of::<PcSamplingExtTable>(),
+        &PC_SAMPLING_TABLE.version,
+        1,
+        0,
+    );
+    assert_eq!(CORE_NAMES.len(), 125);
+    assert_eq!(AMD_EXT_NAMES.len(), 74);
+
+    let root = vec![
+        ("version".to_owned(), offset_of!(HsaApiTable, version), 16),
+        ("core_".to_owned(), offset_of!(HsaApiTable, core), 8),
+        ("amd_ext_".to_owned(), offset_of!(HsaApiTable, amd_ext), 8),
+        (
+            "finalizer_ext_".to_owned(),
+            offset_of!(HsaApiTable, finalizer_ext),
+            8,
+        ),
+        (
+            "image_ext_".to_owned(),
+            offset_of!(HsaApiTable, image_ext),
+            8,
+        ),
+        ("tools_".to_owned(), offset_of!(HsaApiTable, tools), 8),
+        (
+            "pc_sampling_ext_".to_owned(),
+            offset_of!(HsaApiTable, pc_sampling_ext),
+            8,
+        ),
+        ("<sizeof>".to_owned(), 0, size_of::<HsaApiTable>()),
+    ];
+    assert_eq!(reference["HsaApiTable"], root);
+    assert_eq!(HSA_API_TABLE.version.major_id, 3);
+    assert_eq!(HSA_API_TABLE.version.minor_id, 64);
+    assert_eq!(HSA_API_TABLE.version.step_id, 1);
+    assert_eq!(
+        HSA_API_TABLE.core.load(Ordering::Relaxed).cast_const(),
+        &raw const CORE_TABLE
+    );
+    assert_eq!(
+        HSA_API_TABLE.amd_ext.load(Ordering::Relaxed).cast_const(),
+        &raw const AMD_EXT_TABLE
+    );
+    let version = vec![
+        (
+            "major_id".to_owned(),
+            offset_of!(ApiTableVersion, major_id),
+            4,
+        ),
+        (
+            "minor_id".to_owned(),
+            offset_of!(ApiTableVersion, minor_id),
+            4,
+        ),
+        (
+            "step_id".to_owned(),
+            offset_of!(ApiTableVersion, step_id),
+            4,
+        ),
+        (
+            "reserved".to_owned(),
+            offset_of!(ApiTableVersion, reserved),
+            4,
+        ),
+        ("<sizeof>".to_owned(), 0, size_of::<ApiTableVersion>()),
+    ];
+    assert_eq!(reference["ApiTableVersion"], version);
+}
+
+#[test]
+fn packets_and_signal_match_the_reference_layouts() {
+    let reference = tsv("hsa-runtime-tables.tsv");
+    type Members = Vec<(&'static str, usize, usize)>;
+    let ours: Vec<(&str, Members)> = vec![
+        (
+            "hsa_kernel_dispatch_packet_t",
+            vec![
+                ("header", offset_of!(KernelDispatchPacket, header), 2),
+                ("setup", offset_of!(KernelDispatchPacket, setup), 2),
+                (
+                    "workgroup_size_x",
+                    offset_of!(KernelDispatchPacket, workgroup_size_x),
+                    2,
+                ),
+                (
+                    "workgroup_size_y",
+                    offset_of!(KernelDispatchPacket, workgroup_size_y),
+                    2,
+                ),
+                (
+                    "workgroup_size_z",
+                    offset_of!(KernelDispatchPacket, workgroup_size_z),
+                    2,
+                ),
+                ("reserved0", offset_of!(KernelDispatchPacket, reserved0), 2),
+                (
+                    "grid_size_x",
+                    offset_of!(KernelDispatchPacket, grid_size_x),
+                    4,
+                ),
+                (
+                    "grid_size_y",
+                    offset_of!(KernelDispatchPacket, grid_size_y),
+                    4,
+                ),
+                (
+                    "grid_size_z",
+                    offset_of!(KernelDispatchPacket, grid_size_z),
+                    4,
+                ),
+                (
+                    "private_segment_size",
+                    offset_of!(KernelDispatchPacket, private_segment_size),
+                    4,
+                ),
+                (
+                    "group_segment_size",
+                    offset_of!(KernelDispatchPacket, group_segment_size),
+                    4,
+                ),
+                (
+                    "kernel_object",
+                    offset_of!(KernelDispatchPacket, kernel_object),
+                    8,
+                ),
+                (
+                    "kernarg_address",
+                    offset_of!(KernelDispatchPacket, kernarg_address),
+                    8,
+                ),
+                ("reserved2", offset_of!(KernelDispatchPacket, reserved2), 8),
+                (
+                    "completion_signal",
+                    offset_of!(KernelDispatchPacket, completion_signal),
+                    8,
+                ),
+                ("<sizeof>", 0, size_of::<KernelDispatchPacket>()),
+            ],
+        ),
+        (
+            "hsa_barrier_and_packet_t",
+            vec![
+                ("header", offset_of!(BarrierPacket, header), 2),
+                ("reserved0", offset_of!(BarrierPacket, reserved0), 2),
+                ("reserved1", offset_of!(BarrierPacket, reserved1), 4),
+                ("dep_signal", offset_of!(BarrierPacket, dep_signal), 40),
+                ("reserved2", offset_of!(BarrierPacket, reserved2), 8),
+                (
+                    "completion_signal",
+                    offset_of!(BarrierPacket, completion_signal),
+                    8,
+                ),
+                ("<sizeof>", 0, size_of::<BarrierPacket>()),
+            ],
+        ),
+        (
+            "amd_signal_t",
+            vec![
+                ("kind", offset_of!(AmdSignal, kind), 8),
+                ("value", offset_of!(AmdSignal, value), 8),
+                (
+                    "event_mailbox_ptr",
+                    offset_of!(AmdSignal, event_mailbox_ptr),
+                    8,
+                ),
+                ("event_id", offset_of!(AmdSignal, event_id), 4),
+                ("reserved1", offset_of!(AmdSignal, reserved1), 4),
+                ("start_ts", offset_of!(AmdSignal, start_ts), 8),
+                ("end_ts", offset_of!(AmdSignal, end_ts), 8),
+                ("queue_ptr", offset_of!(AmdSignal, queue_ptr), 8),
+                ("reserved3", offset_of!(AmdSignal, reserved3), 8),
+                ("<sizeof>", 0, size_of::<AmdSignal>()),
+            ],
+        ),
+        (
+            "hsa_amd_profiling_dispatch_time_t",
+            vec![
+                ("start", offset_of!(ProfilingTime, start), 8),
+                ("end", offset_of!(ProfilingTime, end), 8),
+                ("<sizeof>", 0, size_of::<ProfilingTime>()),
+            ],
+        ),
+        (
+            "hsa_amd_profiling_async_copy_time_t",
+            vec![
+                ("start", offset_of!(ProfilingTime, start), 8),
+                ("end", offset_of!(ProfilingTime, end), 8),
+                ("<sizeof>", 0, size_of::<ProfilingTime>()),
+            ],
+        ),
+    ];
+    for (name, members) in ours {
+        let members: Vec<(String, usize, usize)> = members
+            .into_iter()
+            .map(|(m, o, s)| (m.to_owned(), o, s))
+            .collect();
+        assert_eq!(reference[name], members, "{name}");
+    }
+    assert_eq!(align_of::<AmdSignal>(), 64);
+}
+
+#[test]
+fn node_property_offsets_match_every_layout() {
+    for layout in [368u32, 376, 392, 396] {
+        let reference = tsv(&format!("HsaNodeProperties_{layout}.tsv"));
+        let members = &reference["HsaNodeProperties"];
+        for field in topology::FIELDS {
+            let found = members.iter().find(|(m, _, _)| m == field.name);
+            if layout >= field.since {
+                assert_eq!(
+                    found,
+                    Some(&(field.name.to_owned(), field.offset, field.size)),
+                    "{} in layout {layout}",
+                    field.name
+                );
+            } else {
+                assert_eq!(found, None, "{} must not be in layout {layout}", field.name);
+            }
+        }
+        let size = members.iter().find(|(m, _, _)| m == "<sizeof>").unwrap().2;
+        assert_eq!(size, layout as usize);
+    }
+}
+
+#[test]
+fn node_records_decode_only_their_layout() {
+    let mut bytes = vec![0u8; 396];
+    let put = |bytes: &mut Vec<u8>, offset: usize, value: &[u8]| {
+        bytes[offset..offset + value.len()].copy_from_slice(value)
+    };
+    put(&mut bytes, 4, &32u32.to_le_bytes());
+    put(&mut bytes, 68, &2u32.to_le_bytes());
+    put(
+        &mut bytes,
+        76,
+        &((11 << 10) | (5 << 16) | 42u32).to_le_bytes(),
+    );
+    let name: Vec<u8> = "AMD Radeon 890M Graphics"
+        .encode_utf16()
+        .flat_map(u16::to_le_bytes)
+        .collect();
+    put(&mut bytes, 112, &name);
+    put(&mut bytes, 384, &100_000u64.to_le_bytes());
+    let record = topology::parse(&bytes, 396);
+    assert_eq!(record.gfx_name(), "gfx1150");
+    assert_eq!(record.marketing_name, "AMD Radeon 890M Graphics");
+    assert_eq!(record.wallclock_khz, 100_000);
+    assert_eq!(record.simd_count / record.simd_per_cu, 16);
+    // A 376-byte runtime does not read WallClockKHz even if the bytes are there.
+    assert_eq!(topology::parse(&bytes[..376], 376).wallclock_khz, 0);
+    // gfx90a-style stepping in hex, override engine id preferred.
+    let mut record = record;
+    record.override_engine_id = (9 << 10) | (10 << 24);
+    assert_eq!(record.gfx_name(), "gfx90a");
+}
+
+static ROUTED: AtomicUsize = AtomicUsize::new(0);
+
+unsafe extern "C" fn wrapped_status_string(status: Status, out: *mut *const c_char) -> Status {
+    ROUTED.fetch_add(1, Ordering::SeqCst);
+    // SAFETY: forwards the caller's arguments to the runtime's implementation.
+    unsafe { crate::info::hsa_status_string(status, out) }
+}
+
+#[test]
+fn exports_call_through_the_table() {
+    let slot = &CORE_TABLE.slots[CoreSlot::hsa_status_string as usize];
+    let original = slot.load(Ordering::SeqCst);
+    slot.store(wrapped_status_string as *mut c_void, Ordering::SeqCst);
+    let mut text: *const c_char = std::ptr::null();
+    // SAFETY: a valid out pointer.
+    let status = unsafe { crate::tables::hsa_status_string(ERROR_OUT_OF_RESOURCES, &mut text) };
+    slot.store(original, Ordering::SeqCst);
+    assert_eq!(status, SUCCESS);
+    assert_eq!(
+        ROUTED.load(Ordering::SeqCst),
+        1,
+        "the export did not call through the slot"
+    );
+    // SAFETY: the runtime returned a static NUL-terminated string.
+    let text = unsafe { CStr::from_ptr(text) }.to_str().unwrap();
+    assert!(text.starts_with("HSA_STATUS_ERROR_OUT_OF_RESOURCES"));
+}
+
+#[test]
+fn unimplemented_slots_are_stubs_returning_error() {
+    assert!(!CoreApiTable::IMPLEMENTED[CoreSlot::hsa_soft_queue_create as usize]);
+    assert!(CoreApiTable::IMPLEMENTED[CoreSlot::hsa_init as usize]);
+    assert!(AmdExtTable::IMPLEMENTED[AmdExtSlot::hsa_amd_queue_intercept_register as usize]);
+    // SAFETY: the stub reads no argument.
+    assert_eq!(unsafe { crate::tables::hsa_soft_queue_create() }, ERROR);
+    // Distinct stubs per slot (each names itself).
+    let a = CORE_TABLE.slots[CoreSlot::hsa_soft_queue_create as usize].load(Ordering::Relaxed);
+    let b = CORE_TABLE.slots[CoreSlot::hsa_isa_compatible as usize].load(Ordering::Relaxed);
+    assert_ne!(a, b);
+}
+
+#[test]
+fn dxg_detection_and_register_switches() {
+    use wslsim_scenario::Generation::{Current, Stock72};
+    assert!(!runtime::dxg_detection_enabled(Stock72, None));
+    assert!(!runtime::dxg_detection_enabled(Stock72, Some("true")));
+    assert!(runtime::dxg_detection_enabled(Stock72, Some("1")));
+    assert!(runtime::dxg_detection_enabled(Current, None));
+    assert!(runtime::dxg_detection_enabled(Current, Some("")));
+    assert!(!runtime::dxg_detection_enabled(Current, Some("0")));
+    assert!(runtime::register_disabled(Some("1")));
+    for value in [None, Some("true"), Some("01"), Some("0"), Some(" 1")] {
+        assert!(!runtime::register_disabled(value), "{value:?}");
+    }
+    assert_eq!(crate::rocprofiler_register_import_hsa(), 11800);
+}
+
+#[test]
+fn signal_values_and_operations() {
+    let s = signal::create(5);
+    assert!(signal::is_live(s));
+    assert_eq!(s.handle % 64, 0, "amd_signal_t must be 64-byte aligned");
+    let obj = signal::object(s).unwrap();
+    assert_eq!(obj.amd.kind, AMD_SIGNAL_KIND_USER);
+    // SAFETY: (all calls) a live signal.
+    unsafe {
+        assert_eq!(signal::load_relaxed(s), 5);
+        signal::add_screlease(s, 3);
+        assert_eq!(signal::load_scacquire(s), 8);
+        signal::subtract_relaxed(s, 10);
+        assert_eq!(signal::load_relaxed(s), -2);
+        signal::store_relaxed(s, 0b1100);
+        signal::and_scacq_screl(s, 0b0110);
+        assert_eq!(signal::load_relaxed(s), 0b0100);
+        signal::or_relaxed(s, 0b0001);
+        assert_eq!(signal::load_relaxed(s), 0b0101);
+        signal::xor_screlease(s, 0b0111);
+        assert_eq!(signal::load_relaxed(s), 0b0010);
+        assert_eq!(signal::exchange_scacquire(s, 9), 2);
+        assert_eq!(
+            signal::cas_relaxed(s, 1, 7),
+            9,
+            "failed CAS returns the current value"
+        );
+        assert_eq!(signal::load_relaxed(s), 9);
+        assert_eq!(signal::cas_scacq_screl(s, 9, 7), 9);
+        assert_eq!(signal::load_relaxed(s), 7);
+        // Address of the value is inside amd_signal_t at offset 8.
+        let mut value_ptr: *mut i64 = std::ptr::null_mut();
+        assert_eq!(
+            signal::hsa_amd_signal_value_pointer(s, &mut value_ptr),
+            SUCCESS
+        );
+        assert_eq!(value_ptr as u64, s.handle + 8);
+        assert_eq!(signal::hsa_signal_destroy(s), SUCCESS);
+        assert_eq!(signal::hsa_signal_destroy(s), ERROR_INVALID_SIGNAL);
+    }
+}
+
+#[test]
+fn signal_waits_block_until_the_condition_or_the_timeout() {
+    let s = signal::create(1);
+    let started = Instant::now();
+    // Times out: returns the current value after roughly the hint.
+    assert_eq!(signal::wait(s, CONDITION_EQ, 0, 30_000_000), 1);
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(29), "{waited:?}");
+    // Another thread completes it: the waiter wakes promptly (futex, not a poll slice).
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        signal::complete(s);
+    });
+    let started = Instant::now();
+    assert_eq!(signal::wait(s, CONDITION_LT, 1, u64::MAX), 0);
+    assert!(
+        started.elapsed() < Duration::from_millis(90),
+        "{:?}",
+        started.elapsed()
+    );
+    setter.join().unwrap();
+    assert!(signal::satisfied(CONDITION_NE, 0, 1));
+    assert!(signal::satisfied(CONDITION_GTE, 3, 3));
+    assert!(!signal::satisfied(CONDITION_LT, 3, 3));
+    assert!(!signal::satisfied(99, 3, 3));
+
+    let a = signal::create(1);
+    let b = signal::create(1);
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(10));
+        signal::store(b, 0);
+    });
+    let (index, value) =
+        signal::wait_any(&[a, b], &[CONDITION_EQ, CONDITION_EQ], &[0, 0], u64::MAX);
+    assert_eq!((index, value), (1, 0));
+    setter.join().unwrap();
+    assert_eq!(
+        signal::wait_any(&[a], &[CONDITION_EQ], &[0], 1_000_000).0,
+        u32::MAX
+    );
+}
+
+static HANDLER_CALLS: Mutex<Vec<(usize, i64)>> = Mutex::new(Vec::new());
+
+unsafe extern "C" fn once_handler(value: i64, arg: *mut c_void) -> bool {
+    HANDLER_CALLS.lock().unwrap().push((arg as usize, value));
+    false
+}
+
+unsafe extern "C" fn twice_handler(value: i64, arg: *mut c_void) -> bool {
+    let mut calls = HANDLER_CALLS.lock().unwrap();
+    calls.push((arg as usize, value));
+    calls.iter().filter(|(a, _)| *a == arg as usize).count() < 2
+}
+
+fn calls_of(arg: usize) -> Vec<i64> {
+    HANDLER_CALLS
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(a, _)| *a == arg)
+        .map(|(_, v)| *v)
+        .collect()
+}
+
+fn eventually(what: &str, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn async_handlers_run_when_the_condition_holds() {
+    let s = signal::create(1);
+    signal::add_handler(s, CONDITION_LT, 1, once_handler, 101 as *mut c_void);
+    std::thread::sleep(Duration::from_millis(30));
+    assert!(calls_of(101).is_empty(), "called before the condition held");
+    signal::store(s, 0);
+    eventually("the one-shot handler", || calls_of(101) == vec![0]);
+    signal::store(s, -1);
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(
+        calls_of(101),
+        vec![0],
+        "a handler returning false must be removed"
+    );
+
+    // A handler returning true stays registered and is called again.
+    let t = signal::create(0);
+    signal::add_handler(t, CONDITION_EQ, 0, twice_handler, 202 as *mut c_void);
+    eventually("the repeating handler", || calls_of(202).len() == 2);
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(calls_of(202).len(), 2);
+}
+
+// ---- intercept handler chaining ----
+
+static CHAIN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn packet(tag: u8) -> RawPacket {
+    let mut p = RawPacket([0; 64]);
+    p.0[0] = PACKET_TYPE_KERNEL_DISPATCH;
+    p.0[63] = tag;
+    p
+}
+
+fn tags(packets: *const c_void, count: u64) -> Vec<u8> {
+    // SAFETY: `count` 64-byte packets.
+    (0..count as usize)
+        .map(|i| unsafe { packets.cast::<RawPacket>().add(i).read_unaligned() }.0[63])
+        .collect()
+}
+
+/// Lower handler: forwards each packet it gets, one writer call per packet.
+unsafe extern "C" fn lower(
+    packets: *const c_void,
+    count: u64,
+    index: u64,
+    data: *mut c_void,
+    writer: intercept::WriterFn,
+) {
+    CHAIN.lock().unwrap().push(format!(
+        "lower{} idx={index} {:?}",
+        data as usize,
+        tags(packets, count)
+    ));
+    for i in 0..count as usize {
+        // SAFETY: forwarding packets of the call.
+        unsafe { writer(packets.cast::<RawPacket>().add(i).cast(), 1) };
+    }
+}
+
+/// Upper handler: drops tag 0, otherwise writes a marker packet (tag 100+t) before the packet.
+unsafe extern "C" fn upper(
+    packets: *const c_void,
+    count: u64,
+    index: u64,
+    _data: *mut c_void,
+    writer: intercept::WriterFn,
+) {
+    let t = tags(packets, count);
+    CHAIN
+        .lock()
+        .unwrap()
+        .push(format!("upper idx={index} {t:?}"));
+    if t == [0] {
+        return;
+    }
+    let out = [packet(100 + t[0]), packet(t[0])];
+    // SAFETY: two valid packets.
+    unsafe { writer(out.as_ptr().cast(), 2) };
+}
+
+#[test]
+fn intercept_handlers_chain_from_the_last_registered() {
+    let sink_log: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+    let sink = |packets: &[RawPacket]| {
+        sink_log
+            .lock()
+            .unwrap()
+            .extend(packets.iter().map(|p| p.0[63]));
+    };
+    let handlers: Vec<(intercept::HandlerFn, usize)> = vec![(lower, 7), (upper, 0)];
+    intercept::pass(&handlers, &packet(5), 42, &sink);
+    intercept::pass(&handlers, &packet(0), 43, &sink);
+    let chain = CHAIN.lock().unwrap().clone();
+    assert_eq!(
+        chain,
+        vec![
+            "upper idx=42 [5]".to_owned(),
+            "lower7 idx=42 [105, 5]".to_owned(),
+            "upper idx=43 [0]".to_owned(),
+        ]
+    );
+    assert_eq!(
+        *sink_log.lock().unwrap(),
+        vec![105, 5],
+        "the dropped packet must not arrive"
+    );
+    // No handler: straight through.
+    intercept::pass(&[], &packet(9), 44, &sink);
+    assert_eq!(*sink_log.lock().unwrap(), vec![105, 5, 9]);
+}

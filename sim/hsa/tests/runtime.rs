@@ -1,0 +1,1323 @@
+//! Drives the REAL staged `libhsa-runtime64.so.1` (with the staged `librocdxg.so` and
+//! `librocprofiler-register.so.0` beside it), one child process per case.
+//!
+//! The parent re-executes this binary with `HSA_RT_CASE=<case>`, `LD_LIBRARY_PATH` set to
+//! `target/<profile>/sim/lib` and the case's environment and scenario; the child `dlopen`s
+//! "libhsa-runtime64.so.1" by name and resolves every function with `dlsym`. Staging is done
+//! by `cargo xtask build`; a missing or stale stage fails the run with that instruction.
+//! Arguments filter cases by name.
+
+use std::ffi::{CStr, CString, c_char, c_void};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use wslsim_codeobj::{CodeObjectBuilder, KernelBuilder};
+
+const CASE_ENV: &str = "HSA_RT_CASE";
+
+// ---------------------------------------------------------------- C types of the HSA API
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Handle {
+    handle: u64,
+}
+
+#[repr(C)]
+struct HsaQueue {
+    type_: u32,
+    features: u32,
+    base_address: *mut c_void,
+    doorbell_signal: Handle,
+    size: u32,
+    reserved1: u32,
+    id: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct ProfilingTime {
+    start: u64,
+    end: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct DispatchPacket {
+    header: u16,
+    setup: u16,
+    workgroup: [u16; 3],
+    reserved0: u16,
+    grid: [u32; 3],
+    private_segment_size: u32,
+    group_segment_size: u32,
+    kernel_object: u64,
+    kernarg_address: u64,
+    reserved2: u64,
+    completion_signal: Handle,
+}
+
+/// `wslsim_launch_t` as docs/SIMULATOR.md declares it.
+#[repr(C)]
+struct Launch {
+    grid: [u32; 3],
+    workgroup: [u16; 3],
+    reserved: u16,
+    group_segment_size: u32,
+    private_segment_size: u32,
+}
+
+type Status = u32;
+type AgentCb = unsafe extern "C" fn(Handle, *mut c_void) -> Status;
+type QueueErrorCb = unsafe extern "C" fn(Status, *mut HsaQueue, *mut c_void);
+type Writer = unsafe extern "C" fn(*const c_void, u64);
+type InterceptHandler = unsafe extern "C" fn(*const c_void, u64, u64, *mut c_void, Writer);
+
+macro_rules! api {
+    ($($name:ident: fn($($t:ty),*) -> $r:ty;)*) => {
+        #[allow(non_snake_case)]
+        struct Api { $($name: unsafe extern "C" fn($($t),*) -> $r,)* }
+        impl Api {
+            fn load(lib: *mut c_void) -> Result<Api, String> {
+                Ok(Api { $($name: {
+                    let address = sym(lib, stringify!($name))?;
+                    // SAFETY: the export has this signature (the HSA API).
+                    unsafe { std::mem::transmute::<*mut c_void, unsafe extern "C" fn($($t),*) -> $r>(address) }
+                },)* })
+            }
+        }
+    };
+}
+
+api! {
+    hsa_init: fn() -> Status;
+    hsa_shut_down: fn() -> Status;
+    hsa_system_get_info: fn(u32, *mut c_void) -> Status;
+    hsa_iterate_agents: fn(AgentCb, *mut c_void) -> Status;
+    hsa_agent_get_info: fn(Handle, u32, *mut c_void) -> Status;
+    hsa_amd_agent_iterate_memory_pools: fn(Handle, AgentCb, *mut c_void) -> Status;
+    hsa_amd_memory_pool_get_info: fn(Handle, u32, *mut c_void) -> Status;
+    hsa_amd_memory_pool_allocate: fn(Handle, usize, u32, *mut *mut c_void) -> Status;
+    hsa_amd_memory_pool_free: fn(*mut c_void) -> Status;
+    hsa_amd_agents_allow_access: fn(u32, *const Handle, *const u32, *const c_void) -> Status;
+    hsa_queue_create: fn(Handle, u32, u32, Option<QueueErrorCb>, *mut c_void, u32, u32, *mut *mut HsaQueue) -> Status;
+    hsa_queue_destroy: fn(*mut HsaQueue) -> Status;
+    hsa_queue_add_write_index_screlease: fn(*const HsaQueue, u64) -> u64;
+    hsa_queue_load_read_index_scacquire: fn(*const HsaQueue) -> u64;
+    hsa_signal_create: fn(i64, u32, *const Handle, *mut Handle) -> Status;
+    hsa_signal_destroy: fn(Handle) -> Status;
+    hsa_signal_store_screlease: fn(Handle, i64) -> ();
+    hsa_signal_load_scacquire: fn(Handle) -> i64;
+    hsa_signal_wait_scacquire: fn(Handle, u32, i64, u64, u32) -> i64;
+    hsa_code_object_reader_create_from_memory: fn(*const c_void, usize, *mut Handle) -> Status;
+    hsa_code_object_reader_destroy: fn(Handle) -> Status;
+    hsa_executable_create_alt: fn(u32, u32, *const c_char, *mut Handle) -> Status;
+    hsa_executable_load_agent_code_object: fn(Handle, Handle, Handle, *const c_char, *mut Handle) -> Status;
+    hsa_executable_freeze: fn(Handle, *const c_char) -> Status;
+    hsa_executable_get_symbol_by_name: fn(Handle, *const c_char, *const Handle, *mut Handle) -> Status;
+    hsa_executable_symbol_get_info: fn(Handle, u32, *mut c_void) -> Status;
+    hsa_executable_destroy: fn(Handle) -> Status;
+    hsa_amd_profiling_set_profiler_enabled: fn(*mut HsaQueue, i32) -> Status;
+    hsa_amd_profiling_get_dispatch_time: fn(Handle, Handle, *mut ProfilingTime) -> Status;
+    hsa_amd_profiling_async_copy_enable: fn(bool) -> Status;
+    hsa_amd_profiling_get_async_copy_time: fn(Handle, *mut ProfilingTime) -> Status;
+    hsa_amd_memory_async_copy: fn(*mut c_void, Handle, *const c_void, Handle, usize, u32, *const Handle, Handle) -> Status;
+    hsa_amd_queue_intercept_create: fn(Handle, u32, u32, Option<QueueErrorCb>, *mut c_void, u32, u32, *mut *mut HsaQueue) -> Status;
+    hsa_amd_queue_intercept_register: fn(*mut HsaQueue, InterceptHandler, *mut c_void) -> Status;
+}
+
+fn dlerror() -> String {
+    // SAFETY: dlerror returns null or a NUL-terminated string.
+    let message = unsafe { libc::dlerror() };
+    if message.is_null() {
+        "(no dlerror)".to_owned()
+    } else {
+        // SAFETY: non-null and NUL-terminated.
+        unsafe { CStr::from_ptr(message) }
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+fn sym(lib: *mut c_void, name: &str) -> Result<*mut c_void, String> {
+    let c_name = CString::new(name).map_err(|e| e.to_string())?;
+    // SAFETY: a live handle and a NUL-terminated name.
+    let address = unsafe { libc::dlsym(lib, c_name.as_ptr()) };
+    if address.is_null() {
+        Err(format!("dlsym({name}) failed: {}", dlerror()))
+    } else {
+        Ok(address)
+    }
+}
+
+fn open_runtime() -> Result<(*mut c_void, Api), String> {
+    // SAFETY: dlopen by soname, resolved through LD_LIBRARY_PATH.
+    let lib = unsafe { libc::dlopen(c"libhsa-runtime64.so.1".as_ptr(), libc::RTLD_NOW) };
+    if lib.is_null() {
+        return Err(format!(
+            "dlopen(libhsa-runtime64.so.1) failed: {}",
+            dlerror()
+        ));
+    }
+    Ok((lib, Api::load(lib)?))
+}
+
+fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes one timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+}
+
+macro_rules! check {
+    ($cond:expr, $($fmt:tt)*) => {
+        if !$cond {
+            return Err(format!("{} (line {})", format!($($fmt)*), line!()));
+        }
+    };
+}
+
+macro_rules! ok {
+    ($call:expr) => {{
+        // SAFETY: the HSA API called with valid arguments (the test's own objects).
+        let status = unsafe { $call };
+        if status != 0 {
+            return Err(format!(
+                "{} -> {status:#x} (line {})",
+                stringify!($call),
+                line!()
+            ));
+        }
+    }};
+}
+
+// ---------------------------------------------------------------- the test kernel
+
+#[repr(C)]
+struct VectorAddArgs {
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    n: u32,
+    scale: f32,
+}
+
+/// `c[i] = a[i] + scale * b[i]` for every work-item of the grid below `n`.
+unsafe extern "C" fn vector_add(kernarg: *const c_void, launch: *const Launch) {
+    // SAFETY: the runtime passes the dispatch's kernarg segment and launch description.
+    let (args, launch) = unsafe { (&*(kernarg as *const VectorAddArgs), &*launch) };
+    let items = launch.grid.iter().map(|&g| g as usize).product::<usize>();
+    for i in 0..items.min(args.n as usize) {
+        // SAFETY: the buffers hold `n` floats.
+        unsafe { *args.c.add(i) = *args.a.add(i) + args.scale * *args.b.add(i) };
+    }
+}
+
+const N: usize = 4096;
+const KERNARG_SIZE: u32 = size_of::<VectorAddArgs>() as u32;
+
+struct Setup {
+    api: Api,
+    cpu: Handle,
+    gpu: Handle,
+    host_pool: Handle,
+    device_pool: Handle,
+}
+
+unsafe extern "C" fn collect_handle(handle: Handle, data: *mut c_void) -> Status {
+    // SAFETY: `data` is the test's Vec<Handle>.
+    unsafe { (*(data as *mut Vec<Handle>)).push(handle) };
+    0
+}
+
+fn agent_u32(api: &Api, agent: Handle, attribute: u32) -> Result<u32, String> {
+    let mut value = 0u32;
+    ok!((api.hsa_agent_get_info)(
+        agent,
+        attribute,
+        (&raw mut value).cast()
+    ));
+    Ok(value)
+}
+
+fn setup() -> Result<Setup, String> {
+    let (_lib, api) = open_runtime()?;
+    ok!((api.hsa_init)());
+    let mut agents: Vec<Handle> = Vec::new();
+    ok!((api.hsa_iterate_agents)(
+        collect_handle,
+        (&raw mut agents).cast()
+    ));
+    check!(
+        agents.len() == 2,
+        "expected a CPU and a GPU agent, got {}",
+        agents.len()
+    );
+    let mut cpu = None;
+    let mut gpu = None;
+    for &agent in &agents {
+        match agent_u32(&api, agent, 17)? {
+            0 => cpu = Some(agent),
+            1 => gpu = Some(agent),
+            other => return Err(format!("unexpected device type {other}")),
+        }
+    }
+    let (cpu, gpu) = (cpu.ok_or("no CPU agent")?, gpu.ok_or("no GPU agent")?);
+    let mut pools: Vec<Handle> = Vec::new();
+    ok!((api.hsa_amd_agent_iterate_memory_pools)(
+        cpu,
+        collect_handle,
+        (&raw mut pools).cast()
+    ));
+    let mut host_pool = None;
+    for &pool in &pools {
+        let mut flags = 0u32;
+        ok!((api.hsa_amd_memory_pool_get_info)(
+            pool,
+            1,
+            (&raw mut flags).cast()
+        ));
+        if flags & 1 != 0 {
+            host_pool = Some(pool); // KERNARG_INIT | FINE_GRAINED
+        }
+    }
+    let mut pools: Vec<Handle> = Vec::new();
+    ok!((api.hsa_amd_agent_iterate_memory_pools)(
+        gpu,
+        collect_handle,
+        (&raw mut pools).cast()
+    ));
+    check!(pools.len() == 1, "GPU pools: {}", pools.len());
+    let mut location = 9u32;
+    ok!((api.hsa_amd_memory_pool_get_info)(
+        pools[0],
+        17,
+        (&raw mut location).cast()
+    ));
+    check!(location == 1, "the GPU pool is not located on the GPU");
+    Ok(Setup {
+        api,
+        cpu,
+        gpu,
+        host_pool: host_pool.ok_or("no kernarg pool on the CPU agent")?,
+        device_pool: pools[0],
+    })
+}
+
+fn alloc<T>(s: &Setup, pool: Handle, count: usize) -> Result<*mut T, String> {
+    let mut ptr: *mut c_void = std::ptr::null_mut();
+    ok!((s.api.hsa_amd_memory_pool_allocate)(
+        pool,
+        count * size_of::<T>(),
+        0,
+        &mut ptr
+    ));
+    check!(!ptr.is_null(), "null allocation");
+    Ok(ptr.cast())
+}
+
+fn new_signal(s: &Setup, value: i64) -> Result<Handle, String> {
+    let mut signal = Handle::default();
+    ok!((s.api.hsa_signal_create)(
+        value,
+        0,
+        std::ptr::null(),
+        &mut signal
+    ));
+    Ok(signal)
+}
+
+fn wait_zero(s: &Setup, signal: Handle) -> Result<(), String> {
+    // 10 s: a hang is a failure, not a stuck test.
+    // SAFETY: a live signal.
+    let value = unsafe { (s.api.hsa_signal_wait_scacquire)(signal, 0, 0, 10_000_000_000, 0) };
+    check!(value == 0, "signal still {value} after 10 s");
+    Ok(())
+}
+
+/// Writes one packet into `queue` as a producer: reserve an index, write the body, store
+/// header+setup last with a release store, ring the doorbell.
+fn submit(s: &Setup, queue: *mut HsaQueue, packet: &[u8; 64]) -> Result<(), String> {
+    // SAFETY: a live queue handed out by the runtime.
+    let q = unsafe { &*queue };
+    // SAFETY: as above.
+    let index = unsafe { (s.api.hsa_queue_add_write_index_screlease)(queue, 1) };
+    // SAFETY: as above.
+    while index - unsafe { (s.api.hsa_queue_load_read_index_scacquire)(queue) } >= u64::from(q.size)
+    {
+        std::thread::yield_now();
+    }
+    let slot = (q.base_address as *mut u8).wrapping_add((index % u64::from(q.size)) as usize * 64);
+    // SAFETY: the slot is ours until the header is published; bytes 4..64 first.
+    unsafe { std::ptr::copy_nonoverlapping(packet.as_ptr().add(4), slot.add(4), 60) };
+    let first = u32::from_le_bytes([packet[0], packet[1], packet[2], packet[3]]);
+    // SAFETY: the slot is 64-byte aligned ring memory; header and setup published together.
+    unsafe { (*(slot as *const AtomicU32)).store(first, Ordering::Release) };
+    // SAFETY: the queue's doorbell signal.
+    unsafe { (s.api.hsa_signal_store_screlease)(q.doorbell_signal, index as i64) };
+    Ok(())
+}
+
+fn dispatch_packet(
+    kernel_object: u64,
+    kernarg: *mut VectorAddArgs,
+    completion: Handle,
+) -> [u8; 64] {
+    let packet = DispatchPacket {
+        header: 0x1402 | 0x100, // KERNEL_DISPATCH, barrier, system acquire/release
+        setup: 1,
+        workgroup: [256, 1, 1],
+        grid: [N as u32, 1, 1],
+        kernel_object,
+        kernarg_address: kernarg as u64,
+        completion_signal: completion,
+        ..DispatchPacket::default()
+    };
+    // SAFETY: a 64-byte plain-old-data struct.
+    unsafe { std::mem::transmute::<DispatchPacket, [u8; 64]>(packet) }
+}
+
+struct Kernel {
+    executable: Handle,
+    reader: Handle,
+    object: u64,
+}
+
+fn load_kernel(s: &Setup) -> Result<Kernel, String> {
+    let kernel = KernelBuilder::new("vector_add")
+        .impl_address(vector_add as *const () as usize as u64)
+        .kernarg(KERNARG_SIZE, 8)
+        .vgprs(24)
+        .sgprs(40)
+        .costs(8, 4, 0)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let bytes = CodeObjectBuilder::new().kernel(kernel).to_bytes();
+    let mut reader = Handle::default();
+    ok!((s.api.hsa_code_object_reader_create_from_memory)(
+        bytes.as_ptr().cast(),
+        bytes.len(),
+        &mut reader
+    ));
+    let mut executable = Handle::default();
+    ok!((s.api.hsa_executable_create_alt)(
+        0,
+        0,
+        std::ptr::null(),
+        &mut executable
+    ));
+    ok!((s.api.hsa_executable_load_agent_code_object)(
+        executable,
+        s.gpu,
+        reader,
+        std::ptr::null(),
+        std::ptr::null_mut()
+    ));
+    ok!((s.api.hsa_executable_freeze)(executable, std::ptr::null()));
+    let mut symbol = Handle::default();
+    ok!((s.api.hsa_executable_get_symbol_by_name)(
+        executable,
+        c"vector_add.kd".as_ptr(),
+        &s.gpu,
+        &mut symbol
+    ));
+    let mut object = 0u64;
+    ok!((s.api.hsa_executable_symbol_get_info)(
+        symbol,
+        22,
+        (&raw mut object).cast()
+    ));
+    check!(
+        object != 0 && object.is_multiple_of(64),
+        "kernel object {object:#x} is not 64-byte aligned"
+    );
+    let mut kernarg_size = 0u32;
+    ok!((s.api.hsa_executable_symbol_get_info)(
+        symbol,
+        11,
+        (&raw mut kernarg_size).cast()
+    ));
+    check!(kernarg_size == KERNARG_SIZE, "kernarg size {kernarg_size}");
+    // The descriptor the kernel object points at encodes 24 VGPRs in wave32 granules.
+    // SAFETY: the runtime-owned 64-byte descriptor.
+    let rsrc1 = unsafe { ((object + 48) as *const u32).read() };
+    check!((rsrc1 & 0x3F) + 1 == 3, "rsrc1 {rsrc1:#x}");
+    Ok(Kernel {
+        executable,
+        reader,
+        object,
+    })
+}
+
+struct Buffers {
+    a: *mut f32,
+    b: *mut f32,
+}
+
+fn input_buffers(s: &Setup) -> Result<Buffers, String> {
+    let a: *mut f32 = alloc(s, s.host_pool, N)?;
+    let b: *mut f32 = alloc(s, s.host_pool, N)?;
+    for i in 0..N {
+        // SAFETY: N floats each.
+        unsafe {
+            *a.add(i) = i as f32;
+            *b.add(i) = (N - i) as f32;
+        }
+    }
+    Ok(Buffers { a, b })
+}
+
+/// Submits `count` vector-add dispatches (scale = index) through `queue`, waits, verifies every
+/// result and the dispatch times against the host clock.
+fn run_dispatches(
+    s: &Setup,
+    queue: *mut HsaQueue,
+    kernel: &Kernel,
+    count: usize,
+) -> Result<(), String> {
+    let inputs = input_buffers(s)?;
+    let mut outputs = Vec::new();
+    let mut signals = Vec::new();
+    let mut before = Vec::new();
+    for index in 0..count {
+        let c: *mut f32 = alloc(s, s.host_pool, N)?;
+        let args: *mut VectorAddArgs = alloc(s, s.host_pool, 1)?;
+        // SAFETY: a fresh kernarg allocation.
+        unsafe {
+            args.write(VectorAddArgs {
+                a: inputs.a,
+                b: inputs.b,
+                c,
+                n: N as u32,
+                scale: index as f32,
+            })
+        };
+        let signal = new_signal(s, 1)?;
+        before.push(monotonic_ns());
+        submit(s, queue, &dispatch_packet(kernel.object, args, signal))?;
+        outputs.push(c);
+        signals.push(signal);
+    }
+    for &signal in &signals {
+        wait_zero(s, signal)?;
+    }
+    let after = monotonic_ns();
+    for (index, &c) in outputs.iter().enumerate() {
+        for i in 0..N {
+            let expected = i as f32 + index as f32 * (N - i) as f32;
+            // SAFETY: N floats.
+            let got = unsafe { *c.add(i) };
+            check!(
+                got == expected,
+                "dispatch {index}: c[{i}] = {got}, expected {expected}"
+            );
+        }
+    }
+    let mut previous_end = 0;
+    for (index, &signal) in signals.iter().enumerate() {
+        let mut time = ProfilingTime::default();
+        ok!((s.api.hsa_amd_profiling_get_dispatch_time)(
+            s.gpu, signal, &mut time
+        ));
+        check!(
+            time.start < time.end,
+            "dispatch {index}: start {} >= end {}",
+            time.start,
+            time.end
+        );
+        check!(
+            time.start >= before[index] && time.end <= after,
+            "dispatch {index}: [{}, {}] outside the host interval [{}, {after}]",
+            time.start,
+            time.end,
+            before[index]
+        );
+        check!(
+            time.start >= previous_end,
+            "dispatch {index} starts before the previous ended"
+        );
+        check_conversion(&format!("dispatch {index}"), signal, &time)?;
+        previous_end = time.end;
+        ok!((s.api.hsa_signal_destroy)(signal));
+    }
+    Ok(())
+}
+
+static INTERCEPTED: AtomicU64 = AtomicU64::new(0);
+
+unsafe extern "C" fn counting_handler(
+    packets: *const c_void,
+    count: u64,
+    _user_index: u64,
+    _data: *mut c_void,
+    writer: Writer,
+) {
+    INTERCEPTED.fetch_add(count, Ordering::SeqCst);
+    // SAFETY: forwards the packets of this call.
+    unsafe { writer(packets, count) };
+}
+
+fn copy_and_check(
+    s: &Setup,
+    dst: *mut u8,
+    dst_agent: Handle,
+    src: *const u8,
+    src_agent: Handle,
+    bytes: usize,
+) -> Result<ProfilingTime, String> {
+    let signal = new_signal(s, 1)?;
+    let before = monotonic_ns();
+    ok!((s.api.hsa_amd_memory_async_copy)(
+        dst.cast(),
+        dst_agent,
+        src.cast(),
+        src_agent,
+        bytes,
+        0,
+        std::ptr::null(),
+        signal
+    ));
+    wait_zero(s, signal)?;
+    let after = monotonic_ns();
+    // SAFETY: both buffers hold `bytes` bytes.
+    let equal =
+        unsafe { std::slice::from_raw_parts(dst, bytes) == std::slice::from_raw_parts(src, bytes) };
+    check!(equal, "copied bytes differ");
+    let mut time = ProfilingTime::default();
+    ok!((s.api.hsa_amd_profiling_get_async_copy_time)(
+        signal, &mut time
+    ));
+    check!(
+        time.start < time.end,
+        "copy start {} >= end {}",
+        time.start,
+        time.end
+    );
+    check!(
+        time.start >= before && time.end <= after,
+        "copy [{}, {}] outside the host interval [{before}, {after}]",
+        time.start,
+        time.end
+    );
+    check_conversion("copy", signal, &time)?;
+    ok!((s.api.hsa_signal_destroy)(signal));
+    Ok(time)
+}
+
+/// The documented GPU clock: ticks = (CLOCK_MONOTONIC + [gpu] clock_offset_ns) / 10, with the
+/// default offset. The runtime's conversion must agree with it within 200 ns (10 ns ticks plus
+/// interpolation error; the seed measures 175 ns).
+const CLOCK_OFFSET_NS: u64 = 1_000_000_000_000;
+
+fn check_conversion(what: &str, signal: Handle, time: &ProfilingTime) -> Result<(), String> {
+    // SAFETY: the signal handle is the address of its 64-byte amd_signal_t.
+    let (start_tick, end_tick) = unsafe {
+        (
+            ((signal.handle + 32) as *const u64).read_volatile(),
+            ((signal.handle + 40) as *const u64).read_volatile(),
+        )
+    };
+    for (name, tick, ns) in [
+        ("start", start_tick, time.start),
+        ("end", end_tick, time.end),
+    ] {
+        check!(
+            tick != ns,
+            "{what}: {name} was not converted (raw tick {tick})"
+        );
+        let expected = (tick * 10).wrapping_sub(CLOCK_OFFSET_NS);
+        let error = ns.abs_diff(expected);
+        check!(
+            error <= 200,
+            "{what}: {name} {ns} ns is {error} ns away from CLOCK_MONOTONIC of tick {tick}"
+        );
+    }
+    Ok(())
+}
+
+fn case_main_flow() -> Result<(), String> {
+    let s = setup()?;
+    // Agents.
+    let mut name = [0u8; 64];
+    ok!((s.api.hsa_agent_get_info)(
+        s.gpu,
+        0,
+        name.as_mut_ptr().cast()
+    ));
+    let name = CStr::from_bytes_until_nul(&name).map_err(|e| e.to_string())?;
+    check!(name == c"gfx1150", "GPU name {name:?}");
+    check!(agent_u32(&s.api, s.gpu, 0xA004)? == 1, "driver node id");
+    check!(agent_u32(&s.api, s.cpu, 0xA004)? == 0, "CPU driver node id");
+    check!(agent_u32(&s.api, s.gpu, 0xA002)? == 16, "compute units");
+    let mut frequency = 0u64;
+    ok!((s.api.hsa_system_get_info)(3, (&raw mut frequency).cast()));
+    check!(
+        frequency == 1_000_000_000,
+        "system timestamp frequency {frequency}"
+    );
+    ok!((s.api.hsa_agent_get_info)(
+        s.gpu,
+        0xA016,
+        (&raw mut frequency).cast()
+    ));
+    check!(
+        frequency == 100_000_000,
+        "GPU timestamp frequency {frequency}"
+    );
+    let mut timestamp = 0u64;
+    let host = monotonic_ns();
+    ok!((s.api.hsa_system_get_info)(2, (&raw mut timestamp).cast()));
+    check!(
+        timestamp >= host && timestamp - host < 10_000_000,
+        "system timestamp {timestamp} vs {host}"
+    );
+
+    // Dispatches through a hardware queue.
+    let kernel = load_kernel(&s)?;
+    let mut queue: *mut HsaQueue = std::ptr::null_mut();
+    ok!((s.api.hsa_queue_create)(
+        s.gpu,
+        256,
+        0,
+        None,
+        std::ptr::null_mut(),
+        0,
+        0,
+        &mut queue
+    ));
+    ok!((s.api.hsa_amd_profiling_set_profiler_enabled)(queue, 1));
+    run_dispatches(&s, queue, &kernel, 8)?;
+
+    // Copies both ways through the device pool.
+    const BYTES: usize = 1 << 20;
+    ok!((s.api.hsa_amd_profiling_async_copy_enable)(true));
+    let host: *mut u8 = alloc(&s, s.host_pool, BYTES)?;
+    let device: *mut u8 = alloc(&s, s.device_pool, BYTES)?;
+    let back: *mut u8 = alloc(&s, s.host_pool, BYTES)?;
+    ok!((s.api.hsa_amd_agents_allow_access)(
+        1,
+        &s.gpu,
+        std::ptr::null(),
+        host.cast()
+    ));
+    for i in 0..BYTES {
+        // SAFETY: BYTES bytes.
+        unsafe { *host.add(i) = (i * 7 % 251) as u8 };
+    }
+    let to_device = copy_and_check(&s, device, s.gpu, host, s.cpu, BYTES)?;
+    let to_host = copy_and_check(&s, back, s.cpu, device, s.gpu, BYTES)?;
+    check!(to_device.end <= to_host.start, "copy times out of order");
+
+    // A copy waits for its dependency on a runtime worker, not in the caller.
+    let dep = new_signal(&s, 1)?;
+    let done = new_signal(&s, 1)?;
+    ok!((s.api.hsa_amd_memory_async_copy)(
+        back.cast(),
+        s.cpu,
+        device.cast(),
+        s.gpu,
+        64,
+        1,
+        &dep,
+        done
+    ));
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    // SAFETY: a live signal.
+    let pending = unsafe { (s.api.hsa_signal_load_scacquire)(done) };
+    check!(pending == 1, "copy ran before its dependency");
+    // SAFETY: a live signal.
+    unsafe { (s.api.hsa_signal_store_screlease)(dep, 0) };
+    wait_zero(&s, done)?;
+
+    // An intercept queue with a counting, forwarding handler.
+    let mut intercept: *mut HsaQueue = std::ptr::null_mut();
+    ok!((s.api.hsa_amd_queue_intercept_create)(
+        s.gpu,
+        64,
+        0,
+        None,
+        std::ptr::null_mut(),
+        0,
+        0,
+        &mut intercept
+    ));
+    ok!((s.api.hsa_amd_queue_intercept_register)(
+        intercept,
+        counting_handler,
+        std::ptr::null_mut()
+    ));
+    ok!((s.api.hsa_amd_profiling_set_profiler_enabled)(intercept, 1));
+    run_dispatches(&s, intercept, &kernel, 4)?;
+    let seen = INTERCEPTED.load(Ordering::SeqCst);
+    check!(
+        seen == 4,
+        "the intercept handler saw {seen} packets, expected 4"
+    );
+
+    ok!((s.api.hsa_queue_destroy)(intercept));
+    ok!((s.api.hsa_queue_destroy)(queue));
+    ok!((s.api.hsa_executable_destroy)(kernel.executable));
+    ok!((s.api.hsa_code_object_reader_destroy)(kernel.reader));
+    ok!((s.api.hsa_amd_memory_pool_free)(host.cast()));
+    ok!((s.api.hsa_amd_memory_pool_free)(device.cast()));
+    ok!((s.api.hsa_amd_memory_pool_free)(back.cast()));
+    ok!((s.api.hsa_shut_down)());
+    // SAFETY: no arguments.
+    let again = unsafe { (s.api.hsa_shut_down)() };
+    check!(
+        again == 0x100B,
+        "second hsa_shut_down returned {again:#x}, expected NOT_INITIALIZED"
+    );
+    Ok(())
+}
+
+/// `hsa_init` must return `EXPECT_INIT` (decimal).
+fn case_init_status() -> Result<(), String> {
+    let expected: u32 = std::env::var("EXPECT_INIT")
+        .map_err(|_| "EXPECT_INIT unset")?
+        .parse()
+        .map_err(|e| format!("EXPECT_INIT: {e}"))?;
+    let (_lib, api) = open_runtime()?;
+    // SAFETY: no arguments.
+    let status = unsafe { (api.hsa_init)() };
+    check!(
+        status == expected,
+        "hsa_init returned {status:#x}, expected {expected:#x}"
+    );
+    if status == 0 {
+        let mut agents: Vec<Handle> = Vec::new();
+        ok!((api.hsa_iterate_agents)(
+            collect_handle,
+            (&raw mut agents).cast()
+        ));
+        check!(agents.len() == 2, "{} agents", agents.len());
+        ok!((api.hsa_shut_down)());
+    }
+    Ok(())
+}
+
+/// Distinct files named librocdxg* mapped into this process.
+fn rocdxg_copies() -> Result<usize, String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").map_err(|e| e.to_string())?;
+    let mut files = std::collections::BTreeSet::new();
+    for line in maps.lines() {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        if cols.len() >= 6 {
+            let file = Path::new(cols[5])
+                .file_name()
+                .and_then(|f| f.to_str())
+                .unwrap_or("");
+            if file.starts_with("librocdxg") {
+                files.insert((cols[3].to_owned(), cols[4].to_owned()));
+            }
+        }
+    }
+    Ok(files.len())
+}
+
+fn case_copies() -> Result<(), String> {
+    let expected: usize = std::env::var("EXPECT_COPIES")
+        .map_err(|_| "EXPECT_COPIES unset")?
+        .parse()
+        .map_err(|e| format!("EXPECT_COPIES: {e}"))?;
+    let (_lib, api) = open_runtime()?;
+    ok!((api.hsa_init)());
+    let copies = rocdxg_copies()?;
+    check!(
+        copies == expected,
+        "{copies} copies of librocdxg mapped, expected {expected}"
+    );
+    ok!((api.hsa_shut_down)());
+    Ok(())
+}
+
+static QUEUE_ERROR: AtomicU32 = AtomicU32::new(0);
+
+unsafe extern "C" fn on_queue_error(status: Status, _queue: *mut HsaQueue, _data: *mut c_void) {
+    QUEUE_ERROR.store(status, Ordering::SeqCst);
+}
+
+/// A PM4-IB vendor packet whose IB holds `ib`.
+fn pm4_packet(ib: &[u32], completion: Handle) -> [u8; 64] {
+    let mut packet = [0u8; 64];
+    packet[0..2].copy_from_slice(&0u16.to_le_bytes()); // VENDOR_SPECIFIC, no fences
+    packet[2..4].copy_from_slice(&1u16.to_le_bytes()); // AMD_AQL_FORMAT_PM4_IB
+    let address = ib.as_ptr() as u64;
+    let dwords = [
+        0xC002_3F00u32,
+        (address as u32) & !3,
+        ((address >> 32) as u32) & 0xFFFF,
+        (ib.len() as u32 & 0xF_FFFF) | (1 << 23),
+        0xA,
+    ];
+    for (i, dw) in dwords.iter().enumerate() {
+        packet[4 + 4 * i..8 + 4 * i].copy_from_slice(&dw.to_le_bytes());
+    }
+    packet[56..64].copy_from_slice(&completion.handle.to_le_bytes());
+    packet
+}
+
+/// (e)/(f): submits a WRITE_DATA IB (or an oversized one) and checks the outcome the env asks
+/// for: EXPECT_WRITE=1 (value written) / 0 (unchanged), EXPECT_ERROR=<status> (error callback).
+fn case_vendor_packet() -> Result<(), String> {
+    let s = setup()?;
+    let mut queue: *mut HsaQueue = std::ptr::null_mut();
+    ok!((s.api.hsa_queue_create)(
+        s.gpu,
+        64,
+        0,
+        Some(on_queue_error),
+        std::ptr::null_mut(),
+        0,
+        0,
+        &mut queue
+    ));
+    let target: *mut u32 = alloc(&s, s.host_pool, 1)?;
+    // SAFETY: one u32.
+    unsafe { target.write_volatile(0xDEAD_BEEF) };
+    let oversized = std::env::var("OVERSIZED").is_ok();
+    let ib: Vec<u32> = if oversized {
+        vec![0xC03F_FF00; 600] // 600 one-dword NOPs: more than a 512-dword frame
+    } else {
+        let address = target as u64;
+        vec![
+            0xC003_3700,          // PACKET3(WRITE_DATA, 3)
+            (5 << 8) | (1 << 20), // DST_SEL memory, WR_CONFIRM
+            address as u32,
+            (address >> 32) as u32,
+            0x1234_5678,
+            0xC03F_FF00, // NOP pad (odd data count)
+        ]
+    };
+    let signal = new_signal(&s, 1)?;
+    submit(&s, queue, &pm4_packet(&ib, signal))?;
+    wait_zero(&s, signal)?;
+    // SAFETY: one u32.
+    let value = unsafe { target.read_volatile() };
+    match std::env::var("EXPECT_WRITE").as_deref() {
+        Ok("1") => check!(
+            value == 0x1234_5678,
+            "target is {value:#x}, expected the written value"
+        ),
+        Ok("0") => check!(
+            value == 0xDEAD_BEEF,
+            "target is {value:#x}, expected it unchanged"
+        ),
+        _ => {}
+    }
+    let error = QUEUE_ERROR.load(Ordering::SeqCst);
+    let expected_error: u32 = std::env::var("EXPECT_ERROR")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    check!(
+        error == expected_error,
+        "queue error callback got {error:#x}, expected {expected_error:#x}"
+    );
+    ok!((s.api.hsa_queue_destroy)(queue));
+    ok!((s.api.hsa_shut_down)());
+    Ok(())
+}
+
+// ---------------------------------------------------------------- the parent
+
+struct Case {
+    name: &'static str,
+    child: &'static str,
+    scenario: Option<&'static str>,
+    env: &'static [(&'static str, &'static str)],
+    /// Needs librocprofiler-register.so.0 staged and the mini tool preloaded; the tool log
+    /// must hold exactly this many `set_api_table hsa 1` lines.
+    tool_calls: Option<usize>,
+    /// Preload: "staged" (absolute path of the staged librocdxg.so.1.2.0), "copy" (absolute
+    /// path of a copy elsewhere), "bare" (librocdxg.so).
+    preload: Option<&'static str>,
+    /// A stderr line expected exactly once (otherwise stderr must not mention the simulator).
+    stderr: Option<&'static str>,
+    /// Substrings one `hsa hsa_init ...` line of the call log must contain.
+    init_log: &'static [&'static str],
+}
+
+const STOCK_72: &str = "[runtime]\ngeneration = \"stock-7.2\"\n";
+const CURRENT: &str = "[runtime]\ngeneration = \"current\"\n";
+const NO_REGISTER: &str = "[runtime]\nregister_on_dxg = false\n";
+
+const fn case(name: &'static str, child: &'static str) -> Case {
+    Case {
+        name,
+        child,
+        scenario: None,
+        env: &[],
+        tool_calls: None,
+        preload: None,
+        stderr: None,
+        init_log: &[],
+    }
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        case("main-flow", "main"),
+        Case {
+            scenario: Some(STOCK_72),
+            env: &[("EXPECT_INIT", "4104")],
+            init_log: &["hsa hsa_init dxg=off thunk=none agents=0 register=skipped -> 4104"],
+            ..case("dxg-stock72-unset-fails", "init")
+        },
+        Case {
+            scenario: Some(STOCK_72),
+            env: &[
+                ("EXPECT_INIT", "4104"),
+                ("HSA_ENABLE_DXG_DETECTION", "true"),
+            ],
+            ..case("dxg-stock72-true-fails", "init")
+        },
+        Case {
+            scenario: Some(STOCK_72),
+            env: &[("EXPECT_INIT", "0"), ("HSA_ENABLE_DXG_DETECTION", "1")],
+            ..case("dxg-stock72-one-succeeds", "init")
+        },
+        Case {
+            scenario: Some(CURRENT),
+            env: &[("EXPECT_INIT", "4104"), ("HSA_ENABLE_DXG_DETECTION", "0")],
+            ..case("dxg-current-zero-fails", "init")
+        },
+        Case {
+            scenario: Some(CURRENT),
+            env: &[("EXPECT_INIT", "0")],
+            init_log: &[
+                "hsa hsa_init dxg=on thunk=/",
+                "/sim/lib/librocdxg.so agents=2 register=1 -> 0",
+                "-> 0",
+            ],
+            ..case("dxg-current-unset-succeeds", "init")
+        },
+        Case {
+            env: &[("EXPECT_INIT", "0"), ("HSA_TOOLS_DISABLE_REGISTER", "1")],
+            tool_calls: Some(0),
+            init_log: &["agents=2 register=skipped -> 0"],
+            ..case("register-disabled-by-1", "init")
+        },
+        Case {
+            env: &[("EXPECT_INIT", "0"), ("HSA_TOOLS_DISABLE_REGISTER", "true")],
+            tool_calls: Some(1),
+            ..case("register-true-registers", "init")
+        },
+        Case {
+            env: &[("EXPECT_INIT", "0"), ("HSA_TOOLS_DISABLE_REGISTER", "01")],
+            tool_calls: Some(1),
+            ..case("register-01-registers", "init")
+        },
+        Case {
+            env: &[("EXPECT_INIT", "0")],
+            tool_calls: Some(1),
+            init_log: &["agents=2 register=0 -> 0"],
+            ..case("register-unset-registers", "init")
+        },
+        Case {
+            scenario: Some(NO_REGISTER),
+            tool_calls: Some(0),
+            ..case("register-suppressed-on-dxg-app-runs", "main")
+        },
+        Case {
+            env: &[("EXPECT_COPIES", "2")],
+            preload: Some("copy"),
+            ..case("preload-by-path-loads-second-copy", "copies")
+        },
+        Case {
+            env: &[("EXPECT_COPIES", "1")],
+            preload: Some("staged"),
+            ..case("preload-staged-path-same-file", "copies")
+        },
+        Case {
+            env: &[("EXPECT_COPIES", "1")],
+            preload: Some("bare"),
+            ..case("preload-bare-name-one-copy", "copies")
+        },
+        Case {
+            env: &[("WSLKMT_VENDOR_PACKET", "1"), ("EXPECT_WRITE", "1")],
+            ..case("vendor-packet-enabled-writes", "vendor")
+        },
+        Case {
+            env: &[("EXPECT_WRITE", "0")],
+            ..case("vendor-packet-unset-dropped", "vendor")
+        },
+        Case {
+            env: &[
+                ("WSLKMT_VENDOR_PACKET", "1"),
+                ("OVERSIZED", "1"),
+                ("EXPECT_ERROR", "4105"),
+            ],
+            stderr: Some("PM4-IB vendor packet rejected"),
+            ..case("vendor-packet-oversized-error", "vendor")
+        },
+    ]
+}
+
+fn newest_mtime(path: &Path) -> Option<SystemTime> {
+    let metadata = std::fs::metadata(path).ok()?;
+    if metadata.is_dir() {
+        std::fs::read_dir(path)
+            .ok()?
+            .filter_map(Result::ok)
+            .filter_map(|entry| newest_mtime(&entry.path()))
+            .max()
+    } else {
+        metadata.modified().ok()
+    }
+}
+
+fn build_mini_tool(dir: &Path) -> Result<PathBuf, String> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/mini_tool.rs");
+    let output = dir.join("libmini_tool.so");
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let result = Command::new(rustc)
+        .args(["--crate-type", "cdylib", "--edition", "2021", "-O", "-o"])
+        .arg(&output)
+        .arg(&source)
+        .output()
+        .map_err(|e| format!("cannot run rustc: {e}"))?;
+    if !result.status.success() {
+        return Err(format!(
+            "rustc {} failed:\n{}",
+            source.display(),
+            String::from_utf8_lossy(&result.stderr)
+        ));
+    }
+    Ok(output)
+}
+
+fn run_case(
+    exe: &Path,
+    lib_dir: &Path,
+    work: &Path,
+    tool: &Result<PathBuf, String>,
+    c: &Case,
+) -> Result<(), String> {
+    let mut command = Command::new(exe);
+    command
+        .env(CASE_ENV, c.child)
+        .env("LD_LIBRARY_PATH", lib_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for name in [
+        "HSA_TOOLS_DISABLE_REGISTER",
+        "HSA_ENABLE_DXG_DETECTION",
+        "HSA_TOOLS_REPORT_REGISTER_FAILURE",
+        "WSLKMT_VENDOR_PACKET",
+        "LD_PRELOAD",
+        "WSLSIM_SCENARIO",
+        "WSLSIM_CALL_LOG",
+        "ROCP_TOOL_LIBRARIES",
+    ] {
+        command.env_remove(name);
+    }
+    for (name, value) in c.env {
+        command.env(name, value);
+    }
+    if let Some(text) = c.scenario {
+        let path = work.join(format!("{}.toml", c.name));
+        std::fs::write(&path, text).map_err(|e| e.to_string())?;
+        command.env("WSLSIM_SCENARIO", path);
+    }
+    let call_log = work.join(format!("{}.calls", c.name));
+    command.env("WSLSIM_CALL_LOG", &call_log);
+    let tool_log = work.join(format!("{}.tool", c.name));
+    if c.tool_calls.is_some() {
+        if !lib_dir.join("librocprofiler-register.so.0").exists() {
+            return Err(format!(
+                "{} is missing: sim/register must be built and staged (`cargo xtask build`) for the registration cases",
+                lib_dir.join("librocprofiler-register.so.0").display()
+            ));
+        }
+        let tool = tool.as_ref().map_err(Clone::clone)?;
+        command
+            .env("LD_PRELOAD", tool)
+            .env("MINI_TOOL_LOG", &tool_log);
+    }
+    match c.preload {
+        Some("staged") => {
+            command.env("LD_PRELOAD", lib_dir.join("librocdxg.so.1.2.0"));
+        }
+        Some("copy") => {
+            let other = work.join("matched-build");
+            std::fs::create_dir_all(&other).map_err(|e| e.to_string())?;
+            let copy = other.join("librocdxg.so.1.2.0");
+            std::fs::copy(lib_dir.join("librocdxg.so.1.2.0"), &copy).map_err(|e| e.to_string())?;
+            command.env("LD_PRELOAD", copy);
+        }
+        Some(name) => {
+            command.env(
+                "LD_PRELOAD",
+                if name == "bare" { "librocdxg.so" } else { name },
+            );
+        }
+        None => {}
+    }
+    let output = command.output().map_err(|e| format!("spawn: {e}"))?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let describe = || {
+        format!(
+            "--- child stderr ---\n{stderr}--- child stdout ---\n{}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    };
+    if !output.status.success() {
+        return Err(format!(
+            "child exited with {}\n{}",
+            output.status,
+            describe()
+        ));
+    }
+    match c.stderr {
+        Some(line) => {
+            let found = stderr.matches(line).count();
+            if found != 1 {
+                return Err(format!(
+                    "stderr has {found} occurrences of {line:?}, expected one\n{}",
+                    describe()
+                ));
+            }
+        }
+        None => {
+            if stderr.contains("libhsa-runtime64 (sim)") || stderr.contains("Cannot load") {
+                return Err(format!("unexpected runtime diagnostics\n{}", describe()));
+            }
+        }
+    }
+    if !c.init_log.is_empty() {
+        let log = std::fs::read_to_string(&call_log).unwrap_or_default();
+        let matching = log
+            .lines()
+            .filter(|l| l.starts_with("hsa hsa_init ") && c.init_log.iter().all(|p| l.contains(p)))
+            .count();
+        if matching != 1 {
+            return Err(format!(
+                "the call log has {matching} hsa_init lines containing {:?}, expected one\n--- call log ---\n{log}",
+                c.init_log
+            ));
+        }
+    }
+    if let Some(expected) = c.tool_calls {
+        let log = std::fs::read_to_string(&tool_log).unwrap_or_default();
+        let calls = log.lines().filter(|l| *l == "set_api_table hsa 1").count();
+        let others = log
+            .lines()
+            .filter(|l| l.starts_with("set_api_table") && *l != "set_api_table hsa 1")
+            .count();
+        if calls != expected || others != 0 {
+            return Err(format!(
+                "the tool saw {calls} HSA registrations (expected {expected}) and {others} others\n--- tool log ---\n{log}{}",
+                describe()
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn parent() -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            eprintln!("cannot locate the test executable: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // target/<profile>/deps/<test> -> target/<profile>/sim/lib
+    let Some(profile) = exe.parent().and_then(Path::parent) else {
+        eprintln!("unexpected test executable location {}", exe.display());
+        return ExitCode::FAILURE;
+    };
+    let lib_dir = profile.join("sim").join("lib");
+    let runtime = lib_dir.join("libhsa-runtime64.so.1");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let sources = [
+        root.join("sim/hsa/src"),
+        root.join("sim/hsa/build.rs"),
+        root.join("sim/codeobj/src"),
+        root.join("sim/scenario/src"),
+    ];
+    let staged = std::fs::metadata(&runtime).and_then(|m| m.modified()).ok();
+    let newest = sources.iter().filter_map(|s| newest_mtime(s)).max();
+    match (staged, newest) {
+        (None, _) => {
+            eprintln!(
+                "error: {} is missing.\nRun `cargo xtask build` first, then run the tests again.",
+                runtime.display()
+            );
+            return ExitCode::FAILURE;
+        }
+        (Some(staged), Some(newest)) if newest > staged => {
+            eprintln!(
+                "error: {} is older than its sources, so it would not test them.\nRun `cargo xtask build` first, then run the tests again.",
+                runtime.display()
+            );
+            return ExitCode::FAILURE;
+        }
+        _ => {}
+    }
+    let work = std::env::temp_dir().join(format!("sim-hsa-runtime-{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir_all(&work) {
+        eprintln!("cannot create {}: {e}", work.display());
+        return ExitCode::FAILURE;
+    }
+    let tool = build_mini_tool(&work);
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    println!(
+        "\nrunning libhsa-runtime64.so.1 cases against {}",
+        lib_dir.display()
+    );
+    let (mut passed, mut failed) = (0, Vec::new());
+    for c in cases() {
+        if !filters.is_empty() && !filters.iter().any(|f| c.name.contains(f.as_str())) {
+            continue;
+        }
+        match run_case(&exe, &lib_dir, &work, &tool, &c) {
+            Ok(()) => {
+                println!("case {} ... ok", c.name);
+                passed += 1;
+            }
+            Err(error) => {
+                println!("case {} ... FAILED\n{error}", c.name);
+                failed.push(c.name);
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&work);
+    println!("\n{passed} passed, {} failed", failed.len());
+    if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        println!("failed: {}", failed.join(", "));
+        ExitCode::FAILURE
+    }
+}
+
+fn main() -> ExitCode {
+    let Ok(case) = std::env::var(CASE_ENV) else {
+        return parent();
+    };
+    let result = match case.as_str() {
+        "main" => case_main_flow(),
+        "init" => case_init_status(),
+        "copies" => case_copies(),
+        "vendor" => case_vendor_packet(),
+        other => Err(format!("unknown case {other}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("case {case} failed: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

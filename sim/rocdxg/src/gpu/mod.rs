@@ -1,0 +1,389 @@
+//! The GPU behind the thunk: clocks, the command processor's timeline, SDMA copies, PM4
+//! execution and the performance counters (docs/SIMULATOR.md, "The GPU exports").
+//!
+//! * [`clock`]: the GPU wall clock derived from `CLOCK_MONOTONIC`.
+//! * [`cost`]: waves, modelled durations and the truth of a dispatch.
+//! * [`counters`]: the perfmon hardware and the WSL2 pitfalls (pure, testable with synthetic
+//!   time).
+//! * [`pm4`] and [`regs`]: the PM4 decoder/executor and the register file.
+//! * [`rng`]: the seeded PRNG.
+//! * [`ffi`]: the `wslsim_gpu_*` exports.
+//!
+//! One [`NodeGpu`] per GPU node holds a command-processor timeline (dispatches and PM4
+//! submissions, serialised by a mutex) and an SDMA timeline (copies). A piece of work starts at
+//! `max(now, busy_until)`, ends at `max(start + modelled duration, now)`, and the call returns
+//! only once the real clock has reached its end, so GPU timestamps always lie inside the host
+//! interval of the call that waits for them.
+
+pub mod clock;
+pub mod cost;
+pub mod counters;
+pub mod ffi;
+pub mod pm4;
+pub mod regs;
+pub mod rng;
+
+use std::cell::Cell;
+use std::ffi::OsStr;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use wslsim_scenario::{Gpu as GpuKnobs, Scenario};
+
+use self::clock::{GpuClock, monotonic_ns};
+use self::cost::{DispatchCost, Kernel, copy_ns};
+use self::counters::{Geometry, PerfBlock, Session};
+use self::pm4::{Context, Failure, Memory, Program, Reject};
+use self::regs::RegisterFile;
+
+/// The variable libhsakmt reads to decide whether vendor PM4 packets are honoured.
+pub const VENDOR_PACKET_ENV: &str = "WSLKMT_VENDOR_PACKET";
+/// Overrides the scenario's `seed` (a u64, decimal or `0x` hex).
+pub const SEED_ENV: &str = "WSLSIM_SEED";
+
+/// When a dispatch or copy ran, in GPU ticks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timing {
+    /// First tick of the work.
+    pub start_tick: u64,
+    /// Tick at which it was complete.
+    pub end_tick: u64,
+}
+
+/// A completed dispatch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dispatched {
+    /// When it ran.
+    pub timing: Timing,
+    /// What it cost and did.
+    pub cost: DispatchCost,
+}
+
+/// Why a dispatch did not run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DispatchError {
+    /// The descriptor is invalid (HSAKMT_STATUS_INVALID_PARAMETER).
+    Invalid(String),
+    /// Called from a dispatch's own `run` on the same node (would deadlock).
+    Reentered,
+    /// `run` panicked.
+    Panicked,
+}
+
+/// Why a PM4 submission failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pm4Error {
+    /// Refused before anything executed.
+    Rejected(Reject),
+    /// Stopped part-way.
+    Failed(Failure),
+    /// Called from a dispatch's own `run` on the same node.
+    Reentered,
+}
+
+thread_local! {
+    /// The node whose dispatch `run` callback this thread is inside (0: none).
+    static RUNNING_ON: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Marks this thread as inside a `run` callback of a node until dropped (even by a panic).
+struct RunningOn {
+    previous: u32,
+}
+
+impl RunningOn {
+    fn enter(node_id: u32) -> RunningOn {
+        RunningOn {
+            previous: RUNNING_ON.with(|running| running.replace(node_id)),
+        }
+    }
+}
+
+impl Drop for RunningOn {
+    fn drop(&mut self) {
+        RUNNING_ON.with(|running| running.set(self.previous));
+    }
+}
+
+/// The command processor of one node: its timeline and registers.
+#[derive(Debug)]
+struct CommandProcessor {
+    busy_until: u64,
+    registers: RegisterFile,
+}
+
+/// The simulated hardware of one GPU node.
+#[derive(Debug)]
+pub struct NodeGpu {
+    node_id: u32,
+    clock: GpuClock,
+    geometry: Geometry,
+    knobs: GpuKnobs,
+    cp: Mutex<CommandProcessor>,
+    sdma: Mutex<u64>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl NodeGpu {
+    /// KMT node `node_id` described by `scenario` (which must have that node), with the
+    /// session drawn from `seed`.
+    pub fn new(scenario: &Scenario, node_id: u32, seed: u64) -> Option<NodeGpu> {
+        let node = scenario.gpu_node(node_id)?;
+        let geometry = Geometry::from_node(node);
+        let session = Session::new(&scenario.counters, seed, node_id);
+        Some(NodeGpu {
+            node_id,
+            clock: GpuClock::new(scenario.gpu.clock_offset_ns, node.wallclock_khz),
+            geometry,
+            knobs: scenario.gpu.clone(),
+            cp: Mutex::new(CommandProcessor {
+                busy_until: 0,
+                registers: RegisterFile::new(PerfBlock::new(geometry, session)),
+            }),
+            sdma: Mutex::new(0),
+        })
+    }
+
+    /// The KMT node id.
+    pub fn node_id(&self) -> u32 {
+        self.node_id
+    }
+
+    /// The node's GPU clock.
+    pub fn clock(&self) -> &GpuClock {
+        &self.clock
+    }
+
+    /// The node's geometry.
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    /// Runs `f` on the command processor's registers (waiting for the timeline's mutex).
+    pub fn with_registers<R>(&self, f: impl FnOnce(&mut RegisterFile) -> R) -> R {
+        f(&mut lock(&self.cp).registers)
+    }
+
+    fn reentered(&self) -> bool {
+        RUNNING_ON.with(|running| running.get() == self.node_id)
+    }
+
+    /// Executes one kernel dispatch: validates `kernel`, takes the command processor, calls
+    /// `run` (the kernel's CPU implementation; `Err` means it panicked), waits out the
+    /// modelled duration, and lets armed counters count it.
+    pub fn dispatch(
+        &self,
+        kernel: &Kernel,
+        run: impl FnOnce() -> Result<(), ()>,
+    ) -> Result<Dispatched, DispatchError> {
+        kernel.validate().map_err(DispatchError::Invalid)?;
+        if self.reentered() {
+            return Err(DispatchError::Reentered);
+        }
+        let cost = DispatchCost::of(kernel, &self.geometry, &self.knobs);
+        let mut cp = lock(&self.cp);
+        let start = self
+            .clock
+            .ticks_at_or_after(monotonic_ns())
+            .max(cp.busy_until);
+        let ran = {
+            let _inside = RunningOn::enter(self.node_id);
+            run()
+        };
+        ran.map_err(|()| DispatchError::Panicked)?;
+        let end = start
+            .saturating_add(self.clock.ticks_for(cost.duration_ns))
+            .max(self.clock.now());
+        self.clock.wait_until(end);
+        cp.busy_until = end;
+        let start_ns = self.clock.gpu_ns(start);
+        cp.registers
+            .perf
+            .count_dispatch(start_ns, cost.duration_ns, &cost.activity);
+        Ok(Dispatched {
+            timing: Timing {
+                start_tick: start,
+                end_tick: end,
+            },
+            cost,
+        })
+    }
+
+    /// One SDMA copy of `bytes`: `copy` moves the bytes, the engine's timeline the time.
+    pub fn copy(&self, bytes: u64, copy: impl FnOnce()) -> Timing {
+        let mut busy_until = lock(&self.sdma);
+        let start = self
+            .clock
+            .ticks_at_or_after(monotonic_ns())
+            .max(*busy_until);
+        copy();
+        let end = start
+            .saturating_add(self.clock.ticks_for(copy_ns(bytes, &self.knobs)))
+            .max(self.clock.now());
+        self.clock.wait_until(end);
+        *busy_until = end;
+        Timing {
+            start_tick: start,
+            end_tick: end,
+        }
+    }
+
+    /// Validates and executes a PM4 command buffer (chained IBs read through `memory`).
+    pub fn pm4(&self, buffer: &[u32], memory: &mut dyn Memory) -> Result<Program, Pm4Error> {
+        let program = pm4::decode(buffer, self.knobs.pm4_frame_dwords, &*memory)
+            .map_err(Pm4Error::Rejected)?;
+        if self.reentered() {
+            return Err(Pm4Error::Reentered);
+        }
+        let mut cp = lock(&self.cp);
+        let start = self
+            .clock
+            .ticks_at_or_after(monotonic_ns())
+            .max(cp.busy_until);
+        cp.registers
+            .perf
+            .count_command_processor(self.knobs.pm4_overhead_ns);
+        let clock = self.clock;
+        let ticks = move || clock.now();
+        let context = Context {
+            ticks: &ticks,
+            wait_timeout: Duration::from_millis(self.knobs.wait_timeout_ms),
+        };
+        let result = pm4::execute(&program, &mut cp.registers, memory, &context);
+        let end = start
+            .saturating_add(self.clock.ticks_for(self.knobs.pm4_overhead_ns))
+            .max(self.clock.now());
+        self.clock.wait_until(end);
+        cp.busy_until = end;
+        result.map(|()| program).map_err(Pm4Error::Failed)
+    }
+}
+
+/// Every GPU node of the scenario.
+#[derive(Debug)]
+pub struct Gpu {
+    nodes: Vec<NodeGpu>,
+}
+
+impl Gpu {
+    /// The GPU nodes of `scenario`, their sessions drawn from `seed`.
+    pub fn new(scenario: &Scenario, seed: u64) -> Gpu {
+        let nodes = (1..scenario.num_kmt_nodes())
+            .filter_map(|node_id| NodeGpu::new(scenario, node_id, seed))
+            .collect();
+        Gpu { nodes }
+    }
+
+    /// KMT node `node_id`, if it is a GPU node.
+    pub fn node(&self, node_id: u32) -> Option<&NodeGpu> {
+        let index = usize::try_from(node_id.checked_sub(1)?).ok()?;
+        self.nodes.get(index)
+    }
+}
+
+static GPU: Mutex<Option<Arc<Gpu>>> = Mutex::new(None);
+
+/// The process's GPU, created on first use from the thunk's scenario and the session seed.
+pub fn gpu() -> Arc<Gpu> {
+    let mut guard = lock(&GPU);
+    guard
+        .get_or_insert_with(|| {
+            let scenario = crate::state::with_state(|state| state.scenario().clone());
+            let seed = session_seed(scenario.seed);
+            Arc::new(Gpu::new(&scenario, seed))
+        })
+        .clone()
+}
+
+/// Forgets the GPU (it is rebuilt from the current scenario on next use) and the vendor-packet
+/// gate (read again from the environment on next use).
+pub fn reset() {
+    *lock(&GPU) = None;
+    VENDOR_PACKET.store(GATE_UNREAD, Ordering::SeqCst);
+}
+
+/// `WSLSIM_SEED` if set and valid, else `scenario_seed`.
+pub fn session_seed(scenario_seed: u64) -> u64 {
+    let Some(value) = std::env::var_os(SEED_ENV) else {
+        return scenario_seed;
+    };
+    match value.to_str().and_then(parse_seed) {
+        Some(seed) => seed,
+        None => {
+            static WARNED: AtomicBool = AtomicBool::new(false);
+            if !WARNED.swap(true, Ordering::SeqCst) {
+                eprintln!(
+                    "wslsim: ignoring {SEED_ENV}={}: not a u64",
+                    value.to_string_lossy()
+                );
+            }
+            scenario_seed
+        }
+    }
+}
+
+/// Parses a u64 written in decimal or as `0x` hex.
+pub fn parse_seed(text: &str) -> Option<u64> {
+    let text = text.trim();
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+const GATE_UNREAD: u8 = 0;
+const GATE_OFF: u8 = 1;
+const GATE_ON: u8 = 2;
+
+static VENDOR_PACKET: AtomicU8 = AtomicU8::new(GATE_UNREAD);
+
+/// The gate's rule: honoured only for exactly "1".
+pub fn vendor_packet_honoured(value: Option<&OsStr>) -> bool {
+    value.is_some_and(|value| value == "1")
+}
+
+/// Whether vendor PM4 packets are honoured: `WSLKMT_VENDOR_PACKET` as it was when first asked
+/// (the thunk asks on its first `hsaKmtOpenKFD`, or on the first `wslsim_gpu_pm4` if that
+/// comes earlier).
+pub fn vendor_packet_enabled() -> bool {
+    match VENDOR_PACKET.load(Ordering::SeqCst) {
+        GATE_ON => true,
+        GATE_OFF => false,
+        _ => {
+            let value = std::env::var_os(VENDOR_PACKET_ENV);
+            let read = if vendor_packet_honoured(value.as_deref()) {
+                GATE_ON
+            } else {
+                GATE_OFF
+            };
+            // A concurrent first reader may have won; its answer stands.
+            match VENDOR_PACKET.compare_exchange(
+                GATE_UNREAD,
+                read,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => read == GATE_ON,
+                Err(current) => current == GATE_ON,
+            }
+        }
+    }
+}
+
+/// Forces the gate (`None`: unread, so the environment is read on next use). For tests.
+#[doc(hidden)]
+pub fn set_vendor_packet_for_tests(enabled: Option<bool>) {
+    let value = match enabled {
+        None => GATE_UNREAD,
+        Some(false) => GATE_OFF,
+        Some(true) => GATE_ON,
+    };
+    VENDOR_PACKET.store(value, Ordering::SeqCst);
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,141 @@
+//! The command processor's register file: plain storage for every register in a known space,
+//! plus the gfx11 perfmon registers (intercept-pmc-att.md §5.3) that drive the [`PerfBlock`].
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use super::counters::{GRBM_SLOTS, PerfBlock, SQ_SLOTS};
+
+/// CONFIG space (dword addresses; written with COPY_DATA dst_sel 4 "perfcounters").
+pub const CONFIG_SPACE: Range<u32> = 0x2000..0xA000;
+/// SH (persistent) space reachable with SET_SH_REG.
+pub const SH_SPACE: Range<u32> = 0x2C00..0x3000;
+/// UCONFIG space.
+pub const UCONFIG_SPACE: Range<u32> = 0xC000..0x1_0000;
+
+/// GRBM_GFX_INDEX: selects SE / SA / instance for later selects and reads.
+pub const GRBM_GFX_INDEX: u32 = 0xC200;
+/// Broadcast to every SE, SA and instance.
+pub const GRBM_BROADCAST: u32 = 0xE000_0000;
+/// GRBM_PERFCOUNTER0/1_SELECT.
+pub const GRBM_PERFCOUNTER_SELECT: [u32; GRBM_SLOTS] = [0xD840, 0xD841];
+/// GRBM_PERFCOUNTER0/1_LO.
+pub const GRBM_PERFCOUNTER_LO: [u32; GRBM_SLOTS] = [0xD040, 0xD043];
+/// GRBM_PERFCOUNTER0/1_HI.
+pub const GRBM_PERFCOUNTER_HI: [u32; GRBM_SLOTS] = [0xD041, 0xD044];
+/// SQ_PERFCOUNTER0_SELECT; SQ_PERFCOUNTERn_SELECT is this + n (n 0..16); slot i uses 2i.
+pub const SQ_PERFCOUNTER0_SELECT: u32 = 0xD9C0;
+/// SQ_PERFCOUNTER0_LO; SQ_PERFCOUNTERk_LO is this + 2k (k 0..8). 32-bit, no HI.
+pub const SQ_PERFCOUNTER0_LO: u32 = 0xD1C0;
+/// SQ_PERFCOUNTER_CTRL (stored, not interpreted).
+pub const SQ_PERFCOUNTER_CTRL: u32 = 0xD9E0;
+/// SQ_PERFCOUNTER_CTRL2 (stored, not interpreted).
+pub const SQ_PERFCOUNTER_CTRL2: u32 = 0xD9E2;
+/// CP_PERFMON_CNTL: PERFMON_STATE [3:0], PERFMON_SAMPLE_ENABLE b10.
+pub const CP_PERFMON_CNTL: u32 = 0xD808;
+/// COMPUTE_PERFCOUNT_ENABLE (SH space, SET_SH_REG offset 0x20B).
+pub const COMPUTE_PERFCOUNT_ENABLE: u32 = 0x2E0B;
+
+/// Whether `reg` is in a register space the command processor may touch.
+pub fn is_known(reg: u32) -> bool {
+    CONFIG_SPACE.contains(&reg) || UCONFIG_SPACE.contains(&reg)
+}
+
+/// `GRBM_GFX_INDEX` decoded: `None` in a field means "broadcast".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GfxIndex {
+    /// SE_INDEX [23:16], or broadcast (b31).
+    pub se: Option<u32>,
+    /// SA_INDEX [15:8], or broadcast (b29).
+    pub sa: Option<u32>,
+    /// INSTANCE_INDEX [7:0], or broadcast (b30).
+    pub instance: Option<u32>,
+}
+
+impl GfxIndex {
+    /// Decodes a `GRBM_GFX_INDEX` value.
+    pub fn decode(value: u32) -> GfxIndex {
+        let field = |broadcast_bit: u32, shift: u32| {
+            (value & (1 << broadcast_bit) == 0).then_some((value >> shift) & 0xFF)
+        };
+        GfxIndex {
+            se: field(31, 16),
+            sa: field(29, 8),
+            instance: field(30, 0),
+        }
+    }
+}
+
+/// The register file of one node's command processor.
+#[derive(Clone, Debug)]
+pub struct RegisterFile {
+    values: HashMap<u32, u32>,
+    /// The perfmon hardware behind the counter registers.
+    pub perf: PerfBlock,
+}
+
+impl RegisterFile {
+    /// Power-on state: every register 0 except `GRBM_GFX_INDEX` (broadcast).
+    pub fn new(perf: PerfBlock) -> RegisterFile {
+        let mut values = HashMap::new();
+        values.insert(GRBM_GFX_INDEX, GRBM_BROADCAST);
+        RegisterFile { values, perf }
+    }
+
+    /// Writes `value` to `reg` (which the PM4 validator has checked is in a known space).
+    pub fn write(&mut self, reg: u32, value: u32) {
+        self.values.insert(reg, value);
+        match reg {
+            CP_PERFMON_CNTL => self.perf.set_state(value & 0xF),
+            COMPUTE_PERFCOUNT_ENABLE => self.perf.set_compute_enable(value & 1 != 0),
+            _ => {
+                if let Some(slot) = GRBM_PERFCOUNTER_SELECT.iter().position(|&r| r == reg) {
+                    self.perf.set_grbm_select(slot, value);
+                } else if let Some(slot) = sq_select_slot(reg) {
+                    self.perf.set_sq_select(slot, value);
+                }
+            }
+        }
+    }
+
+    /// Reads `reg`: counter registers report the perfmon block (SQ through the instance that
+    /// `GRBM_GFX_INDEX` selects; a broadcast field reads index 0); every other register
+    /// reads what was last written (0 if never).
+    pub fn read(&self, reg: u32) -> u32 {
+        if let Some(slot) = GRBM_PERFCOUNTER_LO.iter().position(|&r| r == reg) {
+            return self.perf.read_grbm(slot) as u32;
+        }
+        if let Some(slot) = GRBM_PERFCOUNTER_HI.iter().position(|&r| r == reg) {
+            return (self.perf.read_grbm(slot) >> 32) as u32;
+        }
+        if let Some(slot) = sq_lo_slot(reg) {
+            let index = GfxIndex::decode(self.stored(GRBM_GFX_INDEX));
+            let wgp = index.instance.unwrap_or(0) >> 2;
+            let instance =
+                self.perf
+                    .geometry()
+                    .sq_instance(index.se.unwrap_or(0), index.sa.unwrap_or(0), wgp);
+            return instance.map_or(0, |instance| self.perf.read_sq(slot, instance));
+        }
+        if reg == CP_PERFMON_CNTL {
+            return (self.stored(reg) & !0xF) | self.perf.state();
+        }
+        self.stored(reg)
+    }
+
+    fn stored(&self, reg: u32) -> u32 {
+        self.values.get(&reg).copied().unwrap_or(0)
+    }
+}
+
+/// The SQ slot whose select register is `reg` (`SQ_PERFCOUNTER(2i)_SELECT`).
+fn sq_select_slot(reg: u32) -> Option<usize> {
+    let n = reg.checked_sub(SQ_PERFCOUNTER0_SELECT)? as usize;
+    (n < 2 * SQ_SLOTS && n.is_multiple_of(2)).then_some(n / 2)
+}
+
+/// The SQ slot whose counter register is `reg` (`SQ_PERFCOUNTERk_LO`).
+fn sq_lo_slot(reg: u32) -> Option<usize> {
+    let n = reg.checked_sub(SQ_PERFCOUNTER0_LO)? as usize;
+    (n < 2 * SQ_SLOTS && n.is_multiple_of(2)).then_some(n / 2)
+}
