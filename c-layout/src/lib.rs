@@ -113,11 +113,9 @@ macro_rules! c_struct {
 /// `<sizeof>` line, the format of the reference tables in `abi/`.
 pub fn write_tsv(out: &mut impl core::fmt::Write, layout: &LayoutInfo) -> core::fmt::Result {
     for f in layout.fields {
-        writeln!(
-            out,
-            "{}\t{}\t{}\t{}",
-            layout.c_name, f.name, f.offset, f.size
-        )?;
+        // Rust raw identifiers (`r#type`) are spelled without the prefix in C.
+        let name = f.name.trim_start_matches("r#");
+        writeln!(out, "{}\t{}\t{}\t{}", layout.c_name, name, f.offset, f.size)?;
     }
     writeln!(out, "{}\t<sizeof>\t0\t{}", layout.c_name, layout.size)
 }

@@ -4,6 +4,9 @@
 //!   in `abi/`.
 
 pub mod api;
+pub mod copies;
+pub mod dispatch;
+pub mod hsa;
 pub mod sink;
 pub mod tables;
 pub mod wrap;

@@ -118,6 +118,24 @@ pub fn emit_string(id: u32, text: &str) {
     });
 }
 
+static STRINGS: OnceLock<Mutex<std::collections::HashMap<String, u32>>> = OnceLock::new();
+
+/// Interns `text` for this process's log, emitting its definition the first time.
+pub fn intern(text: &str) -> u32 {
+    let table = STRINGS.get_or_init(|| Mutex::new(std::collections::HashMap::new()));
+    let Ok(mut table) = table.lock() else {
+        return 0;
+    };
+    if let Some(id) = table.get(text) {
+        return *id;
+    }
+    let id = table.len() as u32 + 1;
+    table.insert(text.to_owned(), id);
+    drop(table);
+    emit_string(id, text);
+    id
+}
+
 /// Appends a JSON document from the calling thread.
 pub fn emit_json(json: &str) {
     with_local(|b| {

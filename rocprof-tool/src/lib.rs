@@ -327,6 +327,24 @@ pub unsafe extern "C" fn rocprofiler_set_api_table(
                 let root = tables[0].cast::<u8>();
                 // SAFETY: HsaApiTable: core_ at 16, amd_ext_ at 24, finalizer_ext_ at 32, image_ext_ at 40.
                 let sub = |off: usize| unsafe { root.add(off).cast::<*mut u8>().read() };
+                let (core, amd_ext) = (sub(16), sub(24));
+                // SAFETY: the runtime's own, not yet wrapped, core and AMD-extension tables.
+                let fns = unsafe { hsa_intercept::hsa::Fns::from_tables(core, amd_ext) };
+                match fns {
+                    // SAFETY: the tables are the runtime's, handed over before first use.
+                    Some(fns) => unsafe {
+                        if c.kernels {
+                            hsa_intercept::dispatch::install(core, fns);
+                        }
+                        if c.copies {
+                            hsa_intercept::copies::install(amd_ext, fns);
+                        }
+                    },
+                    None if c.kernels || c.copies => warn(
+                        "the HSA runtime's table lacks entries kernel or copy tracing needs; those are not traced",
+                    ),
+                    None => {}
+                }
                 // SAFETY: each sub-table is the runtime's, not yet in use.
                 unsafe {
                     wrapped += trace_table(&tables::CORE, sub(16), c.hsa_core).wrapped;

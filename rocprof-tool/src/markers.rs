@@ -18,7 +18,6 @@ const POP: usize = 2;
 const START: usize = 3;
 const STOP: usize = 4;
 
-static STRINGS: OnceLock<Mutex<HashMap<String, StringId>>> = OnceLock::new();
 /// An open range: its message, start time and correlation id.
 type OpenRange = (StringId, u64, u64);
 
@@ -28,19 +27,9 @@ thread_local! {
     static THREAD_RANGES: RefCell<Vec<OpenRange>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Interns `text`, emitting its definition the first time.
+/// Interns `text` in this process's log.
 pub fn intern(text: &str) -> StringId {
-    let table = STRINGS.get_or_init(|| Mutex::new(HashMap::new()));
-    let Ok(mut table) = table.lock() else {
-        return 0;
-    };
-    if let Some(id) = table.get(text) {
-        return *id;
-    }
-    let id = table.len() as StringId + 1_000_000;
-    table.insert(text.to_owned(), id);
-    sink::emit_string(id, text);
-    id
+    sink::intern(text)
 }
 
 /// # Safety

@@ -176,13 +176,16 @@ fn valgrind(bin: &Path) -> Result<()> {
     Ok(())
 }
 
-/// One tab-separated line per field of every FFI layout.
+/// One tab-separated line per field of every layout the FFI and interception crates define.
 fn abi_dump() -> String {
     let mut out = String::new();
-    for layout in dxcore_sys::layouts()
-        .iter()
-        .chain(rocdxg_sys::layouts().iter())
-    {
+    let layouts = [
+        dxcore_sys::layouts(),
+        rocdxg_sys::layouts(),
+        hsa_intercept::tables::layouts(),
+        hsa_intercept::hsa::layouts(),
+    ];
+    for layout in layouts.iter().flatten() {
         c_layout::write_tsv(&mut out, layout).expect("writing to a String");
     }
     out
