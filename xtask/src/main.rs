@@ -12,7 +12,9 @@ cargo xtask <command>
   demo       build, then run `rocprof --sim avail` on the simulated Radeon 890M
   test       build, run `cargo test --workspace`, then the valgrind check
   valgrind   run the layout-mismatch scenarios under valgrind (no invalid access allowed)
-  abi-dump   print every #[repr(C)] layout of the FFI crates: struct, field, offset, size
+  abi-dump   print every #[repr(C)] layout of the FFI and interception crates
+  bench      release build, then: added cost per traced HSA / HIP call (max-rate loops traced
+             vs untraced, interleaved, medians of 5), log-to-CSV throughput
 ";
 
 /// File name of the staged thunk and its soname chain.
@@ -41,6 +43,7 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("build") => build().map(drop),
+        Some("bench") => bench(),
         Some("demo") => demo(),
         Some("test") => test(),
         Some("valgrind") => valgrind(&build()?),
@@ -83,10 +86,15 @@ fn run(cmd: &mut Command) -> Result<()> {
     Ok(())
 }
 
-/// Builds everything and stages the simulated stack; returns the `bin` directory.
+/// Builds everything (debug) and stages the simulated stack; returns the `bin` directory.
 fn build() -> Result<PathBuf> {
     run(cargo().args(["build", "--workspace", "--all-targets"]))?;
-    let bin = target_dir().join("debug");
+    stage(&target_dir().join("debug"))
+}
+
+/// Stages the simulated stack built in `bin` into `bin/sim`; returns `bin`.
+fn stage(bin: &Path) -> Result<PathBuf> {
+    let bin = bin.to_owned();
     let lib = bin.join("sim").join("lib");
     let dev = bin.join("sim").join("dev");
     std::fs::create_dir_all(&lib)?;
@@ -173,6 +181,85 @@ fn valgrind(bin: &Path) -> Result<()> {
         }
     }
     eprintln!("valgrind: no invalid memory access in {} runs", cases.len());
+    Ok(())
+}
+
+/// `calls=<N> ns=<T>` from a workload's last line: nanoseconds per call.
+fn per_call(out: &std::process::Output) -> Result<f64> {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.lines().last().unwrap_or_default();
+    let field = |k: &str| {
+        last.split_whitespace()
+            .find_map(|w| w.strip_prefix(k))
+            .and_then(|v| v.parse::<f64>().ok())
+    };
+    match (field("calls="), field("ns=")) {
+        (Some(c), Some(ns)) if c > 0.0 => Ok(ns / c),
+        _ => bail!(
+            "unexpected workload output: {last:?} (status {}, stderr: {})",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Release build, then the overhead and throughput benchmarks (results as a markdown table).
+fn bench() -> Result<()> {
+    run(cargo().args(["build", "--release", "--workspace"]))?;
+    let bin = stage(&target_dir().join("release"))?;
+    let lib = bin.join("sim").join("lib");
+    let out_dir = std::env::temp_dir().join(format!("rocprof-bench-{}", std::process::id()));
+    let mut rows = Vec::new();
+    for (workload, option, iterations) in
+        [("hsa-rate", "--hsa-trace", "2000000"), ("hip-rate", "--hip-trace", "2000000")]
+    {
+        let exe = bin.join(workload);
+        if !exe.exists() {
+            eprintln!("bench: {workload} is not built; skipped");
+            continue;
+        }
+        let (mut plain, mut traced) = (Vec::new(), Vec::new());
+        for round in 0..5 {
+            eprintln!("bench: {workload} round {}/5", round + 1);
+            let out = Command::new(&exe)
+                .arg(iterations)
+                .env("LD_LIBRARY_PATH", &lib)
+                .output()?;
+            plain.push(per_call(&out)?);
+            let out = Command::new(bin.join("rocprof"))
+                .args(["--sim", option, "-d"])
+                .arg(&out_dir)
+                .arg("--")
+                .arg(&exe)
+                .arg(iterations)
+                .output()?;
+            traced.push(per_call(&out)?);
+        }
+        let (p, t) = (median(plain), median(traced));
+        rows.push(format!(
+            "| {workload} {option} | {p:.1} ns | {t:.1} ns | {:.1} ns | {:.2}x |",
+            t - p,
+            t / p
+        ));
+    }
+    let _ = std::fs::remove_dir_all(&out_dir);
+    eprintln!("bench: log-to-CSV throughput");
+    let out = cargo()
+        .args(["run", "--release", "-q", "-p", "trace-records", "--example", "csv_throughput"])
+        .output()?;
+    let csv = String::from_utf8_lossy(&out.stdout);
+    println!("| loop | untraced / call | traced / call | added / call | ratio |");
+    println!("|---|---|---|---|---|");
+    for r in rows {
+        println!("{r}");
+    }
+    println!();
+    print!("{csv}");
     Ok(())
 }
 
