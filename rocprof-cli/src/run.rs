@@ -145,13 +145,29 @@ impl RunOptions {
             ("include", &self.kernel_include_regex),
             ("exclude", &self.kernel_exclude_regex),
         ] {
-            if let Some(re) = re
-                && re.is_empty()
-            {
-                bail!("--kernel-{name}-regex needs a pattern");
+            if let Some(re) = re {
+                if re.is_empty() {
+                    bail!("--kernel-{name}-regex needs a pattern");
+                }
+                if let Err(e) = regex::Regex::new(re) {
+                    bail!("--kernel-{name}-regex '{re}' is not a valid regular expression: {e}");
+                }
             }
         }
         Ok(())
+    }
+
+    /// The kernel filters as the tool reads them (rocprofv3 applies them to counter collection
+    /// and thread trace only).
+    fn filter_env(&self) -> Vec<(&'static str, String)> {
+        let mut v = Vec::new();
+        if let Some(re) = &self.kernel_include_regex {
+            v.push(("ROCPROF_KERNEL_FILTER_INCLUDE_REGEX", re.clone()));
+        }
+        if let Some(re) = &self.kernel_exclude_regex {
+            v.push(("ROCPROF_KERNEL_FILTER_EXCLUDE_REGEX", re.clone()));
+        }
+        v
     }
 
     fn env(&self) -> Vec<(&'static str, &'static str)> {
@@ -232,6 +248,9 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
     cmd.env("LD_PRELOAD", preload)
         .env("ROCPROF_RECORD_DIR", &record_dir);
     for (k, v) in opts.env() {
+        cmd.env(k, v);
+    }
+    for (k, v) in opts.filter_env() {
         cmd.env(k, v);
     }
     if let Some(choice) = layout.choice.as_ref().filter(|_| settings.layout.is_none()) {
@@ -355,4 +374,67 @@ pub fn recorded(traces: &[ProcessTrace]) -> Selection {
         s.markers |= !t.markers.is_empty();
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct P {
+        #[command(flatten)]
+        o: RunOptions,
+    }
+
+    fn parse(args: &[&str]) -> Result<RunOptions, clap::Error> {
+        P::try_parse_from(std::iter::once("rocprof").chain(args.iter().copied())).map(|p| p.o)
+    }
+
+    #[test]
+    fn sys_trace_fills_only_unset_sub_options() {
+        let o = parse(&["--sys-trace", "--kernel-trace=false"]).unwrap();
+        let s = o.selection();
+        assert!(s.hip_runtime && s.hsa_core && s.copies && s.markers);
+        assert!(!s.kernels);
+        let o = parse(&["--hsa-trace", "--hsa-image-trace", "no"]).unwrap();
+        assert!(o.selection().hsa_amd && !o.selection().hsa_image && !o.selection().kernels);
+    }
+
+    #[test]
+    fn bad_options_are_refused_before_anything_runs() {
+        assert!(parse(&["--kernel-trace=maybe"]).is_err());
+        assert!(
+            parse(&["--stats"])
+                .unwrap()
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("need a tracing option")
+        );
+        let e = parse(&["--kernel-trace", "--kernel-include-regex", "(unclosed"])
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("not a valid regular expression"),
+            "{e}"
+        );
+        let e = parse(&["--kernel-trace", "-f", "pftrace"])
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert!(e.to_string().contains("not supported yet"), "{e}");
+        let e = parse(&["--kernel-trace", "-f", "xml"])
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert!(e.to_string().contains("unknown --output-format"), "{e}");
+        assert!(
+            parse(&["--kernel-trace", "-f", "csv"])
+                .unwrap()
+                .validate()
+                .is_ok()
+        );
+    }
 }
