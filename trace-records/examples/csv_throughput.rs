@@ -11,18 +11,33 @@ use trace_records::log::{FileHeader, LogWriter};
 use trace_records::{ApiDomain, ApiRecord, OperationName, ProcessTrace};
 
 fn main() {
-    let n: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(3_000_000);
+    let n: u64 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(3_000_000);
     let dir = std::env::temp_dir().join(format!("csv-throughput-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("bench.rplog");
 
     let t = Instant::now();
-    let writer = LogWriter::create(&log, FileHeader { pid: 1, created_ns: 0 }).unwrap();
+    let writer = LogWriter::create(
+        &log,
+        FileHeader {
+            pid: 1,
+            created_ns: 0,
+        },
+    )
+    .unwrap();
     let mut b = writer.buffer();
     for op in 0..125u16 {
         let name = format!("hsa_operation_{op}");
         let _ = b.push_string(u32::from(op) + 1, &name);
-        let _ = b.push(&OperationName { name: u32::from(op) + 1, operation: op, domain: 1, reserved: 0 });
+        let _ = b.push(&OperationName {
+            name: u32::from(op) + 1,
+            operation: op,
+            domain: 1,
+            reserved: 0,
+        });
     }
     for i in 0..n {
         let r = ApiRecord {
@@ -49,8 +64,17 @@ fn main() {
     assert_eq!(trace.api.len() as u64, n);
 
     let t = Instant::now();
-    let select = CsvSelection { hsa: true, ..Default::default() };
-    let files = write_csv(&OutputPrefix(dir.join("out")), &trace, &AgentLabels::default(), select).unwrap();
+    let select = CsvSelection {
+        hsa: true,
+        ..Default::default()
+    };
+    let files = write_csv(
+        &OutputPrefix(dir.join("out")),
+        &trace,
+        &AgentLabels::default(),
+        select,
+    )
+    .unwrap();
     let csv_ns = t.elapsed().as_nanos();
     let bytes = std::fs::metadata(&files[0]).map(|m| m.len()).unwrap_or(0);
     let _ = std::fs::remove_dir_all(&dir);
@@ -58,6 +82,10 @@ fn main() {
     let rate = |ns: u128| n as f64 / (ns as f64 / 1e9) / 1e6;
     println!("log write : {:>8.2} M records/s", rate(write_ns));
     println!("log read  : {:>8.2} M records/s", rate(read_ns));
-    println!("csv write : {:>8.2} M rows/s ({} MiB)", rate(csv_ns), bytes >> 20);
+    println!(
+        "csv write : {:>8.2} M rows/s ({} MiB)",
+        rate(csv_ns),
+        bytes >> 20
+    );
     println!("rows={n} write_ns={write_ns} read_ns={read_ns} csv_ns={csv_ns}");
 }

@@ -21,7 +21,7 @@ cargo xtask <command>
 const ROCDXG_FILE: &str = "librocdxg.so.1.2.0";
 const ROCDXG_SONAME: &str = "librocdxg.so.1";
 /// Simulated runtimes: (cargo's file name, staged file = soname, unversioned link).
-const STAGED_RUNTIMES: [(&str, &str, &str); 3] = [
+const STAGED_RUNTIMES: [(&str, &str, &str); 4] = [
     (
         "libhsa_runtime64.so",
         "libhsa-runtime64.so.1",
@@ -37,6 +37,7 @@ const STAGED_RUNTIMES: [(&str, &str, &str); 3] = [
         "librocprofiler-sdk-roctx.so.1",
         "librocprofiler-sdk-roctx.so",
     ),
+    ("libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so"),
 ];
 
 fn main() -> Result<()> {
@@ -215,9 +216,10 @@ fn bench() -> Result<()> {
     let lib = bin.join("sim").join("lib");
     let out_dir = std::env::temp_dir().join(format!("rocprof-bench-{}", std::process::id()));
     let mut rows = Vec::new();
-    for (workload, option, iterations) in
-        [("hsa-rate", "--hsa-trace", "2000000"), ("hip-rate", "--hip-trace", "2000000")]
-    {
+    for (workload, option, iterations) in [
+        ("hsa-rate", "--hsa-trace", "2000000"),
+        ("hip-rate", "--hip-trace", "2000000"),
+    ] {
         let exe = bin.join(workload);
         if !exe.exists() {
             eprintln!("bench: {workload} is not built; skipped");
@@ -250,7 +252,15 @@ fn bench() -> Result<()> {
     let _ = std::fs::remove_dir_all(&out_dir);
     eprintln!("bench: log-to-CSV throughput");
     let out = cargo()
-        .args(["run", "--release", "-q", "-p", "trace-records", "--example", "csv_throughput"])
+        .args([
+            "run",
+            "--release",
+            "-q",
+            "-p",
+            "trace-records",
+            "--example",
+            "csv_throughput",
+        ])
         .output()?;
     let csv = String::from_utf8_lossy(&out.stdout);
     println!("| loop | untraced / call | traced / call | added / call | ratio |");
