@@ -6,7 +6,7 @@
 //! registered globally so they can be flushed at exit — and written directly, with one
 //! `write(2)` each, from a crash handler.
 
-use std::cell::{RefCell, UnsafeCell};
+use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use trace_records::log::{ChunkBuffer, LogWriter};
@@ -48,7 +48,10 @@ static SINK: OnceLock<Sink> = OnceLock::new();
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
-    static LOCAL: RefCell<Option<Arc<ThreadBuffer>>> = const { RefCell::new(None) };
+    /// This thread's buffer (owned by the registry, which keeps it for the process's lifetime).
+    /// A plain pointer on purpose: a thread-local with a destructor would be torn down by
+    /// `exit()` before the `atexit` handlers run, losing everything recorded during teardown.
+    static LOCAL: Cell<*const ThreadBuffer> = const { Cell::new(std::ptr::null()) };
 }
 
 /// Sends records to `writer` from now on (once per process; `false` if already installed).
@@ -79,18 +82,21 @@ fn with_local(f: impl FnOnce(&mut ChunkBuffer)) {
         return;
     };
     let done = LOCAL.try_with(|local| {
-        let mut local = local.borrow_mut();
-        let tb = local.get_or_insert_with(|| {
-            let tb = Arc::new(ThreadBuffer {
+        let mut tb = local.get();
+        if tb.is_null() {
+            let created = Arc::new(ThreadBuffer {
                 busy: AtomicBool::new(false),
                 buffer: UnsafeCell::new(sink.writer.buffer()),
             });
-            if let Ok(mut r) = sink.registry.lock() {
-                r.push(tb.clone());
+            tb = Arc::as_ptr(&created);
+            match sink.registry.lock() {
+                Ok(mut r) => r.push(created),
+                Err(_) => return false,
             }
-            tb
-        });
-        tb.try_with(f).is_some()
+            local.set(tb);
+        }
+        // SAFETY: the registry owns the buffer and never drops it.
+        unsafe { &*tb }.try_with(f).is_some()
     });
     if done != Ok(true) {
         DROPPED.fetch_add(1, Ordering::Relaxed);
