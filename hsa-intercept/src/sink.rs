@@ -7,8 +7,9 @@
 //! `write(2)` each, from a crash handler.
 
 use std::cell::{Cell, UnsafeCell};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use trace_records::OperationName;
 use trace_records::log::{ChunkBuffer, LogWriter};
 use trace_records::record::FixedRecord;
 
@@ -42,32 +43,91 @@ struct Sink {
     writer: LogWriter,
     raw_fd: i32,
     registry: Mutex<Vec<Arc<ThreadBuffer>>>,
+    generation: u64,
 }
 
-static SINK: OnceLock<Sink> = OnceLock::new();
+/// The current sink. Sinks are leaked, never freed: a pointer read once stays valid, and the
+/// sink of a parent process can be replaced in a forked child whose other threads are gone.
+static CURRENT: AtomicPtr<Sink> = AtomicPtr::new(std::ptr::null_mut());
+static GENERATION: AtomicU64 = AtomicU64::new(0);
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 
-thread_local! {
-    /// This thread's buffer (owned by the registry, which keeps it for the process's lifetime).
-    /// A plain pointer on purpose: a thread-local with a destructor would be torn down by
-    /// `exit()` before the `atexit` handlers run, losing everything recorded during teardown.
-    static LOCAL: Cell<*const ThreadBuffer> = const { Cell::new(std::ptr::null()) };
+/// Definitions (strings, operation names, JSON documents) re-emitted into a forked child's log.
+enum Definition {
+    String(u32, String),
+    Json(String),
+    Operation(OperationName),
 }
 
-/// Sends records to `writer` from now on (once per process; `false` if already installed).
-/// `raw_fd` is a descriptor of the same log opened with `O_APPEND`, for [`crash_flush`].
+static DEFINITIONS: Mutex<Vec<Definition>> = Mutex::new(Vec::new());
+
+thread_local! {
+    /// This thread's buffer (owned by the registry of the sink of the given generation, which
+    /// keeps it for the process's lifetime). A plain pointer on purpose: a thread-local with a
+    /// destructor would be torn down by `exit()` before the `atexit` handlers run, losing
+    /// everything recorded during teardown.
+    static LOCAL: Cell<(*const ThreadBuffer, u64)> = const { Cell::new((std::ptr::null(), 0)) };
+}
+
+fn current() -> Option<&'static Sink> {
+    let p = CURRENT.load(Ordering::Acquire);
+    // SAFETY: sinks are leaked once published and never freed.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+/// Sends records to `writer` from now on. `raw_fd` is a descriptor of the same log opened with
+/// `O_APPEND`, for [`crash_flush`]. Returns `false` if a sink was already installed.
 pub fn install(writer: LogWriter, raw_fd: i32) -> bool {
-    SINK.set(Sink {
-        writer,
-        raw_fd,
-        registry: Mutex::new(Vec::new()),
-    })
-    .is_ok()
+    if current().is_some() {
+        return false;
+    }
+    publish(writer, raw_fd);
+    true
+}
+
+fn publish(writer: LogWriter, raw_fd: i32) {
+    let generation = GENERATION.fetch_add(1, Ordering::AcqRel) + 1;
+    let sink = Box::leak(Box::new(Sink { writer, raw_fd, registry: Mutex::new(Vec::new()), generation }));
+    CURRENT.store(sink, Ordering::Release);
+}
+
+/// In a forked child: records go to `writer` (the child's own log) from now on, the parent's
+/// buffered records are left to the parent, and every definition is written again so the
+/// child's log is self-contained.
+pub fn reinstall_after_fork(writer: LogWriter, raw_fd: i32) {
+    publish(writer, raw_fd);
+    let defs: Vec<Definition> = match DEFINITIONS.try_lock() {
+        Ok(d) => d.iter().map(Definition::clone_def).collect(),
+        Err(_) => Vec::new(),
+    };
+    for d in defs {
+        match d {
+            Definition::String(id, text) => push_string(id, &text),
+            Definition::Json(j) => push_json(&j),
+            Definition::Operation(o) => emit(&o),
+        }
+    }
+}
+
+impl Definition {
+    fn clone_def(&self) -> Definition {
+        match self {
+            Definition::String(id, t) => Definition::String(*id, t.clone()),
+            Definition::Json(j) => Definition::Json(j.clone()),
+            Definition::Operation(o) => Definition::Operation(*o),
+        }
+    }
+}
+
+fn remember(d: Definition) {
+    if let Ok(mut defs) = DEFINITIONS.lock() {
+        defs.push(d);
+    }
 }
 
 /// Whether a sink is installed.
 pub fn installed() -> bool {
-    SINK.get().is_some()
+    current().is_some()
 }
 
 /// Records that could not be recorded (no sink, or a buffer busy at exit).
@@ -77,13 +137,13 @@ pub fn dropped() -> u64 {
 
 /// Runs `f` on the calling thread's buffer (creating and registering it on first use).
 fn with_local(f: impl FnOnce(&mut ChunkBuffer)) {
-    let Some(sink) = SINK.get() else {
+    let Some(sink) = current() else {
         DROPPED.fetch_add(1, Ordering::Relaxed);
         return;
     };
     let done = LOCAL.try_with(|local| {
-        let mut tb = local.get();
-        if tb.is_null() {
+        let (mut tb, generation) = local.get();
+        if tb.is_null() || generation != sink.generation {
             let created = Arc::new(ThreadBuffer {
                 busy: AtomicBool::new(false),
                 buffer: UnsafeCell::new(sink.writer.buffer()),
@@ -93,7 +153,7 @@ fn with_local(f: impl FnOnce(&mut ChunkBuffer)) {
                 Ok(mut r) => r.push(created),
                 Err(_) => return false,
             }
-            local.set(tb);
+            local.set((tb, sink.generation));
         }
         // SAFETY: the registry owns the buffer and never drops it.
         unsafe { &*tb }.try_with(f).is_some()
@@ -114,8 +174,19 @@ pub fn emit<R: FixedRecord>(record: &R) {
     });
 }
 
-/// Appends a string definition from the calling thread.
+/// Appends a string definition from the calling thread (and remembers it for forked children).
 pub fn emit_string(id: u32, text: &str) {
+    remember(Definition::String(id, text.to_owned()));
+    push_string(id, text);
+}
+
+/// Appends an operation name (and remembers it for forked children).
+pub fn emit_operation(op: &OperationName) {
+    remember(Definition::Operation(*op));
+    emit(op);
+}
+
+fn push_string(id: u32, text: &str) {
     with_local(|b| {
         if !b.push_string(id, text) {
             submit_full(b);
@@ -142,8 +213,13 @@ pub fn intern(text: &str) -> u32 {
     id
 }
 
-/// Appends a JSON document from the calling thread.
+/// Appends a JSON document from the calling thread (and remembers it for forked children).
 pub fn emit_json(json: &str) {
+    remember(Definition::Json(json.to_owned()));
+    push_json(json);
+}
+
+fn push_json(json: &str) {
     with_local(|b| {
         if !b.push_json(json) {
             submit_full(b);
@@ -153,7 +229,7 @@ pub fn emit_json(json: &str) {
 }
 
 fn submit_full(b: &mut ChunkBuffer) {
-    if let Some(sink) = SINK.get() {
+    if let Some(sink) = current() {
         let full = std::mem::replace(b, sink.writer.buffer());
         sink.writer.submit(full);
     }
@@ -162,7 +238,7 @@ fn submit_full(b: &mut ChunkBuffer) {
 /// Hands every thread's buffered records to the log thread and waits until they are written.
 /// For normal exit (an `atexit` handler or the tool's finalizer).
 pub fn flush_all() {
-    let Some(sink) = SINK.get() else { return };
+    let Some(sink) = current() else { return };
     let buffers: Vec<Arc<ThreadBuffer>> = match sink.registry.lock() {
         Ok(r) => r.clone(),
         Err(_) => return,
@@ -187,7 +263,7 @@ pub fn flush_all() {
 /// Best effort from a fatal-signal handler: writes every idle thread buffer straight to the
 /// log with one `write(2)` each (async-signal-safe apart from the registry's `try_lock`).
 pub fn crash_flush() {
-    let Some(sink) = SINK.get() else { return };
+    let Some(sink) = current() else { return };
     let Ok(registry) = sink.registry.try_lock() else {
         return;
     };

@@ -84,6 +84,10 @@ flags! {
     sys_trace: "sys-trace", short = 's';
     /// Per-name and per-domain statistics files.
     stats: "stats";
+    /// Keep kernel names mangled (default: demangled).
+    mangled_kernels: "mangled-kernels", short = 'M';
+    /// Shorten kernel names to the bare function name (e.g. `addition_kernel`).
+    truncate_kernels: "truncate-kernels", short = 'T';
     /// A summary table on stderr after the run.
     summary: "summary", short = 'S';
 }
@@ -273,7 +277,7 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let mut written = Vec::new();
-    let mut traces = Vec::new();
+    let mut traces: Vec<ProcessTrace> = Vec::new();
     for log in &logs {
         match ProcessTrace::read(log) {
             Ok(t) => {
@@ -304,6 +308,14 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
         markers: sel.markers,
         stats: opts.stats == Some(true),
     };
+    for t in &mut traces {
+        rename_kernels(
+            t,
+            opts.mangled_kernels != Some(true),
+            opts.truncate_kernels == Some(true),
+        );
+    }
+    let mut prefixes_used = std::collections::HashSet::new();
     for t in &traces {
         let ctx = Context {
             pid: t.pid,
@@ -316,7 +328,19 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
         };
         let dir = ctx.expand(opts.output_directory.as_deref().unwrap_or("%cwd%"));
         let file = ctx.expand(opts.output_file.as_deref().unwrap_or("%hostname%/%pid%"));
-        let prefix = OutputPrefix(Path::new(&dir).join(file));
+        let mut prefix = OutputPrefix(Path::new(&dir).join(file));
+        if !prefixes_used.insert(prefix.0.clone()) {
+            // Several processes, one name: keep them apart instead of overwriting.
+            let mut p = prefix.0.clone().into_os_string();
+            p.push(format!("_{}", t.pid));
+            eprintln!(
+                "rocprof: warning: several processes share the output name {}; process {} writes to {}",
+                prefix.0.display(),
+                t.pid,
+                Path::new(&p).display()
+            );
+            prefix = OutputPrefix(PathBuf::from(p));
+        }
         let agents = AgentsDocument::find(&t.json)
             .map(|d| d.agents)
             .unwrap_or_default();
@@ -354,6 +378,46 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
     Ok(status.exit_code())
 }
 
+/// Demangles (and optionally truncates) the kernel names of `t`'s symbols in place.
+fn rename_kernels(t: &mut ProcessTrace, demangle: bool, truncate: bool) {
+    let ids: Vec<u32> = t.symbols.iter().map(|s| s.name).collect();
+    for id in ids {
+        let Some(name) = t.strings.get(&id) else {
+            continue;
+        };
+        let mut new = name.clone();
+        if (demangle || truncate)
+            && let Ok(sym) = cpp_demangle::Symbol::new(name.as_bytes())
+            && let Ok(d) = sym.demangle()
+        {
+            new = d;
+        }
+        if truncate {
+            new = truncate_name(&new);
+        }
+        t.strings.insert(id, new);
+    }
+}
+
+/// `void ns::kernel<float>(float*, int)` → `kernel`.
+pub fn truncate_name(name: &str) -> String {
+    let head = name.split('(').next().unwrap_or(name);
+    let mut depth = 0;
+    let plain: String = head
+        .chars()
+        .filter(|&c| {
+            match c {
+                '<' => depth += 1,
+                '>' => depth -= 1,
+                _ => return depth == 0,
+            }
+            false
+        })
+        .collect();
+    let last = plain.trim().rsplit([' ', ':']).next().unwrap_or(&plain);
+    last.to_owned()
+}
+
 /// Domains with records, to compare with what was asked for.
 pub fn recorded(traces: &[ProcessTrace]) -> Selection {
     let mut s = Selection::default();
@@ -389,6 +453,22 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<RunOptions, clap::Error> {
         P::try_parse_from(std::iter::once("rocprof").chain(args.iter().copied())).map(|p| p.o)
+    }
+
+    #[test]
+    fn kernel_names_truncate_to_the_function() {
+        assert_eq!(
+            truncate_name("void addition_kernel<float>(float*, float const*, int)"),
+            "addition_kernel"
+        );
+        assert_eq!(
+            truncate_name("ns::axpb(float const*, float*, unsigned long)"),
+            "axpb"
+        );
+        assert_eq!(
+            truncate_name("__amd_rocclr_copyBuffer"),
+            "__amd_rocclr_copyBuffer"
+        );
     }
 
     #[test]

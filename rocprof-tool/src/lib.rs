@@ -96,9 +96,27 @@ fn init() {
         config,
         received: Mutex::new(Vec::new()),
     });
-    // SAFETY: registers a plain extern "C" function to run at exit.
-    unsafe { libc::atexit(at_exit) };
+    // SAFETY: registers plain extern "C" functions to run at exit and in forked children.
+    unsafe {
+        libc::atexit(at_exit);
+        libc::pthread_atfork(None, None, Some(after_fork_in_child));
+    }
     install_crash_handlers();
+}
+
+/// A forked child records into a log of its own (the parent's writer thread does not exist
+/// in the child).
+extern "C" fn after_fork_in_child() {
+    let _ = std::panic::catch_unwind(|| {
+        let Some(state) = STATE.get() else { return };
+        let pid = std::process::id();
+        let path = state.config.record_dir.join(format!("{pid}.rplog"));
+        let header = FileHeader { pid, created_ns: hsa_intercept::api::now_ns() };
+        match LogWriter::create(&path, header) {
+            Ok(writer) => sink::reinstall_after_fork(writer, open_append(&path)),
+            Err(e) => warn(&format!("forked process {pid}: cannot create {}: {e}", path.display())),
+        }
+    });
 }
 
 fn open_append(path: &std::path::Path) -> c_int {
@@ -266,7 +284,7 @@ fn agent_info(a: &wsl_topology::Agent) -> AgentInfo {
 fn emit_operation_names(table: &ApiTable) {
     for (k, name) in table.names.iter().enumerate() {
         let id = markers::intern(name);
-        sink::emit(&OperationName {
+        sink::emit_operation(&OperationName {
             name: id,
             operation: k as u16,
             domain: table.domain as u8,

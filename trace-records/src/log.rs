@@ -224,9 +224,10 @@ impl LogWriter {
         let Some(tx) = &self.tx else { return Ok(()) };
         tx.send(Msg::Flush(done_tx))
             .map_err(|_| io::Error::other("log writer stopped"))?;
+        // Bounded: a writer thread that no longer exists (after fork) must not hang the caller.
         done_rx
-            .recv()
-            .map_err(|_| io::Error::other("log writer stopped"))?
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .map_err(|_| io::Error::other("log writer did not answer"))?
     }
 
     /// Writes everything still queued and closes the file.
