@@ -3,14 +3,12 @@
 //! the application's signal, and the application's signal decremented as the runtime would have.
 
 use crate::api::{current_correlation_id, new_correlation_id, thread_id};
-use crate::dispatch::agent_node;
 use crate::hsa::*;
 use crate::sink;
 use std::ffi::c_void;
 use std::sync::OnceLock;
 use trace_records::{CopyDirection, MemoryCopyRecord};
 
-static FNS: OnceLock<Fns> = OnceLock::new();
 static ON_ENGINE: OnceLock<OnEngineFn> = OnceLock::new();
 
 type OnEngineFn = unsafe extern "C" fn(
@@ -56,7 +54,7 @@ pub unsafe fn install(amd_ext: *mut u8, fns: Fns) {
     }
     // SAFETY: the runtime's own function.
     unsafe { (fns.async_copy_enable)(true) };
-    let _ = FNS.set(fns);
+    set_fns(fns);
     for (name, wrapper) in [
         ("hsa_amd_memory_async_copy", async_copy as *const c_void),
         (
@@ -84,7 +82,7 @@ fn begin(
     size: usize,
     original: u64,
 ) -> Option<(u64, *mut Pending)> {
-    let f = FNS.get()?;
+    let f = fns()?;
     let mut signal = 0u64;
     // SAFETY: the runtime's signal_create with a valid out-pointer.
     if unsafe { (f.signal_create)(1, 0, std::ptr::null(), &mut signal) } != SUCCESS {
@@ -116,7 +114,7 @@ fn begin(
 
 /// Registers the completion handler after the runtime accepted the copy, or cleans up.
 fn finish(status: Status, signal: u64, pending: *mut Pending) {
-    let Some(f) = FNS.get() else { return };
+    let Some(f) = fns() else { return };
     if status == SUCCESS {
         // SAFETY: the runtime's async handler; `pending` is reclaimed exactly once in it.
         unsafe { (f.signal_async_handler)(signal, CONDITION_LT, 1, on_complete, pending.cast()) };
@@ -139,7 +137,7 @@ unsafe extern "C" fn async_copy(
     deps: *const u64,
     completion: u64,
 ) -> Status {
-    let Some(f) = FNS.get() else { return ERROR };
+    let Some(f) = fns() else { return ERROR };
     let traced = std::panic::catch_unwind(|| begin(dst_agent, src_agent, size, completion))
         .ok()
         .flatten();
@@ -200,7 +198,7 @@ unsafe extern "C" fn on_complete(_value: i64, arg: *mut c_void) -> bool {
     // SAFETY: `arg` is the Box leaked in `begin`, reclaimed only here.
     let pending = unsafe { Box::from_raw(arg.cast::<Pending>()) };
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let Some(f) = FNS.get() else { return };
+        let Some(f) = fns() else { return };
         let mut time = AsyncCopyTime::default();
         // SAFETY: the runtime's own function on the signal it completed.
         let timed = unsafe { (f.get_async_copy_time)(pending.signal, &mut time) } == SUCCESS;

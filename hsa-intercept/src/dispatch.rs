@@ -14,7 +14,7 @@ use crate::sink;
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_void};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock, RwLock};
+use std::sync::{OnceLock, RwLock};
 use trace_records::{KernelDispatchRecord, KernelSymbolRecord};
 
 /// Packets whose correlation is remembered per queue (by packet index modulo this).
@@ -22,11 +22,9 @@ const CORRELATION_RING: usize = 4096;
 /// Intercepted queues tracked at once.
 const MAX_QUEUES: usize = 64;
 
-static FNS: OnceLock<Fns> = OnceLock::new();
 static NEXT_DISPATCH: AtomicU64 = AtomicU64::new(1);
 static NEXT_KERNEL: AtomicU64 = AtomicU64::new(1);
 static KERNELS: OnceLock<RwLock<HashMap<u64, u64>>> = OnceLock::new();
-static AGENT_NODES: OnceLock<Mutex<HashMap<u64, (u32, bool)>>> = OnceLock::new();
 
 /// One intercepted queue: where its doorbell is, and who enqueued each packet.
 struct QueueState {
@@ -44,30 +42,6 @@ struct QueueState {
 static DOORBELLS: [AtomicU64; MAX_QUEUES] = [const { AtomicU64::new(0) }; MAX_QUEUES];
 static QUEUES: [AtomicUsize; MAX_QUEUES] = [const { AtomicUsize::new(0) }; MAX_QUEUES];
 
-fn fns() -> Option<&'static Fns> {
-    FNS.get()
-}
-
-/// The driver node id and GPU-ness of an agent (cached).
-pub fn agent_node(agent: u64) -> (u32, bool) {
-    let cache = AGENT_NODES.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Some(v) = cache.lock().ok().and_then(|c| c.get(&agent).copied()) {
-        return v;
-    }
-    let Some(f) = fns() else { return (0, false) };
-    let (mut node, mut device) = (0u32, 0u32);
-    // SAFETY: the runtime's agent_get_info with attributes of u32 size.
-    unsafe {
-        (f.agent_get_info)(agent, AMD_AGENT_INFO_DRIVER_NODE_ID, (&raw mut node).cast());
-        (f.agent_get_info)(agent, AGENT_INFO_DEVICE, (&raw mut device).cast());
-    }
-    let v = (node, device == 1);
-    if let Ok(mut c) = cache.lock() {
-        c.insert(agent, v);
-    }
-    v
-}
-
 /// Installs kernel-dispatch tracing into the runtime's core table (`hsa_queue_create`,
 /// `hsa_queue_destroy`, the two doorbell stores, `hsa_executable_freeze`). `fns` are the
 /// runtime's own entries, read before anything was wrapped.
@@ -75,7 +49,7 @@ pub fn agent_node(agent: u64) -> (u32, bool) {
 /// # Safety
 /// `core` must be the runtime's `CoreApiTable`, handed over before first use.
 pub unsafe fn install(core: *mut u8, fns: Fns) {
-    let _ = FNS.set(fns);
+    set_fns(fns);
     let table = &crate::tables::CORE;
     for (name, wrapper) in [
         ("hsa_queue_create", queue_create as *const c_void),

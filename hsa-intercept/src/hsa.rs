@@ -3,7 +3,9 @@
 
 use crate::tables::{AMD_EXT, ApiTable, CORE};
 use c_layout::c_struct;
+use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
+use std::sync::{Mutex, OnceLock};
 
 /// `hsa_status_t`.
 pub type Status = u32;
@@ -233,6 +235,39 @@ entries! {
     memory_async_copy: AMD_EXT."hsa_amd_memory_async_copy" => unsafe extern "C" fn(*mut c_void, u64, *const c_void, u64, usize, u32, *const u64, u64) -> Status;
     queue_intercept_create: AMD_EXT."hsa_amd_queue_intercept_create" => unsafe extern "C" fn(u64, u32, u32, QueueCallback, *mut c_void, u32, u32, *mut *mut HsaQueue) -> Status;
     queue_intercept_register: AMD_EXT."hsa_amd_queue_intercept_register" => unsafe extern "C" fn(*mut HsaQueue, InterceptHandler, *mut c_void) -> Status;
+}
+
+static FNS: OnceLock<Fns> = OnceLock::new();
+static AGENT_NODES: OnceLock<Mutex<HashMap<u64, (u32, bool)>>> = OnceLock::new();
+
+/// Records the runtime's entry points (the first set wins; every installer passes the same).
+pub fn set_fns(fns: Fns) {
+    let _ = FNS.set(fns);
+}
+
+/// The runtime's entry points, once an installer recorded them.
+pub fn fns() -> Option<&'static Fns> {
+    FNS.get()
+}
+
+/// The driver node id of an agent and whether it is a GPU (cached per agent).
+pub fn agent_node(agent: u64) -> (u32, bool) {
+    let cache = AGENT_NODES.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(v) = cache.lock().ok().and_then(|c| c.get(&agent).copied()) {
+        return v;
+    }
+    let Some(f) = fns() else { return (0, false) };
+    let (mut node, mut device) = (0u32, 0u32);
+    // SAFETY: the runtime's agent_get_info with attributes of u32 size.
+    unsafe {
+        (f.agent_get_info)(agent, AMD_AGENT_INFO_DRIVER_NODE_ID, (&raw mut node).cast());
+        (f.agent_get_info)(agent, AGENT_INFO_DEVICE, (&raw mut device).cast());
+    }
+    let v = (node, device == 1);
+    if let Ok(mut c) = cache.lock() {
+        c.insert(agent, v);
+    }
+    v
 }
 
 /// Every `#[repr(C)]` layout this module defines, for `cargo xtask abi-dump`.

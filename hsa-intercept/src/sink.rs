@@ -87,7 +87,12 @@ pub fn install(writer: LogWriter, raw_fd: i32) -> bool {
 
 fn publish(writer: LogWriter, raw_fd: i32) {
     let generation = GENERATION.fetch_add(1, Ordering::AcqRel) + 1;
-    let sink = Box::leak(Box::new(Sink { writer, raw_fd, registry: Mutex::new(Vec::new()), generation }));
+    let sink = Box::leak(Box::new(Sink {
+        writer,
+        raw_fd,
+        registry: Mutex::new(Vec::new()),
+        generation,
+    }));
     CURRENT.store(sink, Ordering::Release);
 }
 

@@ -79,7 +79,7 @@ pub fn explain_with(
             out.push("nothing was recorded from the GPU runtimes: the application never loaded the HSA runtime (libhsa-runtime64.so.1), so it does not use an AMD GPU through ROCm".into());
             return out;
         }
-        out.push(hsa_not_received(traces, &env));
+        out.push(hsa_not_received(traces, status, &env));
     }
     let wants_hip = sel.hip_runtime || sel.hip_compiler;
     let hip_received = traces
@@ -132,7 +132,13 @@ pub fn explain_with(
     out
 }
 
-fn hsa_not_received(traces: &[ProcessTrace], env: &impl Fn(&str) -> Option<String>) -> String {
+fn hsa_not_received(
+    traces: &[ProcessTrace],
+    status: &Status,
+    env: &impl Fn(&str) -> Option<String>,
+) -> String {
+    // An application that failed may have failed in hsa_init; one that succeeded got past it.
+    let app_failed = status.signal.is_some() || status.code.is_some_and(|c| c != 0);
     let mut failed = Vec::new();
     let mut passed = Vec::new();
     match env("HSA_TOOLS_DISABLE_REGISTER").as_deref() {
@@ -145,7 +151,8 @@ fn hsa_not_received(traces: &[ProcessTrace], env: &impl Fn(&str) -> Option<Strin
     match env("HSA_ENABLE_DXG_DETECTION").as_deref() {
         Some("0") => failed.push("HSA_ENABLE_DXG_DETECTION=0 disables the DXG path: hsa_init fails and no GPU is visible. Never set it to 0 on WSL2".to_owned()),
         Some("1") => passed.push("HSA_ENABLE_DXG_DETECTION=1"),
-        _ if on_wsl => failed.push("HSA_ENABLE_DXG_DETECTION is unset: stock ROCm 7.2.x runtimes then fail hsa_init on WSL2 (\"no supported GPU devices\"); export HSA_ENABLE_DXG_DETECTION=1 from ~/.profile".to_owned()),
+        _ if on_wsl && app_failed => failed.push("HSA_ENABLE_DXG_DETECTION is unset: stock ROCm 7.2.x runtimes then fail hsa_init on WSL2 (\"no supported GPU devices\"); export HSA_ENABLE_DXG_DETECTION=1 from ~/.profile".to_owned()),
+        _ if on_wsl => passed.push("HSA_ENABLE_DXG_DETECTION unset (fine for current runtimes; the application ran)"),
         _ => {}
     }
     let gpus = traces.iter().any(|t| {
@@ -234,6 +241,15 @@ mod tests {
             "{out:?}"
         );
         assert!(out[0].contains("passed checks: HSA_TOOLS_DISABLE_REGISTER is not 1; HSA_ENABLE_DXG_DETECTION=1; GPU agents were discovered"), "{out:?}");
+    }
+
+    #[test]
+    fn an_unset_dxg_detection_is_blamed_only_when_the_application_failed() {
+        let failed = Status { code: Some(1), signal: None };
+        let out = explain_with(&sys(), &failed, &[trace(&[WSL, AGENTS])], &logs(), |_| None);
+        assert!(out[0].contains("HSA_ENABLE_DXG_DETECTION is unset"), "{out:?}");
+        let out = explain_with(&sys(), &OK, &[trace(&[WSL, AGENTS])], &logs(), |_| None);
+        assert!(out[0].contains("suppresses tool registration"), "{out:?}");
     }
 
     #[test]

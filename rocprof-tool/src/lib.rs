@@ -111,10 +111,16 @@ extern "C" fn after_fork_in_child() {
         let Some(state) = STATE.get() else { return };
         let pid = std::process::id();
         let path = state.config.record_dir.join(format!("{pid}.rplog"));
-        let header = FileHeader { pid, created_ns: hsa_intercept::api::now_ns() };
+        let header = FileHeader {
+            pid,
+            created_ns: hsa_intercept::api::now_ns(),
+        };
         match LogWriter::create(&path, header) {
             Ok(writer) => sink::reinstall_after_fork(writer, open_append(&path)),
-            Err(e) => warn(&format!("forked process {pid}: cannot create {}: {e}", path.display())),
+            Err(e) => warn(&format!(
+                "forked process {pid}: cannot create {}: {e}",
+                path.display()
+            )),
         }
     });
 }

@@ -144,16 +144,29 @@ pub fn run(label: &str, crash_after: Option<u32>) -> i32 {
     0
 }
 
-/// Raises SIGSEGV with its default action (Rust's runtime installs a SIGSEGV handler for
-/// stack-overflow detection, which would swallow a raised signal), terminating the process.
+/// Dies of a genuine SIGSEGV: a store to a page mapped without access, as a buggy program
+/// would. Whatever handlers are installed (a profiler's, Rust's stack-overflow guard) run first;
+/// when they return, the store faults again under the default action.
 pub fn crash() -> ! {
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
-    // SAFETY: restoring the default disposition and raising a signal in our own process.
+    // SAFETY: maps one inaccessible anonymous page of our own and stores to it; the store
+    // faults (that is the point), nothing else is touched.
     unsafe {
+        let page = libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if page != libc::MAP_FAILED {
+            page.cast::<u8>().write_volatile(1);
+        }
         libc::signal(libc::SIGSEGV, libc::SIG_DFL);
         libc::raise(libc::SIGSEGV);
     }
-    // Only reached if SIGSEGV is ignored or handled.
+    // Only reached if SIGSEGV is ignored.
     std::process::exit(139)
 }

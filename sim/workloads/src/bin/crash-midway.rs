@@ -1,4 +1,4 @@
-//! `crash-midway [N]`: the reference workload, killed by SIGSEGV (`raise`) once N iterations
+//! `crash-midway [N]`: the reference workload, killed by SIGSEGV (a faulting store) once N iterations
 //! completed (default 4: the ranges iter0..iter3 are closed, iter4 never opens).
 
 fn main() {
