@@ -25,6 +25,14 @@ const MAX_QUEUES: usize = 64;
 static NEXT_DISPATCH: AtomicU64 = AtomicU64::new(1);
 static NEXT_KERNEL: AtomicU64 = AtomicU64::new(1);
 static KERNELS: OnceLock<RwLock<HashMap<u64, u64>>> = OnceLock::new();
+static FIRST_QUEUE_HOOK: OnceLock<fn()> = OnceLock::new();
+static FIRST_QUEUE: std::sync::Once = std::sync::Once::new();
+
+/// Runs `hook` once, when the application creates its first queue (the runtime's agents exist
+/// by then): the tool pairs its agent records with the HSA agents there.
+pub fn on_first_queue(hook: fn()) {
+    let _ = FIRST_QUEUE_HOOK.set(hook);
+}
 
 /// One intercepted queue: where its doorbell is, and who enqueued each packet.
 struct QueueState {
@@ -82,6 +90,11 @@ unsafe extern "C" fn queue_create(
     queue: *mut *mut HsaQueue,
 ) -> Status {
     let Some(f) = fns() else { return ERROR };
+    if let Some(hook) = FIRST_QUEUE_HOOK.get() {
+        FIRST_QUEUE.call_once(|| {
+            let _ = std::panic::catch_unwind(hook);
+        });
+    }
     // SAFETY: the caller's arguments, forwarded to the runtime's own intercept-queue creation.
     let status = unsafe {
         (f.queue_intercept_create)(

@@ -216,6 +216,7 @@ pub unsafe fn entry(table: &ApiTable, base: *const u8, name: &str) -> Option<*co
 }
 
 entries! {
+    iterate_agents: CORE."hsa_iterate_agents" => unsafe extern "C" fn(unsafe extern "C" fn(u64, *mut c_void) -> Status, *mut c_void) -> Status;
     agent_get_info: CORE."hsa_agent_get_info" => unsafe extern "C" fn(u64, u32, *mut c_void) -> Status;
     queue_create: CORE."hsa_queue_create" => unsafe extern "C" fn(u64, u32, u32, QueueCallback, *mut c_void, u32, u32, *mut *mut HsaQueue) -> Status;
     queue_destroy: CORE."hsa_queue_destroy" => unsafe extern "C" fn(*mut HsaQueue) -> Status;
@@ -268,6 +269,20 @@ pub fn agent_node(agent: u64) -> (u32, bool) {
         c.insert(agent, v);
     }
     v
+}
+
+/// Every HSA agent as `(driver node id, is GPU)`, in the runtime's order.
+pub fn agents() -> Vec<(u32, bool)> {
+    unsafe extern "C" fn collect(agent: u64, data: *mut c_void) -> Status {
+        // SAFETY: `data` is the Vec passed below, alive for the iteration.
+        unsafe { (*data.cast::<Vec<u64>>()).push(agent) };
+        SUCCESS
+    }
+    let Some(f) = fns() else { return Vec::new() };
+    let mut handles: Vec<u64> = Vec::new();
+    // SAFETY: the runtime's iterate_agents with a callback that only appends to `handles`.
+    unsafe { (f.iterate_agents)(collect, (&raw mut handles).cast()) };
+    handles.into_iter().map(agent_node).collect()
 }
 
 /// Every `#[repr(C)]` layout this module defines, for `cargo xtask abi-dump`.

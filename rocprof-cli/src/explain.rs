@@ -245,9 +245,15 @@ mod tests {
 
     #[test]
     fn an_unset_dxg_detection_is_blamed_only_when_the_application_failed() {
-        let failed = Status { code: Some(1), signal: None };
+        let failed = Status {
+            code: Some(1),
+            signal: None,
+        };
         let out = explain_with(&sys(), &failed, &[trace(&[WSL, AGENTS])], &logs(), |_| None);
-        assert!(out[0].contains("HSA_ENABLE_DXG_DETECTION is unset"), "{out:?}");
+        assert!(
+            out[0].contains("HSA_ENABLE_DXG_DETECTION is unset"),
+            "{out:?}"
+        );
         let out = explain_with(&sys(), &OK, &[trace(&[WSL, AGENTS])], &logs(), |_| None);
         assert!(out[0].contains("suppresses tool registration"), "{out:?}");
     }

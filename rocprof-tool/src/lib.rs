@@ -25,6 +25,9 @@ use trace_records::log::{FileHeader, LogWriter};
 /// Everything the tool decided at start-up.
 struct State {
     config: Config,
+    /// The published agent records and the platform's pairing policy.
+    agents: Vec<wsl_topology::Agent>,
+    policy: wsl_topology::hsa_pairing::Policy,
     /// API tables received, in order: (name, instance, wrapped entries).
     received: Mutex<Vec<(String, u64, usize)>>,
 }
@@ -92,8 +95,15 @@ fn init() {
         "config": config,
     });
     sink::emit_json(&facts.to_string());
+    let policy = match discovery.selection.platform {
+        wsl_topology::Platform::Wsl => wsl_topology::hsa_pairing::Policy::Wsl,
+        wsl_topology::Platform::GnuLinux => wsl_topology::hsa_pairing::Policy::Strict,
+    };
+    hsa_intercept::dispatch::on_first_queue(pair_agents);
     let _ = STATE.set(State {
         config,
+        agents: discovery.agents().to_vec(),
+        policy,
         received: Mutex::new(Vec::new()),
     });
     // SAFETY: registers plain extern "C" functions to run at exit and in forked children.
@@ -137,6 +147,28 @@ fn open_append(path: &std::path::Path) -> c_int {
             libc::O_WRONLY | libc::O_APPEND | libc::O_CLOEXEC,
         )
     }
+}
+
+/// Pairs the published agent records with the HSA runtime's agents (by KMT node id on WSL):
+/// unpaired HSA GPUs cannot be profiled, which is said, never fatal.
+fn pair_agents() {
+    let Some(state) = STATE.get() else { return };
+    let views: Vec<wsl_topology::hsa_pairing::HsaAgentView> = hsa_intercept::hsa::agents()
+        .into_iter()
+        .map(|(node, gpu)| wsl_topology::hsa_pairing::HsaAgentView { driver_node_id: Some(node), is_gpu: gpu })
+        .collect();
+    let m = wsl_topology::hsa_pairing::compute(&state.agents, &views, state.policy);
+    if let Some(msg) = m.unsupported_message() {
+        warn(&msg);
+    }
+    let doc = serde_json::json!({
+        "kind": "agent-mapping",
+        "pairs": m.pairs.iter().map(|p| p.0).collect::<Vec<_>>(),
+        "unmatched_gpu_node_ids": m.unmatched_gpu_node_ids,
+        "unmatched_other_node_ids": m.unmatched_other_node_ids,
+        "unqueryable": m.unqueryable_count,
+    });
+    sink::emit_json(&doc.to_string());
 }
 
 extern "C" fn at_exit() {
