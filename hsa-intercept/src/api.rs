@@ -3,7 +3,7 @@
 use crate::sink;
 use crate::tables::{ApiTable, Header};
 use crate::wrap::{Hooks, WrapError, wrap_entry};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use trace_records::{ApiDomain, ApiRecord};
@@ -13,45 +13,67 @@ pub const MAX_DEPTH: usize = 64;
 
 static NEXT_CORRELATION: AtomicU64 = AtomicU64::new(1);
 
+/// Correlation ids are handed to threads in blocks, so the traced path needs no shared atomic.
+const ID_BLOCK: u64 = 1024;
+
+/// Everything a traced call needs from its thread, in one thread-local (one TLS lookup).
 struct CallStack {
     frames: [(u64, u64); MAX_DEPTH],
     depth: usize,
+    tid: u32,
+    next_id: u64,
+    ids_left: u64,
+    local: sink::Local,
+}
+
+impl CallStack {
+    fn new_id(&mut self) -> u64 {
+        if self.ids_left == 0 {
+            self.next_id = NEXT_CORRELATION.fetch_add(ID_BLOCK, Ordering::Relaxed);
+            self.ids_left = ID_BLOCK;
+        }
+        self.ids_left -= 1;
+        self.next_id += 1;
+        self.next_id - 1
+    }
+
+    fn tid(&mut self) -> u32 {
+        if self.tid == 0 {
+            // SAFETY: gettid has no preconditions.
+            self.tid = unsafe { libc::gettid() } as u32;
+        }
+        self.tid
+    }
 }
 
 thread_local! {
     static STACK: RefCell<CallStack> = const {
-        RefCell::new(CallStack { frames: [(0, 0); MAX_DEPTH], depth: 0 })
+        RefCell::new(CallStack { frames: [(0, 0); MAX_DEPTH], depth: 0, tid: 0, next_id: 0, ids_left: 0, local: sink::Local::EMPTY })
     };
-    static TID: Cell<u32> = const { Cell::new(0) };
 }
 
-/// Nanoseconds of `CLOCK_MONOTONIC`: the host timeline of every record.
+/// The host timeline of every record: `CLOCK_MONOTONIC` nanoseconds (see [`crate::clock`]).
 #[inline]
 pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec; CLOCK_MONOTONIC is always available on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    crate::clock::now_ns()
 }
 
 /// The calling thread's OS id (cached).
 #[inline]
 pub fn thread_id() -> u32 {
-    TID.with(|t| {
-        if t.get() == 0 {
+    STACK
+        .try_with(|s| s.borrow_mut().tid())
+        .unwrap_or_else(|_| {
             // SAFETY: gettid has no preconditions.
-            t.set(unsafe { libc::gettid() } as u32);
-        }
-        t.get()
-    })
+            unsafe { libc::gettid() as u32 }
+        })
 }
 
-/// A new correlation id (from 1).
+/// A new correlation id (unique in the process, from 1).
 pub fn new_correlation_id() -> u64 {
-    NEXT_CORRELATION.fetch_add(1, Ordering::Relaxed)
+    STACK
+        .try_with(|s| s.borrow_mut().new_id())
+        .unwrap_or_else(|_| NEXT_CORRELATION.fetch_add(1, Ordering::Relaxed))
 }
 
 /// The correlation id of the outermost traced call active on this thread, if any: work enqueued
@@ -82,7 +104,7 @@ impl Hooks for ApiTracer {
         let _ = STACK.try_with(|s| {
             let mut s = s.borrow_mut();
             let correlation = if s.depth == 0 {
-                new_correlation_id()
+                s.new_id()
             } else {
                 s.frames[0].0
             };
@@ -97,22 +119,24 @@ impl Hooks for ApiTracer {
     #[inline]
     fn exit(&self, tag: u32) {
         let end = now_ns();
-        let frame = STACK.try_with(|s| {
+        let _ = STACK.try_with(|s| {
             let mut s = s.borrow_mut();
             s.depth = s.depth.saturating_sub(1);
-            (s.depth < MAX_DEPTH).then(|| s.frames[s.depth])
-        });
-        if let Ok(Some((correlation_id, start))) = frame {
-            sink::emit(&ApiRecord {
+            if s.depth >= MAX_DEPTH {
+                return;
+            }
+            let (correlation_id, start) = s.frames[s.depth];
+            let record = ApiRecord {
                 correlation_id,
                 start,
                 end,
-                thread_id: thread_id(),
+                thread_id: s.tid(),
                 operation: tag as u16,
                 domain: (tag >> 16) as u8,
                 reserved: 0,
-            });
-        }
+            };
+            sink::emit_cached(&mut s.local, &record);
+        });
     }
 }
 

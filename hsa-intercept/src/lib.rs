@@ -4,6 +4,7 @@
 //!   in `abi/`.
 
 pub mod api;
+pub mod clock;
 pub mod copies;
 pub mod dispatch;
 pub mod hsa;

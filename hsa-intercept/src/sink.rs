@@ -7,7 +7,7 @@
 //! `write(2)` each, from a crash handler.
 
 use std::cell::{Cell, UnsafeCell};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering, compiler_fence, fence};
 use std::sync::{Arc, Mutex, OnceLock};
 use trace_records::OperationName;
 use trace_records::log::{ChunkBuffer, LogWriter};
@@ -24,18 +24,66 @@ unsafe impl Sync for ThreadBuffer {}
 unsafe impl Send for ThreadBuffer {}
 
 impl ThreadBuffer {
-    fn try_with<R>(&self, f: impl FnOnce(&mut ChunkBuffer) -> R) -> Option<R> {
-        if self
-            .busy
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
+    /// Runs `f` on the buffer from its owning thread. The owner never competes for a lock: it
+    /// announces itself with a plain store, and a flusher, which runs only at exit or crash,
+    /// freezes appends and waits for announced ones (an asymmetric Dekker protocol: the
+    /// flusher's `membarrier` pairs with the owner's compiler fence).
+    #[inline]
+    fn owner_with<R>(&self, f: impl FnOnce(&mut ChunkBuffer) -> R) -> Option<R> {
+        if FROZEN.load(Ordering::Relaxed) {
             return None;
         }
-        // SAFETY: `busy` is held, so no other reference to the buffer exists.
+        self.busy.store(true, Ordering::Relaxed);
+        if ASYMMETRIC.load(Ordering::Relaxed) {
+            compiler_fence(Ordering::SeqCst);
+        } else {
+            fence(Ordering::SeqCst);
+        }
+        if FROZEN.load(Ordering::Relaxed) {
+            self.busy.store(false, Ordering::Release);
+            return None;
+        }
+        // SAFETY: only the owning thread runs this, and a flusher touches the buffer only
+        // after freezing appends and seeing `busy` clear.
         let r = f(unsafe { &mut *self.buffer.get() });
         self.busy.store(false, Ordering::Release);
         Some(r)
+    }
+
+    /// Flusher side, after [`freeze`]: the buffer once its owner finished any append in
+    /// progress (`None` if it does not finish within `spins`).
+    fn frozen_with<R>(&self, spins: u32, f: impl FnOnce(&mut ChunkBuffer) -> R) -> Option<R> {
+        for _ in 0..spins {
+            if !self.busy.load(Ordering::Acquire) {
+                // SAFETY: appends are frozen and the owner is not inside one.
+                return Some(f(unsafe { &mut *self.buffer.get() }));
+            }
+            std::hint::spin_loop();
+        }
+        None
+    }
+}
+
+static FROZEN: AtomicBool = AtomicBool::new(false);
+static ASYMMETRIC: AtomicBool = AtomicBool::new(false);
+
+/// Stops all appends and makes every announced one visible (see [`ThreadBuffer::owner_with`]).
+fn freeze() {
+    FROZEN.store(true, Ordering::Relaxed);
+    if ASYMMETRIC.load(Ordering::Relaxed) {
+        // SAFETY: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) takes no pointers; the process
+        // registered for it before ASYMMETRIC was set.
+        unsafe { libc::syscall(libc::SYS_membarrier, 8, 0, 0) };
+    } else {
+        fence(Ordering::SeqCst);
+    }
+}
+
+/// Registers for expedited private membarrier, which lets appends use a compiler fence only.
+fn register_membarrier() {
+    // SAFETY: membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) takes no pointers.
+    if unsafe { libc::syscall(libc::SYS_membarrier, 16, 0, 0) } == 0 {
+        ASYMMETRIC.store(true, Ordering::Relaxed);
     }
 }
 
@@ -81,6 +129,7 @@ pub fn install(writer: LogWriter, raw_fd: i32) -> bool {
     if current().is_some() {
         return false;
     }
+    register_membarrier();
     publish(writer, raw_fd);
     true
 }
@@ -135,6 +184,63 @@ pub fn installed() -> bool {
     current().is_some()
 }
 
+/// This thread's buffer as cached by a caller that keeps its own thread-local state (saves a
+/// thread-local lookup per record on the traced path).
+#[derive(Debug, Clone, Copy)]
+pub struct Local {
+    buffer: *const ThreadBuffer,
+    generation: u64,
+}
+
+impl Local {
+    /// No buffer yet.
+    pub const EMPTY: Local = Local {
+        buffer: std::ptr::null(),
+        generation: 0,
+    };
+}
+
+/// [`emit`] through a cached [`Local`] (filled on first use).
+#[inline]
+pub fn emit_cached<R: FixedRecord>(local: &mut Local, record: &R) {
+    let Some(sink) = current() else {
+        DROPPED.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    if local.buffer.is_null() || local.generation != sink.generation {
+        let _ = LOCAL.try_with(|l| {
+            let (tb, generation) = l.get();
+            if !tb.is_null() && generation == sink.generation {
+                *local = Local {
+                    buffer: tb,
+                    generation,
+                };
+            }
+        });
+        if local.buffer.is_null() || local.generation != sink.generation {
+            emit(record);
+            if let Ok((tb, generation)) = LOCAL.try_with(Cell::get) {
+                *local = Local {
+                    buffer: tb,
+                    generation,
+                };
+            }
+            return;
+        }
+    }
+    // SAFETY: the registry owns the buffer and never drops it.
+    let tb = unsafe { &*local.buffer };
+    let done = tb.owner_with(|b| {
+        if !b.push(record) {
+            submit_full(b);
+            let _ = b.push(record);
+        }
+    });
+    if done.is_none() {
+        DROPPED.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// Records that could not be recorded (no sink, or a buffer busy at exit).
 pub fn dropped() -> u64 {
     DROPPED.load(Ordering::Relaxed)
@@ -161,7 +267,7 @@ fn with_local(f: impl FnOnce(&mut ChunkBuffer)) {
             local.set((tb, sink.generation));
         }
         // SAFETY: the registry owns the buffer and never drops it.
-        unsafe { &*tb }.try_with(f).is_some()
+        unsafe { &*tb }.owner_with(f).is_some()
     });
     if done != Ok(true) {
         DROPPED.fetch_add(1, Ordering::Relaxed);
@@ -244,21 +350,13 @@ fn submit_full(b: &mut ChunkBuffer) {
 /// For normal exit (an `atexit` handler or the tool's finalizer).
 pub fn flush_all() {
     let Some(sink) = current() else { return };
+    freeze();
     let buffers: Vec<Arc<ThreadBuffer>> = match sink.registry.lock() {
         Ok(r) => r.clone(),
         Err(_) => return,
     };
     for tb in buffers {
-        // A buffer busy now belongs to a thread in the middle of an append; retry briefly.
-        let mut flushed = false;
-        for _ in 0..1000 {
-            if tb.try_with(submit_full).is_some() {
-                flushed = true;
-                break;
-            }
-            std::hint::spin_loop();
-        }
-        if !flushed {
+        if tb.frozen_with(10_000_000, submit_full).is_none() {
             DROPPED.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -269,11 +367,12 @@ pub fn flush_all() {
 /// log with one `write(2)` each (async-signal-safe apart from the registry's `try_lock`).
 pub fn crash_flush() {
     let Some(sink) = current() else { return };
+    freeze();
     let Ok(registry) = sink.registry.try_lock() else {
         return;
     };
     for tb in registry.iter() {
-        let _ = tb.try_with(|b| {
+        let _ = tb.frozen_with(100_000, |b| {
             if !b.is_empty() {
                 let chunk = b.finish();
                 // SAFETY: writes `chunk.len()` bytes from a live slice to the log's descriptor.

@@ -57,6 +57,7 @@ fn init() {
     if !config.any() && std::env::var_os(config::ENV_RECORD_DIR).is_none() {
         return;
     }
+    hsa_intercept::clock::start();
     let settings = wsl_topology::Settings::from_env();
     let discovery = wsl_topology::discover(&settings);
     let pid = std::process::id();
@@ -155,7 +156,10 @@ fn pair_agents() {
     let Some(state) = STATE.get() else { return };
     let views: Vec<wsl_topology::hsa_pairing::HsaAgentView> = hsa_intercept::hsa::agents()
         .into_iter()
-        .map(|(node, gpu)| wsl_topology::hsa_pairing::HsaAgentView { driver_node_id: Some(node), is_gpu: gpu })
+        .map(|(node, gpu)| wsl_topology::hsa_pairing::HsaAgentView {
+            driver_node_id: Some(node),
+            is_gpu: gpu,
+        })
         .collect();
     let m = wsl_topology::hsa_pairing::compute(&state.agents, &views, state.policy);
     if let Some(msg) = m.unsupported_message() {

@@ -86,7 +86,17 @@ impl ChunkBuffer {
     /// Appends a fixed-size record; `false` (nothing written) if the chunk is full.
     #[inline]
     pub fn push<R: FixedRecord>(&mut self, record: &R) -> bool {
-        self.push_raw(R::TAG, &[record.as_bytes()])
+        let bytes = record.as_bytes();
+        if self.len() + 4 + bytes.len() > CHUNK_CAPACITY {
+            return false;
+        }
+        let mut head = [0u8; 4];
+        head[..2].copy_from_slice(&(R::TAG as u16).to_le_bytes());
+        head[2..].copy_from_slice(&(bytes.len() as u16).to_le_bytes());
+        self.bytes.extend_from_slice(&head);
+        self.bytes.extend_from_slice(bytes);
+        self.entries += 1;
+        true
     }
 
     /// Appends a string definition; `false` if it does not fit (or is too long).

@@ -1,0 +1,162 @@
+//! The host timeline: `CLOCK_MONOTONIC` nanoseconds, read cheaply.
+//!
+//! Every record's host timestamps must be comparable with the runtime's (which reports
+//! `CLOCK_MONOTONIC`), but `clock_gettime` costs ~20 ns here and a traced call needs two. When
+//! the CPU has an invariant TSC, the time is instead `ns0 + (tsc − tsc0) · scale`, where the
+//! epoch `(tsc0, ns0, scale)` is measured against `clock_gettime` at start and re-measured every
+//! 50 ms by a background thread (so NTP slewing of the monotonic clock is followed). A new
+//! epoch never moves time backwards. Without an invariant TSC, `clock_gettime` is used.
+
+use std::sync::Once;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use std::time::Duration;
+
+static SEQ: AtomicU64 = AtomicU64::new(0);
+static TSC0: AtomicU64 = AtomicU64::new(0);
+static NS0: AtomicU64 = AtomicU64::new(0);
+/// Nanoseconds per TSC tick, as a 32.32 fixed-point number.
+static SCALE: AtomicU64 = AtomicU64::new(0);
+static USE_TSC: AtomicBool = AtomicBool::new(false);
+static START: Once = Once::new();
+
+/// `CLOCK_MONOTONIC` in nanoseconds, from the kernel.
+#[inline]
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec; CLOCK_MONOTONIC is always available on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[inline]
+fn tsc() -> u64 {
+    // SAFETY: RDTSC is available on every x86-64 CPU.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+/// The host timeline now.
+#[inline]
+pub fn now_ns() -> u64 {
+    if !USE_TSC.load(Ordering::Relaxed) {
+        return monotonic_ns();
+    }
+    loop {
+        let seq = SEQ.load(Ordering::Acquire);
+        if seq & 1 == 1 {
+            std::hint::spin_loop();
+            continue;
+        }
+        let (tsc0, ns0, scale) = (
+            TSC0.load(Ordering::Relaxed),
+            NS0.load(Ordering::Relaxed),
+            SCALE.load(Ordering::Relaxed),
+        );
+        fence(Ordering::Acquire);
+        if SEQ.load(Ordering::Relaxed) == seq {
+            let dt = tsc().saturating_sub(tsc0);
+            return ns0 + ((u128::from(dt) * u128::from(scale)) >> 32) as u64;
+        }
+    }
+}
+
+/// One (tsc, monotonic ns) pair, taken where the TSC brackets the clock read most tightly.
+fn sample() -> (u64, u64) {
+    let mut best = (u64::MAX, 0, 0);
+    for _ in 0..7 {
+        let a = tsc();
+        let ns = monotonic_ns();
+        let b = tsc();
+        if b.wrapping_sub(a) < best.0 {
+            best = (b.wrapping_sub(a), a + (b - a) / 2, ns);
+        }
+    }
+    (best.1, best.2)
+}
+
+fn publish(tsc0: u64, ns0: u64, scale: u64) {
+    SEQ.fetch_add(1, Ordering::AcqRel);
+    TSC0.store(tsc0, Ordering::Relaxed);
+    NS0.store(ns0, Ordering::Relaxed);
+    SCALE.store(scale, Ordering::Relaxed);
+    SEQ.fetch_add(1, Ordering::Release);
+}
+
+fn invariant_tsc() -> bool {
+    std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| {
+        c.lines().find(|l| l.starts_with("flags")).is_some_and(|l| {
+            l.split_whitespace().any(|f| f == "constant_tsc")
+                && l.split_whitespace().any(|f| f == "nonstop_tsc")
+        })
+    })
+}
+
+/// Calibrates the TSC against `CLOCK_MONOTONIC` (a few milliseconds) and starts the
+/// recalibration thread. Idempotent; without an invariant TSC it does nothing and [`now_ns`]
+/// keeps using `clock_gettime`.
+pub fn start() {
+    START.call_once(|| {
+        if !invariant_tsc() || std::env::var_os("ROCPROF_CLOCK_GETTIME").is_some() {
+            return;
+        }
+        let (t1, n1) = sample();
+        std::thread::sleep(Duration::from_millis(5));
+        let (t2, n2) = sample();
+        if t2 <= t1 || n2 <= n1 {
+            return;
+        }
+        let scale = ((u128::from(n2 - n1) << 32) / u128::from(t2 - t1)) as u64;
+        publish(t2, n2, scale);
+        USE_TSC.store(true, Ordering::Release);
+        let _ = std::thread::Builder::new()
+            .name("rocprof-clock".into())
+            .spawn(move || {
+                let (mut tp, mut np) = (t2, n2);
+                loop {
+                    std::thread::sleep(Duration::from_millis(50));
+                    let (t, n) = sample();
+                    if t <= tp || n <= np {
+                        continue;
+                    }
+                    let scale = ((u128::from(n - np) << 32) / u128::from(t - tp)) as u64;
+                    // Never step backwards: start the new epoch at the later of the two estimates.
+                    let predicted = now_ns();
+                    publish(t, n.max(predicted), scale);
+                    (tp, np) = (t, n);
+                }
+            });
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tracks_the_monotonic_clock_closely_and_never_goes_back() {
+        start();
+        let mut last = now_ns();
+        let mut worst = 0i64;
+        for _ in 0..200_000 {
+            let a = monotonic_ns();
+            let t = now_ns();
+            let b = monotonic_ns();
+            assert!(t >= last, "time went backwards");
+            last = t;
+            let off = if t < a {
+                a as i64 - t as i64
+            } else if t > b {
+                t as i64 - b as i64
+            } else {
+                0
+            };
+            worst = worst.max(off);
+        }
+        assert!(
+            worst < 2_000,
+            "worst deviation from CLOCK_MONOTONIC {worst} ns"
+        );
+    }
+}
