@@ -282,3 +282,28 @@ fn null_entries_are_left_alone() {
     assert_eq!(r, Err(hsa_intercept::wrap::WrapError::Null));
     assert!(slot.is_null());
 }
+
+static DEEP: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+/// Recurses through its own trampoline: beyond the shadow stack's depth the copying path runs.
+extern "C" fn deep(n: u64, a: u64, b: u64, c: u64, d: u64, e: u64, f: u64, g: u64) -> u64 {
+    if n == 0 {
+        return a + b + c + d + e + f + g;
+    }
+    // SAFETY: DEEP holds the wrapped `deep`.
+    let me: extern "C" fn(u64, u64, u64, u64, u64, u64, u64, u64) -> u64 =
+        unsafe { std::mem::transmute(*DEEP.get().unwrap()) };
+    me(n - 1, a, b, c, d, e, f, g + 1) + 1
+}
+
+#[test]
+fn nesting_deeper_than_the_shadow_stack_takes_the_copying_path() {
+    let f = wrap(deep as extern "C" fn(u64, u64, u64, u64, u64, u64, u64, u64) -> u64, 10);
+    DEEP.set(f as usize).unwrap();
+    let std_stack = std::thread::Builder::new().stack_size(64 << 20);
+    let r = std_stack.spawn(move || (f(400, 1, 2, 3, 4, 5, 6, 7), events())).unwrap().join().unwrap();
+    assert_eq!(r.0, 400 + (1 + 2 + 3 + 4 + 5 + 6 + 7 + 400));
+    assert_eq!(r.1.len(), 2 * 401);
+    assert!(r.1[..401].iter().all(|e| *e == ('>', 10)));
+    assert!(r.1[401..].iter().all(|e| *e == ('<', 10)));
+}
