@@ -219,6 +219,7 @@ fn bench() -> Result<()> {
     for (workload, option, iterations) in [
         ("hsa-rate", "--hsa-trace", "2000000"),
         ("hip-rate", "--hip-trace", "2000000"),
+        ("dispatch-rate", "--kernel-trace", "20000"),
     ] {
         let exe = bin.join(workload);
         if !exe.exists() {
@@ -263,7 +264,7 @@ fn bench() -> Result<()> {
         ])
         .output()?;
     let csv = String::from_utf8_lossy(&out.stdout);
-    println!("| loop | untraced / call | traced / call | added / call | ratio |");
+    println!("| loop (calls) | untraced / call | traced / call | added / call | ratio |");
     println!("|---|---|---|---|---|");
     for r in rows {
         println!("{r}");

@@ -130,6 +130,7 @@ c_api! {
         memcpy = "hipMemcpy": fn(*mut c_void, *const c_void, usize, u32) -> u32;
         launch_kernel = "hipLaunchKernel": fn(*const c_void, Dim3, Dim3, *mut *mut c_void, usize, *mut c_void) -> u32;
         get_last_error = "hipGetLastError": fn() -> u32;
+        device_synchronize = "hipDeviceSynchronize": fn() -> u32;
         get_error_string = "hipGetErrorString": fn(u32) -> *const c_char;
         register_fat_binary = "__hipRegisterFatBinary": fn(*const c_void) -> *mut *mut c_void;
         register_function = "__hipRegisterFunction": fn(*mut *mut c_void, *const c_void, *mut c_char, *const c_char, u32, *mut c_void, *mut c_void, *mut Dim3, *mut Dim3, *mut c_int);

@@ -1,0 +1,43 @@
+//! `dispatch-rate N`: N back-to-back launches of a one-workgroup `c = a + b` kernel (32
+//! work-items), then one `hipDeviceSynchronize`, for the per-dispatch overhead benchmark. The
+//! last line printed is `calls=<N> ns=<duration of launches + synchronize in ns>`.
+
+use std::ffi::c_void;
+
+use sim_workloads::kernels::{self, Dim3, VECTOR_ADD};
+use sim_workloads::loader::{check, hip, load_runtimes};
+
+fn main() {
+    let n: u64 = sim_workloads::arg_or(1, 10_000);
+    load_runtimes();
+    sim_workloads::program::register(&[&VECTOR_ADD]);
+    let hip = hip();
+    // SAFETY: plain call.
+    check("hipSetDevice", unsafe { (hip.set_device)(0) });
+    let items = 32usize;
+    let bytes = items * size_of::<f32>();
+    let mut d: [*mut c_void; 3] = [std::ptr::null_mut(); 3];
+    for p in &mut d {
+        // SAFETY: valid out-pointer.
+        check("hipMalloc", unsafe { (hip.malloc)(p, bytes) });
+    }
+    let start = std::time::Instant::now();
+    for _ in 0..n {
+        kernels::launch(Dim3::x(1), Dim3::x(items as u32), || {
+            kernels::vector_add(
+                d[0].cast_const().cast(),
+                d[1].cast_const().cast(),
+                d[2].cast(),
+                items as u64,
+            )
+        });
+    }
+    // SAFETY: plain call.
+    check("hipDeviceSynchronize", unsafe { (hip.device_synchronize)() });
+    let ns = start.elapsed().as_nanos();
+    for p in d {
+        // SAFETY: allocated above.
+        check("hipFree", unsafe { (hip.free)(p) });
+    }
+    println!("calls={n} ns={ns}");
+}
