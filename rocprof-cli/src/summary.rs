@@ -1,7 +1,7 @@
 //! `-S/--summary`: a table on stderr after the run.
 
 use trace_records::ProcessTrace;
-use trace_records::stats::{Stats, fmt_percent};
+use trace_records::stats::{Stats, fmt_percent, sci};
 use trace_records::{ApiDomain, CopyDirection};
 
 /// Builds the per-domain statistics of `t`.
@@ -62,16 +62,16 @@ pub fn print(t: &ProcessTrace) {
             100.0 * acc.total as f64 / grand as f64
         };
         eprintln!(
-            "| {:<40} | {:<15} | {:>15} | {:>15} | {:>15.3e} | {:>13} | {:>15} | {:>15} | {:>15.3e} |",
+            "| {:<40} | {:<15} | {:>15} | {:>15} | {:>15} | {:>13} | {:>15} | {:>15} | {:>15} |",
             name,
             domain,
             acc.calls,
             acc.total,
-            acc.average(),
+            sci(acc.average(), 3),
             fmt_percent(pct),
             acc.min,
             acc.max,
-            acc.stddev()
+            sci(acc.stddev(), 3)
         );
     }
 }

@@ -429,9 +429,24 @@ fn unknown_options_fail_before_anything_runs() {
 
 #[test]
 fn an_hsa_gpu_without_an_agent_record_is_reported_and_the_rest_traced() {
-    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/unpublished-gpu.toml");
-    let r = rocprof(&["--kernel-trace"], "reference-workload", &[], &[("WSLSIM_SCENARIO", scenario.to_str().unwrap())]);
+    let scenario =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/unpublished-gpu.toml");
+    let r = rocprof(
+        &["--kernel-trace"],
+        "reference-workload",
+        &[],
+        &[("WSLSIM_SCENARIO", scenario.to_str().unwrap())],
+    );
     assert!(r.out.status.success(), "never fatal: {}", r.stderr());
-    assert!(r.stderr().contains("profiling is unavailable on the HSA GPU agent(s) with KMT node id 2"), "{}", r.stderr());
-    assert_eq!(r.rows("kernel_trace").len(), 8, "the paired GPU stays profilable");
+    assert!(
+        r.stderr()
+            .contains("profiling is unavailable on the HSA GPU agent(s) with KMT node id 2"),
+        "{}",
+        r.stderr()
+    );
+    assert_eq!(
+        r.rows("kernel_trace").len(),
+        8,
+        "the paired GPU stays profilable"
+    );
 }

@@ -9,7 +9,8 @@ cargo xtask <command>
 
   build      build the workspace and stage the simulated WSL2 stack next to `rocprof`
              (target/debug/sim: lib/libdxcore.so, lib/librocdxg.so -> .so.1 -> .so.1.2.0, dev/dxg)
-  demo       build, then run `rocprof --sim avail` on the simulated Radeon 890M
+  demo       build, then on the simulated Radeon 890M: `rocprof --sim avail`, and a
+             `--sys-trace --stats -S` run of the seed's reference workload (files in target/demo)
   test       build, run `cargo test --workspace`, then the valgrind check
   valgrind   run the layout-mismatch scenarios under valgrind (no invalid access allowed)
   abi-dump   print every #[repr(C)] layout of the FFI and interception crates
@@ -132,7 +133,27 @@ fn symlink(target: &str, link: &Path) -> Result<()> {
 fn demo() -> Result<()> {
     let bin = build()?;
     eprintln!("\n$ rocprof --sim avail\n");
-    run(Command::new(bin.join("rocprof")).args(["--sim", "avail"]))
+    run(Command::new(bin.join("rocprof")).args(["--sim", "avail"]))?;
+    let out = target_dir().join("demo");
+    let _ = std::fs::remove_dir_all(&out);
+    eprintln!(
+        "\n$ rocprof --sim --sys-trace --stats -S -d {} -o run -- reference-workload\n",
+        out.display()
+    );
+    run(Command::new(bin.join("rocprof"))
+        .args(["--sim", "--sys-trace", "--stats", "-S", "-d"])
+        .arg(&out)
+        .args(["-o", "run", "--"])
+        .arg(bin.join("reference-workload")))?;
+    eprintln!("\nfiles written in {}:", out.display());
+    let mut files: Vec<_> = std::fs::read_dir(&out)?
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect();
+    files.sort();
+    for f in files {
+        eprintln!("  {f}");
+    }
+    Ok(())
 }
 
 fn test() -> Result<()> {
