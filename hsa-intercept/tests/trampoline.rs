@@ -298,10 +298,17 @@ extern "C" fn deep(n: u64, a: u64, b: u64, c: u64, d: u64, e: u64, f: u64, g: u6
 
 #[test]
 fn nesting_deeper_than_the_shadow_stack_takes_the_copying_path() {
-    let f = wrap(deep as extern "C" fn(u64, u64, u64, u64, u64, u64, u64, u64) -> u64, 10);
+    let f = wrap(
+        deep as extern "C" fn(u64, u64, u64, u64, u64, u64, u64, u64) -> u64,
+        10,
+    );
     DEEP.set(f as usize).unwrap();
     let std_stack = std::thread::Builder::new().stack_size(64 << 20);
-    let r = std_stack.spawn(move || (f(400, 1, 2, 3, 4, 5, 6, 7), events())).unwrap().join().unwrap();
+    let r = std_stack
+        .spawn(move || (f(400, 1, 2, 3, 4, 5, 6, 7), events()))
+        .unwrap()
+        .join()
+        .unwrap();
     assert_eq!(r.0, 400 + (1 + 2 + 3 + 4 + 5 + 6 + 7 + 400));
     assert_eq!(r.1.len(), 2 * 401);
     assert!(r.1[..401].iter().all(|e| *e == ('>', 10)));

@@ -33,7 +33,9 @@ fn main() {
         });
     }
     // SAFETY: plain call.
-    check("hipDeviceSynchronize", unsafe { (hip.device_synchronize)() });
+    check("hipDeviceSynchronize", unsafe {
+        (hip.device_synchronize)()
+    });
     let ns = start.elapsed().as_nanos();
     for p in d {
         // SAFETY: allocated above.
