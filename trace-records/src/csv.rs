@@ -238,6 +238,50 @@ pub struct CsvSelection {
     pub stats: bool,
 }
 
+type Out = io::BufWriter<std::fs::File>;
+
+/// Writes `<prefix>_<name>.csv`: the header, then `row` for each item.
+fn write_file<T>(
+    prefix: &OutputPrefix,
+    name: &str,
+    columns: &[&str],
+    items: &[T],
+    mut row: impl FnMut(&mut Out, &T) -> io::Result<()>,
+) -> Result<PathBuf, Error> {
+    let path = prefix.file(name, "csv");
+    let mut out = create(&path)?;
+    write_header(&mut out, columns)
+        .and_then(|()| items.iter().try_for_each(|item| row(&mut out, item)))
+        .map_err(|e| Error::Io {
+            path: path.clone(),
+            source: e,
+        })?;
+    finish(&path, out)?;
+    Ok(path)
+}
+
+/// One row of the API trace files (`Domain`, `Function`, ids, timestamps).
+fn api_row(
+    out: &mut Out,
+    domain: &str,
+    function: &str,
+    pid: u64,
+    (thread, correlation, start, end): (u32, u64, u64, u64),
+) -> io::Result<()> {
+    write_row(
+        out,
+        &[
+            Cell::Str(domain),
+            Cell::Str(function),
+            Cell::Int(pid),
+            Cell::Int(thread.into()),
+            Cell::Int(correlation),
+            Cell::Int(start),
+            Cell::Int(end),
+        ],
+    )
+}
+
 /// Writes the selected CSV files (and `agent_info.csv`) for `trace`; returns the paths written.
 pub fn write_csv(
     prefix: &OutputPrefix,
@@ -248,28 +292,28 @@ pub fn write_csv(
     let mut written = Vec::new();
     let mut stats = Stats::default();
     let pid = u64::from(trace.pid);
-    let io = |path: &Path| {
-        let path = path.to_owned();
-        move |e| Error::Io { path, source: e }
-    };
 
     if !labels.agents().is_empty() {
-        let path = prefix.file("agent_info", "csv");
-        let mut out = create(&path)?;
-        write_agents(&mut out, labels.agents()).map_err(io(&path))?;
-        finish(&path, out)?;
-        written.push(path);
+        written.push(write_file(
+            prefix,
+            "agent_info",
+            &AGENT_COLUMNS,
+            &[()],
+            |out, ()| write_agents(out, labels.agents()),
+        )?);
     }
 
-    for (enabled, name, domains) in [
+    for (enabled, name, label, domains) in [
         (
             select.hip,
             "hip_api_trace",
+            "HIP_API",
             &[ApiDomain::HipRuntime, ApiDomain::HipCompiler][..],
         ),
         (
             select.hsa,
             "hsa_api_trace",
+            "HSA_API",
             &[
                 ApiDomain::HsaCore,
                 ApiDomain::HsaAmdExt,
@@ -287,139 +331,123 @@ pub fn write_csv(
             continue;
         }
         rows.sort_by_key(|r| (r.start, r.correlation_id));
-        let path = prefix.file(name, "csv");
-        let mut out = create(&path)?;
-        write_header(&mut out, &API_COLUMNS).map_err(io(&path))?;
-        let stat = stats.table(if name.starts_with("hip") {
-            "HIP_API"
-        } else {
-            "HSA_API"
-        });
-        for r in rows {
+        let stat = stats.table(label);
+        written.push(write_file(prefix, name, &API_COLUMNS, &rows, |out, r| {
             let domain = ApiDomain::from_u8(r.domain).expect("filtered above");
             let function = trace.operation_name(r.domain, r.operation);
-            write_row(
-                &mut out,
-                &[
-                    Cell::Str(domain.csv_name()),
-                    Cell::Str(&function),
-                    Cell::Int(pid),
-                    Cell::Int(r.thread_id.into()),
-                    Cell::Int(r.correlation_id),
-                    Cell::Int(r.start),
-                    Cell::Int(r.end),
-                ],
-            )
-            .map_err(io(&path))?;
             stat.add(&function, r.start, r.end);
-        }
-        finish(&path, out)?;
-        written.push(path);
+            api_row(
+                out,
+                domain.csv_name(),
+                &function,
+                pid,
+                (r.thread_id, r.correlation_id, r.start, r.end),
+            )
+        })?);
     }
 
     if select.markers && !trace.markers.is_empty() {
-        let path = prefix.file("marker_api_trace", "csv");
-        let mut out = create(&path)?;
-        write_header(&mut out, &API_COLUMNS).map_err(io(&path))?;
         let mut rows: Vec<&MarkerRecord> = trace.markers.iter().collect();
         rows.sort_by_key(|r| (r.start, r.correlation_id));
         let stat = stats.table("MARKER_API");
-        for r in rows {
-            let message = trace.string(r.message);
-            write_row(
-                &mut out,
-                &[
-                    Cell::Str(ApiDomain::MarkerCore.csv_name()),
-                    Cell::Str(message),
-                    Cell::Int(pid),
-                    Cell::Int(r.thread_id.into()),
-                    Cell::Int(r.correlation_id),
-                    Cell::Int(r.start),
-                    Cell::Int(r.end),
-                ],
-            )
-            .map_err(io(&path))?;
-            stat.add(message, r.start, r.end);
-        }
-        finish(&path, out)?;
-        written.push(path);
+        written.push(write_file(
+            prefix,
+            "marker_api_trace",
+            &API_COLUMNS,
+            &rows,
+            |out, r| {
+                let message = trace.string(r.message);
+                stat.add(message, r.start, r.end);
+                let domain = ApiDomain::MarkerCore.csv_name();
+                api_row(
+                    out,
+                    domain,
+                    message,
+                    pid,
+                    (r.thread_id, r.correlation_id, r.start, r.end),
+                )
+            },
+        )?);
     }
 
     if select.kernels && !trace.dispatches.is_empty() {
-        let path = prefix.file("kernel_trace", "csv");
-        let mut out = create(&path)?;
-        write_header(&mut out, &KERNEL_COLUMNS).map_err(io(&path))?;
         let mut rows: Vec<&KernelDispatchRecord> = trace.dispatches.iter().collect();
         rows.sort_by_key(|r| (r.start, r.dispatch_id));
         let stat = stats.table("KERNEL_DISPATCH");
-        for r in rows {
-            let symbol = trace.symbol(r.kernel_id);
-            let name = symbol.map_or("", |s| trace.string(s.name));
-            let agent = labels.label(r.agent_node_id);
-            let lds = symbol.map_or(0, |s| u64::from(s.group_segment_size).div_ceil(512) * 512);
-            write_row(
-                &mut out,
-                &[
-                    Cell::Str("KERNEL_DISPATCH"),
-                    Cell::Str(&agent),
-                    Cell::Int(r.queue_id),
-                    Cell::Int(r.stream_id),
-                    Cell::Int(r.thread_id.into()),
-                    Cell::Int(r.dispatch_id),
-                    Cell::Int(r.kernel_id),
-                    Cell::Str(name),
-                    Cell::Int(r.correlation_id),
-                    Cell::Int(r.start),
-                    Cell::Int(r.end),
-                    Cell::Int(lds),
-                    Cell::Int(r.private_segment_size.into()),
-                    Cell::Int(symbol.map_or(0, |s| s.arch_vgpr_count.into())),
-                    Cell::Int(symbol.map_or(0, |s| s.accum_vgpr_count.into())),
-                    Cell::Int(symbol.map_or(0, |s| s.sgpr_count.into())),
-                    Cell::Int(r.workgroup[0].into()),
-                    Cell::Int(r.workgroup[1].into()),
-                    Cell::Int(r.workgroup[2].into()),
-                    Cell::Int(r.grid[0].into()),
-                    Cell::Int(r.grid[1].into()),
-                    Cell::Int(r.grid[2].into()),
-                ],
-            )
-            .map_err(io(&path))?;
-            stat.add(name, r.start, r.end);
-        }
-        finish(&path, out)?;
-        written.push(path);
+        written.push(write_file(
+            prefix,
+            "kernel_trace",
+            &KERNEL_COLUMNS,
+            &rows,
+            |out, r| {
+                let symbol = trace.symbol(r.kernel_id);
+                let name = symbol.map_or("", |s| trace.string(s.name));
+                let agent = labels.label(r.agent_node_id);
+                let lds = symbol.map_or(0, |s| u64::from(s.group_segment_size).div_ceil(512) * 512);
+                let of = |f: fn(&KernelSymbolRecord) -> u32| {
+                    Cell::Int(symbol.map_or(0, |s| f(s).into()))
+                };
+                stat.add(name, r.start, r.end);
+                write_row(
+                    out,
+                    &[
+                        Cell::Str("KERNEL_DISPATCH"),
+                        Cell::Str(&agent),
+                        Cell::Int(r.queue_id),
+                        Cell::Int(r.stream_id),
+                        Cell::Int(r.thread_id.into()),
+                        Cell::Int(r.dispatch_id),
+                        Cell::Int(r.kernel_id),
+                        Cell::Str(name),
+                        Cell::Int(r.correlation_id),
+                        Cell::Int(r.start),
+                        Cell::Int(r.end),
+                        Cell::Int(lds),
+                        Cell::Int(r.private_segment_size.into()),
+                        of(|s| s.arch_vgpr_count),
+                        of(|s| s.accum_vgpr_count),
+                        of(|s| s.sgpr_count),
+                        Cell::Int(r.workgroup[0].into()),
+                        Cell::Int(r.workgroup[1].into()),
+                        Cell::Int(r.workgroup[2].into()),
+                        Cell::Int(r.grid[0].into()),
+                        Cell::Int(r.grid[1].into()),
+                        Cell::Int(r.grid[2].into()),
+                    ],
+                )
+            },
+        )?);
     }
 
     if select.copies && !trace.copies.is_empty() {
-        let path = prefix.file("memory_copy_trace", "csv");
-        let mut out = create(&path)?;
-        write_header(&mut out, &COPY_COLUMNS).map_err(io(&path))?;
         let mut rows: Vec<&MemoryCopyRecord> = trace.copies.iter().collect();
         rows.sort_by_key(|r| (r.start, r.correlation_id));
         let stat = stats.table("MEMORY_COPY");
-        for r in rows {
-            let direction =
-                CopyDirection::from_u8(r.direction).map_or("MEMORY_COPY_NONE", |d| d.csv_name());
-            let (src, dst) = (labels.label(r.src_node_id), labels.label(r.dst_node_id));
-            write_row(
-                &mut out,
-                &[
-                    Cell::Str("MEMORY_COPY"),
-                    Cell::Str(direction),
-                    Cell::Int(r.stream_id),
-                    Cell::Str(&src),
-                    Cell::Str(&dst),
-                    Cell::Int(r.correlation_id),
-                    Cell::Int(r.start),
-                    Cell::Int(r.end),
-                ],
-            )
-            .map_err(io(&path))?;
-            stat.add(direction, r.start, r.end);
-        }
-        finish(&path, out)?;
-        written.push(path);
+        written.push(write_file(
+            prefix,
+            "memory_copy_trace",
+            &COPY_COLUMNS,
+            &rows,
+            |out, r| {
+                let direction = CopyDirection::from_u8(r.direction)
+                    .map_or("MEMORY_COPY_NONE", |d| d.csv_name());
+                let (src, dst) = (labels.label(r.src_node_id), labels.label(r.dst_node_id));
+                stat.add(direction, r.start, r.end);
+                write_row(
+                    out,
+                    &[
+                        Cell::Str("MEMORY_COPY"),
+                        Cell::Str(direction),
+                        Cell::Int(r.stream_id),
+                        Cell::Str(&src),
+                        Cell::Str(&dst),
+                        Cell::Int(r.correlation_id),
+                        Cell::Int(r.start),
+                        Cell::Int(r.end),
+                    ],
+                )
+            },
+        )?);
     }
 
     if select.stats {
@@ -429,7 +457,6 @@ pub fn write_csv(
 }
 
 fn write_agents(out: &mut impl Write, agents: &[AgentInfo]) -> io::Result<()> {
-    write_header(out, &AGENT_COLUMNS)?;
     let mut sorted: Vec<&AgentInfo> = agents.iter().collect();
     sorted.sort_by_key(|a| a.node_id);
     for a in sorted {
