@@ -271,6 +271,39 @@ fn bench() -> Result<()> {
             t / p
         ));
     }
+    eprintln!("bench: peak memory while tracing 10 M HSA calls");
+    let rss = |traced: bool| -> Result<String> {
+        let exe = bin.join("hsa-rate");
+        let out = if traced {
+            Command::new(bin.join("rocprof"))
+                .args(["--sim", "--hsa-trace", "-d"])
+                .arg(&out_dir)
+                .arg("--")
+                .arg(&exe)
+                .arg("10000000")
+                .output()?
+        } else {
+            Command::new(&exe)
+                .arg("10000000")
+                .env("LD_LIBRARY_PATH", &lib)
+                .output()?
+        };
+        let text = String::from_utf8_lossy(&out.stdout);
+        Ok(text
+            .lines()
+            .last()
+            .and_then(|l| {
+                l.split_whitespace()
+                    .find_map(|w| w.strip_prefix("maxrss_kb="))
+            })
+            .unwrap_or("?")
+            .to_owned())
+    };
+    let memory = format!(
+        "peak RSS of hsa-rate 10000000: untraced {} KiB, traced --hsa-trace {} KiB",
+        rss(false)?,
+        rss(true)?
+    );
     let _ = std::fs::remove_dir_all(&out_dir);
     eprintln!("bench: log-to-CSV throughput");
     let out = cargo()
@@ -290,6 +323,8 @@ fn bench() -> Result<()> {
     for r in rows {
         println!("{r}");
     }
+    println!();
+    println!("{memory}");
     println!();
     print!("{csv}");
     Ok(())

@@ -1,5 +1,6 @@
 //! `hsa-rate N`: N back-to-back `hsa_signal_load_relaxed` calls on one signal; the last line is
-//! `calls=<N> ns=<loop duration>` measured around the loop alone.
+//! `calls=<N> ns=<loop duration> maxrss_kb=<peak RSS>`, the duration measured around the loop
+//! alone.
 
 use std::time::Instant;
 
@@ -32,5 +33,12 @@ fn main() {
     if wrong > 0 {
         sim_workloads::fail(&format!("{wrong} loads returned a wrong value"));
     }
-    println!("calls={n} ns={ns}");
+    // Peak resident memory of the whole process (the profiler's buffers included).
+    // SAFETY: getrusage writes the zeroed struct it is given.
+    let maxrss_kb = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage.ru_maxrss
+    };
+    println!("calls={n} ns={ns} maxrss_kb={maxrss_kb}");
 }
