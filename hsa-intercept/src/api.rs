@@ -3,7 +3,7 @@
 use crate::sink;
 use crate::tables::{ApiTable, Header};
 use crate::wrap::{Hooks, WrapError, wrap_entry};
-use std::cell::RefCell;
+use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use trace_records::{ApiDomain, ApiRecord};
@@ -47,9 +47,25 @@ impl CallStack {
 }
 
 thread_local! {
-    static STACK: RefCell<CallStack> = const {
-        RefCell::new(CallStack { frames: [(0, 0); MAX_DEPTH], depth: 0, tid: 0, next_id: 0, ids_left: 0, local: sink::Local::EMPTY })
+    static STACK: UnsafeCell<CallStack> = const {
+        UnsafeCell::new(CallStack {
+            frames: [(0, 0); MAX_DEPTH],
+            depth: 0,
+            tid: 0,
+            next_id: 0,
+            ids_left: 0,
+            local: sink::Local::EMPTY,
+        })
     };
+}
+
+/// Runs `f` on this thread's call state (`None` once the thread's locals are gone). `f` must not
+/// call back into anything that uses the call state; every caller below is a leaf.
+#[inline]
+fn with_stack<R>(f: impl FnOnce(&mut CallStack) -> R) -> Option<R> {
+    // SAFETY: the state is thread-local and the callers never nest (see above), so this is the
+    // only reference to it while `f` runs.
+    STACK.try_with(|s| f(unsafe { &mut *s.get() })).ok()
 }
 
 /// The host timeline of every record: `CLOCK_MONOTONIC` nanoseconds (see [`crate::clock`]).
@@ -61,31 +77,22 @@ pub fn now_ns() -> u64 {
 /// The calling thread's OS id (cached).
 #[inline]
 pub fn thread_id() -> u32 {
-    STACK
-        .try_with(|s| s.borrow_mut().tid())
-        .unwrap_or_else(|_| {
-            // SAFETY: gettid has no preconditions.
-            unsafe { libc::gettid() as u32 }
-        })
+    with_stack(CallStack::tid).unwrap_or_else(|| {
+        // SAFETY: gettid has no preconditions.
+        unsafe { libc::gettid() as u32 }
+    })
 }
 
 /// A new correlation id (unique in the process, from 1).
 pub fn new_correlation_id() -> u64 {
-    STACK
-        .try_with(|s| s.borrow_mut().new_id())
-        .unwrap_or_else(|_| NEXT_CORRELATION.fetch_add(1, Ordering::Relaxed))
+    with_stack(CallStack::new_id)
+        .unwrap_or_else(|| NEXT_CORRELATION.fetch_add(1, Ordering::Relaxed))
 }
 
 /// The correlation id of the outermost traced call active on this thread, if any: work enqueued
 /// inside `hipLaunchKernel` (even through nested HSA calls) carries the HIP call's id.
 pub fn current_correlation_id() -> Option<u64> {
-    STACK
-        .try_with(|s| {
-            let s = s.borrow();
-            (s.depth > 0).then(|| s.frames[0].0)
-        })
-        .ok()
-        .flatten()
+    with_stack(|s| (s.depth > 0).then(|| s.frames[0].0)).flatten()
 }
 
 /// Packs a domain and operation into a trampoline tag.
@@ -99,45 +106,54 @@ pub struct ApiTracer;
 
 impl Hooks for ApiTracer {
     #[inline]
-    fn enter(&self, _tag: u32) {
-        let start = now_ns();
-        let _ = STACK.try_with(|s| {
-            let mut s = s.borrow_mut();
-            let correlation = if s.depth == 0 {
-                s.new_id()
-            } else {
-                s.frames[0].0
-            };
-            let depth = s.depth;
-            if depth < MAX_DEPTH {
-                s.frames[depth] = (correlation, start);
-            }
-            s.depth += 1;
-        });
+    fn enter(&self, tag: u32) {
+        on_enter(tag);
     }
 
     #[inline]
     fn exit(&self, tag: u32) {
-        let end = now_ns();
-        let _ = STACK.try_with(|s| {
-            let mut s = s.borrow_mut();
-            s.depth = s.depth.saturating_sub(1);
-            if s.depth >= MAX_DEPTH {
-                return;
-            }
-            let (correlation_id, start) = s.frames[s.depth];
-            let record = ApiRecord {
-                correlation_id,
-                start,
-                end,
-                thread_id: s.tid(),
-                operation: tag as u16,
-                domain: (tag >> 16) as u8,
-                reserved: 0,
-            };
-            sink::emit_cached(&mut s.local, &record);
-        });
+        on_exit(tag);
     }
+}
+
+/// The tracer's work before a wrapped call (called directly by the trampoline).
+#[inline]
+pub(crate) fn on_enter(_tag: u32) {
+    let start = now_ns();
+    with_stack(|s| {
+        let correlation = if s.depth == 0 {
+            s.new_id()
+        } else {
+            s.frames[0].0
+        };
+        if s.depth < MAX_DEPTH {
+            s.frames[s.depth] = (correlation, start);
+        }
+        s.depth += 1;
+    });
+}
+
+/// The tracer's work after a wrapped call: one [`ApiRecord`].
+#[inline]
+pub(crate) fn on_exit(tag: u32) {
+    let end = now_ns();
+    with_stack(|s| {
+        s.depth = s.depth.saturating_sub(1);
+        if s.depth >= MAX_DEPTH {
+            return;
+        }
+        let (correlation_id, start) = s.frames[s.depth];
+        let record = ApiRecord {
+            correlation_id,
+            start,
+            end,
+            thread_id: s.tid(),
+            operation: tag as u16,
+            domain: (tag >> 16) as u8,
+            reserved: 0,
+        };
+        sink::emit_cached(&mut s.local, &record);
+    });
 }
 
 /// What [`wrap_table`] did.

@@ -8,14 +8,29 @@
 //! epoch never moves time backwards. Without an invariant TSC, `clock_gettime` is used.
 
 use std::sync::Once;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-static SEQ: AtomicU64 = AtomicU64::new(0);
-static TSC0: AtomicU64 = AtomicU64::new(0);
-static NS0: AtomicU64 = AtomicU64::new(0);
-/// Nanoseconds per TSC tick, as a 32.32 fixed-point number.
-static SCALE: AtomicU64 = AtomicU64::new(0);
+/// One calibration: time = `ns0 + (tsc − tsc0) · scale`, `scale` in ns per tick as 32.32 fixed
+/// point.
+struct Epoch {
+    tsc0: AtomicU64,
+    ns0: AtomicU64,
+    scale: AtomicU64,
+}
+
+/// Epochs are written into a ring and published by index, so a reader needs one acquire load
+/// and never retries. A slot is rewritten only 256 publications (about 13 s) after it was
+/// published, far longer than any reader holds an index.
+const RING: usize = 256;
+static EPOCHS: [Epoch; RING] = [const {
+    Epoch {
+        tsc0: AtomicU64::new(0),
+        ns0: AtomicU64::new(0),
+        scale: AtomicU64::new(0),
+    }
+}; RING];
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
 static USE_TSC: AtomicBool = AtomicBool::new(false);
 static START: Once = Once::new();
 
@@ -43,23 +58,14 @@ pub fn now_ns() -> u64 {
     if !USE_TSC.load(Ordering::Relaxed) {
         return monotonic_ns();
     }
-    loop {
-        let seq = SEQ.load(Ordering::Acquire);
-        if seq & 1 == 1 {
-            std::hint::spin_loop();
-            continue;
-        }
-        let (tsc0, ns0, scale) = (
-            TSC0.load(Ordering::Relaxed),
-            NS0.load(Ordering::Relaxed),
-            SCALE.load(Ordering::Relaxed),
-        );
-        fence(Ordering::Acquire);
-        if SEQ.load(Ordering::Relaxed) == seq {
-            let dt = tsc().saturating_sub(tsc0);
-            return ns0 + ((u128::from(dt) * u128::from(scale)) >> 32) as u64;
-        }
-    }
+    let e = &EPOCHS[CURRENT.load(Ordering::Acquire) % RING];
+    let (tsc0, ns0, scale) = (
+        e.tsc0.load(Ordering::Relaxed),
+        e.ns0.load(Ordering::Relaxed),
+        e.scale.load(Ordering::Relaxed),
+    );
+    let dt = tsc().saturating_sub(tsc0);
+    ns0 + ((u128::from(dt) * u128::from(scale)) >> 32) as u64
 }
 
 /// One (tsc, monotonic ns) pair, taken where the TSC brackets the clock read most tightly.
@@ -77,11 +83,12 @@ fn sample() -> (u64, u64) {
 }
 
 fn publish(tsc0: u64, ns0: u64, scale: u64) {
-    SEQ.fetch_add(1, Ordering::AcqRel);
-    TSC0.store(tsc0, Ordering::Relaxed);
-    NS0.store(ns0, Ordering::Relaxed);
-    SCALE.store(scale, Ordering::Relaxed);
-    SEQ.fetch_add(1, Ordering::Release);
+    let next = (CURRENT.load(Ordering::Relaxed) + 1) % RING;
+    let e = &EPOCHS[next];
+    e.tsc0.store(tsc0, Ordering::Relaxed);
+    e.ns0.store(ns0, Ordering::Relaxed);
+    e.scale.store(scale, Ordering::Relaxed);
+    CURRENT.store(next, Ordering::Release);
 }
 
 fn invariant_tsc() -> bool {

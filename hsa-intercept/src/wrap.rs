@@ -44,6 +44,20 @@ pub fn set_hooks(hooks: &'static dyn Hooks) -> bool {
     HOOKS.set(hooks).is_ok()
 }
 
+/// Set when the hooks are the API tracer: the trampolines then call it directly.
+static API_TRACER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Installs [`crate::api::ApiTracer`] as the hooks, called directly rather than through the
+/// trait object (once per process; `false` if hooks were already installed).
+pub fn use_api_tracer() -> bool {
+    static TRACER: crate::api::ApiTracer = crate::api::ApiTracer;
+    let installed = set_hooks(&TRACER);
+    if installed {
+        API_TRACER.store(true, Ordering::Release);
+    }
+    installed
+}
+
 unsafe extern "C" {
     /// First of `MAX_SLOTS` 16-byte stubs; stub `k` is at `rocprof_stubs + 16 k`.
     #[link_name = "rocprof_intercept_stubs"]
@@ -54,7 +68,9 @@ unsafe extern "C" {
 extern "C" fn trampoline_enter(slot: u64) -> usize {
     let slot = &SLOTS[slot as usize % MAX_SLOTS];
     let tag = slot.tag.load(Ordering::Relaxed);
-    if let Some(h) = HOOKS.get() {
+    if API_TRACER.load(Ordering::Relaxed) {
+        let _ = std::panic::catch_unwind(|| crate::api::on_enter(tag));
+    } else if let Some(h) = HOOKS.get() {
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.enter(tag)));
     }
     slot.original.load(Ordering::Acquire)
@@ -63,7 +79,9 @@ extern "C" fn trampoline_enter(slot: u64) -> usize {
 /// Called by the trampoline after the original returned.
 extern "C" fn trampoline_exit(slot: u64) {
     let tag = SLOTS[slot as usize % MAX_SLOTS].tag.load(Ordering::Relaxed);
-    if let Some(h) = HOOKS.get() {
+    if API_TRACER.load(Ordering::Relaxed) {
+        let _ = std::panic::catch_unwind(|| crate::api::on_exit(tag));
+    } else if let Some(h) = HOOKS.get() {
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.exit(tag)));
     }
 }

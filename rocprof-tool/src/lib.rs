@@ -13,7 +13,7 @@ pub mod config;
 pub mod markers;
 
 use config::Config;
-use hsa_intercept::api::{ApiTracer, WrapReport, wrap_table};
+use hsa_intercept::api::{WrapReport, wrap_table};
 use hsa_intercept::tables::{self, ApiTable};
 use hsa_intercept::{sink, wrap};
 use std::ffi::{CStr, c_char, c_int, c_void};
@@ -33,7 +33,6 @@ struct State {
 }
 
 static STATE: OnceLock<State> = OnceLock::new();
-static TRACER: ApiTracer = ApiTracer;
 
 fn warn(message: &str) {
     eprintln!("rocprof-tool: warning: {message}");
@@ -82,7 +81,7 @@ fn init() {
             path.display()
         )),
     }
-    wrap::set_hooks(&TRACER);
+    wrap::use_api_tracer();
     let agents = discovery.agents().iter().map(agent_info).collect();
     if let Ok(json) = serde_json::to_string(&AgentsDocument::new(agents)) {
         sink::emit_json(&json);
