@@ -65,7 +65,12 @@ pub fn now_ns() -> u64 {
         e.scale.load(Ordering::Relaxed),
     );
     let dt = tsc().saturating_sub(tsc0);
-    ns0 + ((u128::from(dt) * u128::from(scale)) >> 32) as u64
+    // Epochs are at most ~50 ms old, so the product normally fits 64 bits; only a stalled
+    // recalibration (a forked child has no clock thread) needs the wide multiply.
+    match dt.checked_mul(scale) {
+        Some(p) => ns0 + (p >> 32),
+        None => ns0 + ((u128::from(dt) * u128::from(scale)) >> 32) as u64,
+    }
 }
 
 /// One (tsc, monotonic ns) pair, taken where the TSC brackets the clock read most tightly.
@@ -100,6 +105,14 @@ fn invariant_tsc() -> bool {
     })
 }
 
+/// In a forked child: the recalibration thread did not survive the fork; start another one.
+pub fn restart_after_fork() {
+    if USE_TSC.load(Ordering::Acquire) {
+        let (t, n) = sample();
+        spawn_recalibration(t, n.max(now_ns()));
+    }
+}
+
 /// Calibrates the TSC against `CLOCK_MONOTONIC` (a few milliseconds) and starts the
 /// recalibration thread. Idempotent; without an invariant TSC it does nothing and [`now_ns`]
 /// keeps using `clock_gettime`.
@@ -117,23 +130,26 @@ pub fn start() {
         let scale = ((u128::from(n2 - n1) << 32) / u128::from(t2 - t1)) as u64;
         publish(t2, n2, scale);
         USE_TSC.store(true, Ordering::Release);
-        let _ = std::thread::Builder::new()
-            .name("rocprof-clock".into())
-            .spawn(move || {
-                let (mut tp, mut np) = (t2, n2);
-                loop {
-                    std::thread::sleep(Duration::from_millis(50));
-                    let (t, n) = sample();
-                    if t <= tp || n <= np {
-                        continue;
-                    }
-                    let scale = ((u128::from(n - np) << 32) / u128::from(t - tp)) as u64;
-                    // Never step backwards: start the new epoch at the later of the two estimates.
-                    let predicted = now_ns();
-                    publish(t, n.max(predicted), scale);
-                    (tp, np) = (t, n);
-                }
-            });
+        spawn_recalibration(t2, n2);
+    });
+}
+
+/// Re-measures the TSC rate every 50 ms from the sample `(tp, np)` on, publishing epochs that
+/// never move time backwards.
+fn spawn_recalibration(tp: u64, np: u64) {
+    let _ = std::thread::Builder::new().name("rocprof-clock".into()).spawn(move || {
+        let (mut tp, mut np) = (tp, np);
+        loop {
+            std::thread::sleep(Duration::from_millis(50));
+            let (t, n) = sample();
+            if t <= tp || n <= np {
+                continue;
+            }
+            let scale = ((u128::from(n - np) << 32) / u128::from(t - tp)) as u64;
+            let predicted = now_ns();
+            publish(t, n.max(predicted), scale);
+            (tp, np) = (t, n);
+        }
     });
 }
 

@@ -2,12 +2,14 @@
 //!
 //! Each wrapped entry is replaced by a 16-byte stub that loads its slot number and jumps to one
 //! common trampoline. The trampoline saves the argument registers (integer and vector), calls
-//! [`Hooks::enter`] (which returns the original entry), copies the caller's first 16 stack
+//! [`Hooks::enter`] (which returns the original entry), copies the caller's first 12 stack
 //! argument words, calls the original with the arguments restored, saves the return registers,
 //! calls [`Hooks::exit`], and returns the original's result. It therefore forwards any
 //! System V x86-64 signature without knowing it: up to 6 integer and 8 vector register
-//! arguments plus up to 128 bytes of stack arguments, returns in `rax:rdx` and `xmm0:xmm1`.
-//! (No HSA, HIP or ROCTx entry point is variadic or passes more than 128 bytes on the stack.)
+//! arguments plus up to 96 bytes (12 words) of stack arguments, returns in `rax:rdx` and
+//! `xmm0:xmm1`. No HSA, HIP or ROCTx entry point is variadic, and the largest stack-argument
+//! area among them is 64 bytes (`hipExtModuleLaunchKernel`, 14 arguments); `hipMemset3D`
+//! passes 56 bytes of structs by value.
 
 use std::ffi::c_void;
 use std::sync::OnceLock;
@@ -123,10 +125,30 @@ std::arch::global_asm!(
     "movq %r11, %rdi",
     "call {enter}",
     "movq %rax, 192(%rsp)",
-    "leaq 16(%rbp), %rsi",
-    "movq %rsp, %rdi",
-    "movl $16, %ecx",
-    "rep movsq",
+    "movq 16(%rbp), %r10",
+    "movq %r10, 0(%rsp)",
+    "movq 24(%rbp), %r10",
+    "movq %r10, 8(%rsp)",
+    "movq 32(%rbp), %r10",
+    "movq %r10, 16(%rsp)",
+    "movq 40(%rbp), %r10",
+    "movq %r10, 24(%rsp)",
+    "movq 48(%rbp), %r10",
+    "movq %r10, 32(%rsp)",
+    "movq 56(%rbp), %r10",
+    "movq %r10, 40(%rsp)",
+    "movq 64(%rbp), %r10",
+    "movq %r10, 48(%rsp)",
+    "movq 72(%rbp), %r10",
+    "movq %r10, 56(%rsp)",
+    "movq 80(%rbp), %r10",
+    "movq %r10, 64(%rsp)",
+    "movq 88(%rbp), %r10",
+    "movq %r10, 72(%rsp)",
+    "movq 96(%rbp), %r10",
+    "movq %r10, 80(%rsp)",
+    "movq 104(%rbp), %r10",
+    "movq %r10, 88(%rsp)",
     "movq 128(%rsp), %rdi",
     "movq 136(%rsp), %rsi",
     "movq 144(%rsp), %rdx",

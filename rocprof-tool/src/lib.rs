@@ -119,6 +119,7 @@ fn init() {
 extern "C" fn after_fork_in_child() {
     let _ = std::panic::catch_unwind(|| {
         let Some(state) = STATE.get() else { return };
+        hsa_intercept::clock::restart_after_fork();
         let pid = std::process::id();
         let path = state.config.record_dir.join(format!("{pid}.rplog"));
         let header = FileHeader {
