@@ -137,20 +137,22 @@ pub fn start() {
 /// Re-measures the TSC rate every 50 ms from the sample `(tp, np)` on, publishing epochs that
 /// never move time backwards.
 fn spawn_recalibration(tp: u64, np: u64) {
-    let _ = std::thread::Builder::new().name("rocprof-clock".into()).spawn(move || {
-        let (mut tp, mut np) = (tp, np);
-        loop {
-            std::thread::sleep(Duration::from_millis(50));
-            let (t, n) = sample();
-            if t <= tp || n <= np {
-                continue;
+    let _ = std::thread::Builder::new()
+        .name("rocprof-clock".into())
+        .spawn(move || {
+            let (mut tp, mut np) = (tp, np);
+            loop {
+                std::thread::sleep(Duration::from_millis(50));
+                let (t, n) = sample();
+                if t <= tp || n <= np {
+                    continue;
+                }
+                let scale = ((u128::from(n - np) << 32) / u128::from(t - tp)) as u64;
+                let predicted = now_ns();
+                publish(t, n.max(predicted), scale);
+                (tp, np) = (t, n);
             }
-            let scale = ((u128::from(n - np) << 32) / u128::from(t - tp)) as u64;
-            let predicted = now_ns();
-            publish(t, n.max(predicted), scale);
-            (tp, np) = (t, n);
-        }
-    });
+        });
 }
 
 #[cfg(test)]
