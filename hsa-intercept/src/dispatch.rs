@@ -257,12 +257,10 @@ unsafe extern "C" fn handler(
                 out.push(raw);
                 continue;
             };
-            let mut signal = 0u64;
-            // SAFETY: the runtime's signal_create with a valid out-pointer.
-            if unsafe { (f.signal_create)(1, 0, std::ptr::null(), &mut signal) } != SUCCESS {
+            let Some(signal) = take_signal(f) else {
                 out.push(raw);
                 continue;
-            }
+            };
             let original = p.completion_signal;
             p.completion_signal = signal;
             let record = KernelDispatchRecord {
@@ -322,10 +320,38 @@ unsafe extern "C" fn on_complete(_value: i64, arg: *mut c_void) -> bool {
             // SAFETY: completes the application's signal as the packet processor would have.
             unsafe { (f.signal_subtract_screlease)(pending.original, 1) };
         }
-        // SAFETY: our own signal, no longer used by anything.
-        unsafe { (f.signal_destroy)(pending.signal) };
+        give_back_signal(f, pending.signal);
     }));
     false
+}
+
+/// Completion signals of finished dispatches, reused instead of created and destroyed each time.
+static SIGNAL_POOL: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+/// Signals kept for reuse at most.
+const SIGNAL_POOL_MAX: usize = 256;
+
+/// A completion signal with value 1: from the pool, else a new one.
+fn take_signal(f: &Fns) -> Option<u64> {
+    if let Some(s) = SIGNAL_POOL.lock().ok().and_then(|mut p| p.pop()) {
+        // SAFETY: a signal of ours that nothing else references any more.
+        unsafe { (f.signal_store_relaxed)(s, 1) };
+        return Some(s);
+    }
+    let mut signal = 0u64;
+    // SAFETY: the runtime's signal_create with a valid out-pointer.
+    (unsafe { (f.signal_create)(1, 0, std::ptr::null(), &mut signal) } == SUCCESS).then_some(signal)
+}
+
+/// Returns a finished dispatch's signal to the pool (or destroys it when the pool is full).
+fn give_back_signal(f: &Fns, signal: u64) {
+    if let Ok(mut pool) = SIGNAL_POOL.lock()
+        && pool.len() < SIGNAL_POOL_MAX
+    {
+        pool.push(signal);
+        return;
+    }
+    // SAFETY: our own signal, no longer used by anything.
+    unsafe { (f.signal_destroy)(signal) };
 }
 
 fn kernel_id(kernel_object: u64) -> u64 {
