@@ -206,8 +206,9 @@ fn valgrind(bin: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `calls=<N> ns=<T>` from a workload's last line: nanoseconds per call.
-fn per_call(out: &std::process::Output) -> Result<f64> {
+/// `calls=<N> ns=<T> [cpu_ns=<C>]` from a workload's last line: wall-clock nanoseconds per
+/// call, and CPU nanoseconds per call (all threads) when reported.
+fn per_call(out: &std::process::Output) -> Result<(f64, Option<f64>)> {
     let text = String::from_utf8_lossy(&out.stdout);
     let last = text.lines().last().unwrap_or_default();
     let field = |k: &str| {
@@ -216,7 +217,7 @@ fn per_call(out: &std::process::Output) -> Result<f64> {
             .and_then(|v| v.parse::<f64>().ok())
     };
     match (field("calls="), field("ns=")) {
-        (Some(c), Some(ns)) if c > 0.0 => Ok(ns / c),
+        (Some(c), Some(ns)) if c > 0.0 => Ok((ns / c, field("cpu_ns=").map(|cpu| cpu / c))),
         _ => bail!(
             "unexpected workload output: {last:?} (status {}, stderr: {})",
             out.status,
@@ -248,13 +249,16 @@ fn bench() -> Result<()> {
             continue;
         }
         let (mut plain, mut traced) = (Vec::new(), Vec::new());
+        let (mut plain_cpu, mut traced_cpu) = (Vec::new(), Vec::new());
         for round in 0..5 {
             eprintln!("bench: {workload} round {}/5", round + 1);
             let out = Command::new(&exe)
                 .arg(iterations)
                 .env("LD_LIBRARY_PATH", &lib)
                 .output()?;
-            plain.push(per_call(&out)?);
+            let (wall, cpu) = per_call(&out)?;
+            plain.push(wall);
+            plain_cpu.extend(cpu);
             let out = Command::new(bin.join("rocprof"))
                 .args(["--sim", option, "-d"])
                 .arg(&out_dir)
@@ -262,7 +266,9 @@ fn bench() -> Result<()> {
                 .arg(&exe)
                 .arg(iterations)
                 .output()?;
-            traced.push(per_call(&out)?);
+            let (wall, cpu) = per_call(&out)?;
+            traced.push(wall);
+            traced_cpu.extend(cpu);
         }
         let (p, t) = (median(plain), median(traced));
         rows.push(format!(
@@ -270,6 +276,14 @@ fn bench() -> Result<()> {
             t - p,
             t / p
         ));
+        if !plain_cpu.is_empty() && !traced_cpu.is_empty() {
+            let (p, t) = (median(plain_cpu), median(traced_cpu));
+            rows.push(format!(
+                "| {workload} {option}, CPU time of all threads | {p:.1} ns | {t:.1} ns | {:.1} ns | {:.2}x |",
+                t - p,
+                t / p
+            ));
+        }
     }
     eprintln!("bench: peak memory while tracing 10 M HSA calls");
     let rss = |traced: bool| -> Result<String> {

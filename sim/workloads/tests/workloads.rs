@@ -45,7 +45,9 @@ fn rate_line(r: &Run, calls: u64) -> Vec<String> {
     let last = r.stdout.lines().last().unwrap_or("");
     let prefix = format!("calls={calls} ns=");
     // Further `key=value` fields may follow (hsa-rate adds its peak RSS).
-    let ns = last.strip_prefix(&prefix).map(|rest| rest.split_whitespace().next().unwrap_or(""));
+    let ns = last
+        .strip_prefix(&prefix)
+        .map(|rest| rest.split_whitespace().next().unwrap_or(""));
     match ns.map(str::parse::<u64>) {
         Some(Ok(ns)) if ns > 0 => Vec::new(),
         _ => vec![format!("last line {last:?} is not `{prefix}<ns>`")],

@@ -1,6 +1,7 @@
 //! `dispatch-rate N`: N back-to-back launches of a one-workgroup `c = a + b` kernel (32
 //! work-items), then one `hipDeviceSynchronize`, for the per-dispatch overhead benchmark. The
-//! last line printed is `calls=<N> ns=<duration of launches + synchronize in ns>`.
+//! last line printed is `calls=<N> ns=<duration of launches + synchronize in ns>
+//! cpu_ns=<CPU time of all threads of the process>`.
 
 use std::ffi::c_void;
 
@@ -41,5 +42,13 @@ fn main() {
         // SAFETY: allocated above.
         check("hipFree", unsafe { (hip.free)(p) });
     }
-    println!("calls={n} ns={ns}");
+    // CPU time of the whole process (every thread: the runtime's and a profiler's included).
+    // SAFETY: getrusage writes the zeroed struct it is given.
+    let cpu_ns = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut u);
+        let t = |tv: libc::timeval| tv.tv_sec as u128 * 1_000_000_000 + tv.tv_usec as u128 * 1000;
+        t(u.ru_utime) + t(u.ru_stime)
+    };
+    println!("calls={n} ns={ns} cpu_ns={cpu_ns}");
 }
