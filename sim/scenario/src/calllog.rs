@@ -23,6 +23,19 @@ fn log_path() -> Option<&'static Path> {
     .as_deref()
 }
 
+/// Whether a call log is being written (callers skip formatting arguments otherwise).
+pub fn call_log_enabled() -> bool {
+    log_path().is_some()
+}
+
+/// `format!` when the call log is enabled, else an empty string (no formatting, no allocation).
+#[macro_export]
+macro_rules! log_args {
+    ($($t:tt)*) => {
+        if $crate::call_log_enabled() { format!($($t)*) } else { String::new() }
+    };
+}
+
 /// Appends `<lib> <rest>\n` to the call log, if `WSLSIM_CALL_LOG` is set.
 ///
 /// `rest` is only formatted when a log is configured.

@@ -26,7 +26,7 @@ use std::ffi::c_void;
 use std::path::Path;
 use std::sync::OnceLock;
 
-pub use calllog::{CALL_LOG_ENV, append_line, log_call, ntstatus};
+pub use calllog::{CALL_LOG_ENV, append_line, call_log_enabled, log_call, ntstatus};
 pub use elf::{gnu_hash, hide_exports, in_shared_object, object_path, sysv_hash};
 pub use gpu::{Counters, Gpu};
 pub use model::{

@@ -120,7 +120,7 @@ pub unsafe extern "C" fn wslsim_gpu_dispatch(
         // SAFETY: non-null, and the caller guarantees it is readable; no alignment assumed.
         let descriptor = unsafe { d.read_unaligned() };
         let kernel = descriptor.kernel();
-        let args = format!(
+        let args = wslsim_scenario::log_args!(
             "node={node} grid={} workgroup={} wave={}",
             dims(&kernel.grid),
             dims(&kernel.workgroup),
@@ -178,7 +178,7 @@ pub unsafe extern "C" fn wslsim_gpu_copy(
     out: *mut WslsimTiming,
 ) -> HsaKmtStatus {
     export("wslsim_gpu_copy", || {
-        let args = format!("node={node} bytes={bytes}");
+        let args = wslsim_scenario::log_args!("node={node} bytes={bytes}");
         if out.is_null() || (bytes > 0 && (dst.is_null() || src.is_null())) {
             return (status::INVALID_PARAMETER, format!("{args} null"));
         }
@@ -253,7 +253,7 @@ pub unsafe extern "C" fn wslsim_gpu_pm4(
     err_len: u32,
 ) -> HsaKmtStatus {
     export("wslsim_gpu_pm4", || {
-        let args = format!("node={node} dwords={dwords}");
+        let args = wslsim_scenario::log_args!("node={node} dwords={dwords}");
         let fail = |status: HsaKmtStatus, reason: String| {
             // SAFETY: forwarded from this function's contract.
             unsafe { write_reason(err, err_len, &reason) };
