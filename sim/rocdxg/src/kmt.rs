@@ -229,6 +229,9 @@ pub unsafe extern "C" fn hsaKmtGetClockCounters(
         // SAFETY: non-null, and the caller guarantees it is valid for writing an
         // HsaClockCounters; no alignment is assumed.
         unsafe { counters.write_unaligned(sample) };
-        (status::SUCCESS, wslsim_scenario::log_args!("node={node_id}"))
+        (
+            status::SUCCESS,
+            wslsim_scenario::log_args!("node={node_id}"),
+        )
     })
 }
