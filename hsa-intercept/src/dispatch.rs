@@ -8,8 +8,8 @@
 //! async handler that reads the dispatch time, emits the record, and then completes the
 //! application's own signal (decrementing it, as the packet processor would have). Upstream
 //! chains the application's signal behind a barrier-AND packet instead; completing it from the
-//! handler halves the packets the queue processes per dispatch (measured: 4.0 → 2.7 µs added
-//! per dispatch) at the cost of the handler's latency before the application sees completion.
+//! handler halves the packets the queue processes per dispatch, at the cost of the handler's
+//! latency before the application sees completion (docs/PERFORMANCE.md).
 
 use crate::api::{current_correlation_id, new_correlation_id, thread_id};
 use crate::hsa::*;
@@ -231,76 +231,91 @@ unsafe extern "C" fn handler(
     data: *mut c_void,
     writer: PacketWriter,
 ) {
-    let mut out: Vec<[u8; 64]> = Vec::with_capacity(count as usize * 2);
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: `data` is the leaked QueueState registered with this handler.
-        let q = unsafe { &*(data as *const QueueState) };
-        for k in 0..count as usize {
-            // SAFETY: the runtime passes `count` consecutive 64-byte packets.
-            let raw: [u8; 64] = unsafe { packets.cast::<[u8; 64]>().add(k).read() };
-            let header = u16::from_le_bytes([raw[0], raw[1]]);
-            if header & 0xFF != PACKET_KERNEL_DISPATCH {
-                out.push(raw);
-                continue;
-            }
-            // SAFETY: a kernel dispatch packet has this layout (any bytes are valid).
-            let mut p: KernelDispatchPacket = unsafe { std::mem::transmute(raw) };
-            let slot = &q.correlations[(user_index + k as u64) as usize % CORRELATION_RING];
-            let thread = slot.1.load(Ordering::Acquire);
-            let correlation = slot.0.load(Ordering::Relaxed);
-            let correlation = if thread == 0 {
-                new_correlation_id()
-            } else {
-                correlation
-            };
-            let Some(f) = fns() else {
-                out.push(raw);
-                continue;
-            };
-            let Some(signal) = take_signal(f) else {
-                out.push(raw);
-                continue;
-            };
-            let original = p.completion_signal;
-            p.completion_signal = signal;
-            let record = KernelDispatchRecord {
-                dispatch_id: NEXT_DISPATCH.fetch_add(1, Ordering::Relaxed),
-                kernel_id: kernel_id(p.kernel_object),
-                correlation_id: correlation,
-                start: 0,
-                end: 0,
-                queue_id: q.queue_id.load(Ordering::Relaxed),
-                stream_id: 0,
-                agent_node_id: q.agent_node,
-                thread_id: thread as u32,
-                grid: [p.grid_size_x, p.grid_size_y, p.grid_size_z],
-                workgroup: [
-                    p.workgroup_size_x.into(),
-                    p.workgroup_size_y.into(),
-                    p.workgroup_size_z.into(),
-                ],
-                private_segment_size: p.private_segment_size,
-                group_segment_size: p.group_segment_size,
-            };
-            // SAFETY: the packet struct is 64 plain bytes.
-            out.push(unsafe { std::mem::transmute::<KernelDispatchPacket, [u8; 64]>(p) });
-            let pending = Box::into_raw(Box::new(Pending {
-                record,
-                agent: q.agent,
-                signal,
-                original,
-            }));
-            // SAFETY: the runtime's async handler; `pending` is reclaimed exactly once in it.
-            unsafe {
-                (f.signal_async_handler)(signal, CONDITION_EQ, 0, on_complete, pending.cast())
-            };
+    // Each packet in gives one packet out; they go to the writer in stack-sized batches, in
+    // order (a handler may call its writer any number of times).
+    let mut out = [[0u8; 64]; OUT_BATCH];
+    let mut len = 0;
+    let flush = |out: &[[u8; 64]]| {
+        // SAFETY: forwards the (possibly rewritten) packets to the next handler.
+        unsafe { writer(out.as_ptr().cast(), out.len() as u64) };
+    };
+    // SAFETY: `data` is the leaked QueueState registered with this handler.
+    let q = unsafe { &*(data as *const QueueState) };
+    for k in 0..count as usize {
+        // SAFETY: the runtime passes `count` consecutive 64-byte packets.
+        let raw: [u8; 64] = unsafe { packets.cast::<[u8; 64]>().add(k).read() };
+        let traced = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            trace_packet(q, raw, user_index + k as u64)
+        }));
+        out[len] = traced.unwrap_or_else(|_| {
+            eprintln!("rocprof-tool: warning: a panic while tracing a kernel dispatch");
+            raw
+        });
+        len += 1;
+        if len == OUT_BATCH {
+            flush(&out);
+            len = 0;
         }
-    }));
-    if result.is_err() {
-        eprintln!("rocprof-tool: warning: a panic while tracing a kernel dispatch");
     }
-    // SAFETY: forwards the (possibly rewritten) packets to the next handler.
-    unsafe { writer(out.as_ptr().cast(), out.len() as u64) };
+    if len > 0 {
+        flush(&out[..len]);
+    }
+}
+
+/// Packets the handler hands to its writer at a time.
+const OUT_BATCH: usize = 16;
+
+/// The packet to forward for `raw` (at ring index `index`): a kernel dispatch gets a completion
+/// signal of the tool's, watched by an async handler that emits its record; anything else, or a
+/// dispatch the tool cannot trace, passes through unchanged.
+fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64) -> [u8; 64] {
+    let header = u16::from_le_bytes([raw[0], raw[1]]);
+    if header & 0xFF != PACKET_KERNEL_DISPATCH {
+        return raw;
+    }
+    let Some(f) = fns() else { return raw };
+    let Some(signal) = take_signal(f) else {
+        return raw;
+    };
+    // SAFETY: a kernel dispatch packet has this layout (any bytes are valid).
+    let mut p: KernelDispatchPacket = unsafe { std::mem::transmute(raw) };
+    let slot = &q.correlations[index as usize % CORRELATION_RING];
+    let thread = slot.1.load(Ordering::Acquire);
+    let correlation = match thread {
+        0 => new_correlation_id(),
+        _ => slot.0.load(Ordering::Relaxed),
+    };
+    let original = p.completion_signal;
+    p.completion_signal = signal;
+    let record = KernelDispatchRecord {
+        dispatch_id: NEXT_DISPATCH.fetch_add(1, Ordering::Relaxed),
+        kernel_id: kernel_id(p.kernel_object),
+        correlation_id: correlation,
+        start: 0,
+        end: 0,
+        queue_id: q.queue_id.load(Ordering::Relaxed),
+        stream_id: 0,
+        agent_node_id: q.agent_node,
+        thread_id: thread as u32,
+        grid: [p.grid_size_x, p.grid_size_y, p.grid_size_z],
+        workgroup: [
+            p.workgroup_size_x.into(),
+            p.workgroup_size_y.into(),
+            p.workgroup_size_z.into(),
+        ],
+        private_segment_size: p.private_segment_size,
+        group_segment_size: p.group_segment_size,
+    };
+    let pending = Box::into_raw(Box::new(Pending {
+        record,
+        agent: q.agent,
+        signal,
+        original,
+    }));
+    // SAFETY: the runtime's async handler; `pending` is reclaimed exactly once in it.
+    unsafe { (f.signal_async_handler)(signal, CONDITION_EQ, 0, on_complete, pending.cast()) };
+    // SAFETY: the packet struct is 64 plain bytes.
+    unsafe { std::mem::transmute::<KernelDispatchPacket, [u8; 64]>(p) }
 }
 
 unsafe extern "C" fn on_complete(_value: i64, arg: *mut c_void) -> bool {

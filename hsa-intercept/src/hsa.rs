@@ -39,9 +39,6 @@ pub const CONDITION_LT: u32 = 2;
 
 /// `HSA_PACKET_TYPE_KERNEL_DISPATCH`.
 pub const PACKET_KERNEL_DISPATCH: u16 = 2;
-/// `HSA_PACKET_TYPE_BARRIER_AND` with the barrier bit and system-scope acquire and release
-/// fences.
-pub const BARRIER_AND_HEADER: u16 = 3 | (1 << 8) | (2 << 9) | (2 << 11);
 
 c_struct! {
     /// `ApiTableVersion`: the header of every HSA API table (`minor_id` = the table's size).
