@@ -231,18 +231,8 @@ pub unsafe extern "C" fn hipMemcpyHtoD(
     src: *mut c_void,
     size: usize,
 ) -> HipError {
-    // SAFETY: as hipMemcpy.
-    api_rt(|rt| unsafe {
-        ops::memcpy(
-            rt,
-            dst as usize,
-            src as usize,
-            size,
-            ops::kind::HOST_TO_DEVICE,
-            std::ptr::null_mut(),
-            true,
-        )
-    })
+    // SAFETY: the same contract as hipMemcpy, with the direction fixed.
+    unsafe { hipMemcpy(dst, src, size, ops::kind::HOST_TO_DEVICE) }
 }
 
 pub unsafe extern "C" fn hipMemcpyDtoH(
@@ -250,18 +240,8 @@ pub unsafe extern "C" fn hipMemcpyDtoH(
     src: *mut c_void,
     size: usize,
 ) -> HipError {
-    // SAFETY: as hipMemcpy.
-    api_rt(|rt| unsafe {
-        ops::memcpy(
-            rt,
-            dst as usize,
-            src as usize,
-            size,
-            ops::kind::DEVICE_TO_HOST,
-            std::ptr::null_mut(),
-            true,
-        )
-    })
+    // SAFETY: the same contract as hipMemcpy, with the direction fixed.
+    unsafe { hipMemcpy(dst, src, size, ops::kind::DEVICE_TO_HOST) }
 }
 
 pub unsafe extern "C" fn hipMemcpyDtoD(
@@ -269,18 +249,8 @@ pub unsafe extern "C" fn hipMemcpyDtoD(
     src: *mut c_void,
     size: usize,
 ) -> HipError {
-    // SAFETY: as hipMemcpy.
-    api_rt(|rt| unsafe {
-        ops::memcpy(
-            rt,
-            dst as usize,
-            src as usize,
-            size,
-            ops::kind::DEVICE_TO_DEVICE,
-            std::ptr::null_mut(),
-            true,
-        )
-    })
+    // SAFETY: the same contract as hipMemcpy, with the direction fixed.
+    unsafe { hipMemcpy(dst, src, size, ops::kind::DEVICE_TO_DEVICE) }
 }
 
 pub unsafe extern "C" fn hipMemset(dst: *mut c_void, value: c_int, size: usize) -> HipError {

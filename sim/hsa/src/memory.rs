@@ -176,16 +176,27 @@ pub unsafe extern "C" fn hsa_amd_memory_pool_allocate(
     _flags: u32,
     ptr: *mut *mut c_void,
 ) -> Status {
-    guard(|| {
-        let rt = runtime::require()?;
-        rt.pool(pool).ok_or(ERROR_INVALID_ARGUMENT)?;
-        if ptr.is_null() {
-            return Err(ERROR_INVALID_ARGUMENT);
-        }
-        let allocated = allocate(size, pool.handle)?;
-        // SAFETY: non-null and writable per the API.
-        unsafe { write_out(ptr, allocated) }
-    })
+    // SAFETY: forwarded.
+    guard(|| unsafe { allocate_out(pool, size, ptr, ERROR_INVALID_ARGUMENT) })
+}
+
+/// Allocates `size` bytes from `pool` into `*ptr`; an unknown pool is `unknown_pool`.
+///
+/// # Safety
+/// `ptr` is null or writable.
+unsafe fn allocate_out(
+    pool: MemoryPool,
+    size: usize,
+    ptr: *mut *mut c_void,
+    unknown_pool: Status,
+) -> Result<(), Status> {
+    runtime::require()?.pool(pool).ok_or(unknown_pool)?;
+    if ptr.is_null() {
+        return Err(ERROR_INVALID_ARGUMENT);
+    }
+    let allocated = allocate(size, pool.handle)?;
+    // SAFETY: non-null and writable per the API.
+    unsafe { write_out(ptr, allocated) }
 }
 
 /// `hsa_amd_memory_pool_free`.
@@ -259,16 +270,8 @@ pub unsafe extern "C" fn hsa_memory_allocate(
     size: usize,
     ptr: *mut *mut c_void,
 ) -> Status {
-    guard(|| {
-        let rt = runtime::require()?;
-        rt.pool(region).ok_or(ERROR_INVALID_REGION)?;
-        if ptr.is_null() {
-            return Err(ERROR_INVALID_ARGUMENT);
-        }
-        let allocated = allocate(size, region.handle)?;
-        // SAFETY: non-null and writable per the API.
-        unsafe { write_out(ptr, allocated) }
-    })
+    // SAFETY: forwarded.
+    guard(|| unsafe { allocate_out(region, size, ptr, ERROR_INVALID_REGION) })
 }
 
 /// `hsa_memory_free`.
