@@ -14,8 +14,10 @@ cargo xtask <command>
   test       build, run `cargo test --workspace`, then the valgrind check
   valgrind   run the layout-mismatch scenarios under valgrind (no invalid access allowed)
   abi-dump   print every #[repr(C)] layout of the FFI and interception crates
-  bench      release build, then: added cost per traced HSA / HIP call (max-rate loops traced
-             vs untraced, interleaved, medians of 5), log-to-CSV throughput
+  bench      release build, then: added cost per traced HSA / HIP call and kernel dispatch
+             (max-rate loops traced vs untraced, interleaved, medians of 5), peak memory over
+             10 M traced calls, log-to-CSV throughput, cost of a host timestamp, and (with
+             valgrind) instructions per traced call
 ";
 
 /// File name of the staged thunk and its soname chain.
@@ -332,6 +334,20 @@ fn bench() -> Result<()> {
         ])
         .output()?;
     let csv = String::from_utf8_lossy(&out.stdout);
+    eprintln!("bench: cost of a host timestamp");
+    let out = cargo()
+        .args([
+            "run",
+            "--release",
+            "-q",
+            "-p",
+            "hsa-intercept",
+            "--example",
+            "clock_cost",
+        ])
+        .output()?;
+    let clock = String::from_utf8_lossy(&out.stdout);
+    let instructions = callgrind_per_call(&bin, &lib)?;
     println!("| loop (calls) | untraced / call | traced / call | added / call | ratio |");
     println!("|---|---|---|---|---|");
     for r in rows {
@@ -341,7 +357,68 @@ fn bench() -> Result<()> {
     println!("{memory}");
     println!();
     print!("{csv}");
+    println!();
+    print!("{clock}");
+    if let Some(line) = instructions {
+        println!();
+        println!("{line}");
+    }
     Ok(())
+}
+
+/// Instructions per `hsa-rate` call under callgrind, untraced and traced with `--hsa-trace`:
+/// the difference between a 200 000- and a 100 000-call run, so start-up cancels out. `None`
+/// when valgrind is not installed.
+fn callgrind_per_call(bin: &Path, lib: &Path) -> Result<Option<String>> {
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        eprintln!("bench: valgrind is not installed; instruction counts skipped");
+        return Ok(None);
+    }
+    eprintln!("bench: instructions per hsa-rate call under callgrind");
+    let dir = std::env::temp_dir().join(format!("rocprof-callgrind-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let total = |traced: bool, calls: u32| -> Result<u64> {
+        let profile = dir.join(format!("callgrind.{traced}.{calls}"));
+        let mut valgrind = vec![
+            "valgrind".into(),
+            "--tool=callgrind".into(),
+            format!("--callgrind-out-file={}", profile.display()),
+            bin.join("hsa-rate").display().to_string(),
+            calls.to_string(),
+        ];
+        let mut command = if traced {
+            let mut c = Command::new(bin.join("rocprof"));
+            c.args(["--sim", "--hsa-trace", "-d"])
+                .arg(dir.join("out"))
+                .arg("--");
+            c.args(&valgrind);
+            c
+        } else {
+            let mut c = Command::new(valgrind.remove(0));
+            c.args(&valgrind).env("LD_LIBRARY_PATH", lib);
+            c
+        };
+        let out = command.output()?;
+        if !out.status.success() {
+            bail!(
+                "callgrind run failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let text = std::fs::read_to_string(&profile)?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("summary: "))
+            .and_then(|v| v.trim().parse().ok())
+            .with_context(|| format!("no summary line in {}", profile.display()))
+    };
+    let per_call = |traced: bool| -> Result<f64> {
+        Ok((total(traced, 200_000)? as f64 - total(traced, 100_000)? as f64) / 100_000.0)
+    };
+    let (plain, traced) = (per_call(false)?, per_call(true)?);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(Some(format!(
+        "instructions per hsa-rate call (callgrind): untraced {plain:.0}, traced --hsa-trace {traced:.0}"
+    )))
 }
 
 /// One tab-separated line per field of every layout the FFI and interception crates define.
