@@ -107,53 +107,69 @@ pub struct ApiTracer;
 impl Hooks for ApiTracer {
     #[inline]
     fn enter(&self, tag: u32) {
-        on_enter(tag);
+        let _ = on_enter(tag);
     }
 
     #[inline]
     fn exit(&self, tag: u32) {
-        on_exit(tag);
+        // Through the trait (not the trampoline's direct path) there is no state to hand over.
+        on_exit(
+            tag,
+            with_stack(|s| std::ptr::from_mut(s).cast()).unwrap_or(std::ptr::null_mut()),
+        );
     }
 }
 
-/// The tracer's work before a wrapped call (called directly by the trampoline).
+/// The tracer's work before a wrapped call (called directly by the trampoline). Returns this
+/// thread's call state for [`on_exit`] (null if the thread has none).
 #[inline]
-pub(crate) fn on_enter(_tag: u32) {
+pub(crate) fn on_enter(_tag: u32) -> *mut c_void {
     let start = now_ns();
-    with_stack(|s| {
-        let correlation = if s.depth == 0 {
-            s.new_id()
-        } else {
-            s.frames[0].0
-        };
-        if s.depth < MAX_DEPTH {
-            s.frames[s.depth] = (correlation, start);
-        }
-        s.depth += 1;
-    });
+    STACK
+        .try_with(|cell| {
+            // SAFETY: as in `with_stack`: thread-local, and nothing here nests.
+            let s = unsafe { &mut *cell.get() };
+            let correlation = if s.depth == 0 {
+                s.new_id()
+            } else {
+                s.frames[0].0
+            };
+            if s.depth < MAX_DEPTH {
+                s.frames[s.depth] = (correlation, start);
+            }
+            s.depth += 1;
+            cell.get().cast::<c_void>()
+        })
+        .unwrap_or(std::ptr::null_mut())
 }
 
-/// The tracer's work after a wrapped call: one [`ApiRecord`].
+/// The tracer's work after a wrapped call: one [`ApiRecord`]. `state` is what [`on_enter`]
+/// returned on this thread for the same call.
 #[inline]
-pub(crate) fn on_exit(tag: u32) {
+pub(crate) fn on_exit(tag: u32, state: *mut c_void) {
     let end = now_ns();
-    with_stack(|s| {
-        s.depth = s.depth.saturating_sub(1);
-        if s.depth >= MAX_DEPTH {
-            return;
-        }
-        let (correlation_id, start) = s.frames[s.depth];
-        let record = ApiRecord {
-            correlation_id,
-            start,
-            end,
-            thread_id: s.tid(),
-            operation: tag as u16,
-            domain: (tag >> 16) as u8,
-            reserved: 0,
-        };
-        sink::emit_cached(&mut s.local, &record);
-    });
+    if state.is_null() {
+        return;
+    }
+    // SAFETY: `state` is the calling thread's `CallStack` (the call returns on the thread that
+    // made it, and the thread-local has no destructor, so it outlives the call); nothing else
+    // holds a reference to it while the exit runs.
+    let s = unsafe { &mut *state.cast::<CallStack>() };
+    s.depth = s.depth.saturating_sub(1);
+    if s.depth >= MAX_DEPTH {
+        return;
+    }
+    let (correlation_id, start) = s.frames[s.depth];
+    let record = ApiRecord {
+        correlation_id,
+        start,
+        end,
+        thread_id: s.tid(),
+        operation: tag as u16,
+        domain: (tag >> 16) as u8,
+        reserved: 0,
+    };
+    sink::emit_cached(&mut s.local, &record);
 }
 
 /// What [`wrap_table`] did.

@@ -66,23 +66,40 @@ unsafe extern "C" {
     static STUBS: [u8; 0];
 }
 
+// What `trampoline_enter` hands back, in `rax:rdx`: the entry to call, and a context the
+// trampoline keeps in its frame and passes to `trampoline_exit` (the API tracer's per-thread
+// state, so the exit needs no second thread-local lookup).
+c_layout::c_struct! {
+    /// The two words the trampoline reads back from `rax` and `rdx`.
+    #[repr(C)]
+    struct Entered as "Entered", size 16 {
+        original: usize => 0,
+        context: *mut c_void => 8,
+    }
+}
+
 /// Called by the trampoline: runs the enter hook and returns the original entry.
-extern "C" fn trampoline_enter(slot: u64) -> usize {
+extern "C" fn trampoline_enter(slot: u64) -> Entered {
     let slot = &SLOTS[slot as usize % MAX_SLOTS];
     let tag = slot.tag.load(Ordering::Relaxed);
+    let mut context = std::ptr::null_mut();
     if API_TRACER.load(Ordering::Relaxed) {
-        let _ = std::panic::catch_unwind(|| crate::api::on_enter(tag));
+        context =
+            std::panic::catch_unwind(|| crate::api::on_enter(tag)).unwrap_or(std::ptr::null_mut());
     } else if let Some(h) = HOOKS.get() {
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.enter(tag)));
     }
-    slot.original.load(Ordering::Acquire)
+    Entered {
+        original: slot.original.load(Ordering::Acquire),
+        context,
+    }
 }
 
-/// Called by the trampoline after the original returned.
-extern "C" fn trampoline_exit(slot: u64) {
+/// Called by the trampoline after the original returned, with the context `enter` returned.
+extern "C" fn trampoline_exit(slot: u64, context: *mut c_void) {
     let tag = SLOTS[slot as usize % MAX_SLOTS].tag.load(Ordering::Relaxed);
     if API_TRACER.load(Ordering::Relaxed) {
-        let _ = std::panic::catch_unwind(|| crate::api::on_exit(tag));
+        let _ = std::panic::catch_unwind(|| crate::api::on_exit(tag, context));
     } else if let Some(h) = HOOKS.get() {
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.exit(tag)));
     }
@@ -125,6 +142,7 @@ std::arch::global_asm!(
     "movq %r11, %rdi",
     "call {enter}",
     "movq %rax, 192(%rsp)",
+    "movq %rdx, 200(%rsp)",
     "movq 16(%rbp), %r10",
     "movq %r10, 0(%rsp)",
     "movq 24(%rbp), %r10",
@@ -170,6 +188,7 @@ std::arch::global_asm!(
     "movdqu %xmm0, 208(%rsp)",
     "movdqu %xmm1, 224(%rsp)",
     "movq 184(%rsp), %rdi",
+    "movq 200(%rsp), %rsi",
     "call {exit}",
     "movq 128(%rsp), %rax",
     "movq 136(%rsp), %rdx",
