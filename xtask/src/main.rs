@@ -228,6 +228,42 @@ fn per_call(out: &std::process::Output) -> Result<(f64, Option<f64>)> {
     }
 }
 
+/// Host CPU per call by kind of thread, from the `thread <name> cpu_ns=<n>` lines a workload
+/// prints on stderr: `[application, runtime, tool]`. The simulated GPU's threads (`hsa-cp-*`)
+/// are left out: a real GPU does not spend host CPU.
+fn thread_cpu(out: &std::process::Output, workload: &str, calls: f64) -> Option<[f64; 3]> {
+    let text = String::from_utf8_lossy(&out.stderr);
+    let mut sums = [0.0; 3];
+    let mut seen = false;
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("thread ") else {
+            continue;
+        };
+        let Some((name, fields)) = rest.split_once(" cpu_ns=") else {
+            continue;
+        };
+        let Some(ns) = fields
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+        else {
+            continue;
+        };
+        seen = true;
+        let kind = if name.starts_with("hsa-cp-") {
+            continue;
+        } else if workload.starts_with(name) {
+            0
+        } else if name.starts_with("hsa-") {
+            1
+        } else {
+            2
+        };
+        sums[kind] += ns / calls;
+    }
+    seen.then_some(sums)
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -240,10 +276,13 @@ fn bench() -> Result<()> {
     let lib = bin.join("sim").join("lib");
     let out_dir = std::env::temp_dir().join(format!("rocprof-bench-{}", std::process::id()));
     let mut rows = Vec::new();
-    for (workload, option, iterations) in [
-        ("hsa-rate", "--hsa-trace", "2000000"),
-        ("hip-rate", "--hip-trace", "2000000"),
-        ("dispatch-rate", "--kernel-trace", "20000"),
+    let mut threads = Vec::new();
+    // Dispatch timing on a 2-core VM is bimodal (whether the runtime's threads keep pace with
+    // the simulated GPU), so its median needs more rounds.
+    for (workload, option, iterations, rounds) in [
+        ("hsa-rate", "--hsa-trace", "2000000", 5),
+        ("hip-rate", "--hip-trace", "2000000", 5),
+        ("dispatch-rate", "--kernel-trace", "20000", 11),
     ] {
         let exe = bin.join(workload);
         if !exe.exists() {
@@ -252,8 +291,10 @@ fn bench() -> Result<()> {
         }
         let (mut plain, mut traced) = (Vec::new(), Vec::new());
         let (mut plain_cpu, mut traced_cpu) = (Vec::new(), Vec::new());
-        for round in 0..5 {
-            eprintln!("bench: {workload} round {}/5", round + 1);
+        let (mut plain_threads, mut traced_threads) = (Vec::new(), Vec::new());
+        let calls: f64 = iterations.parse()?;
+        for round in 0..rounds {
+            eprintln!("bench: {workload} round {}/{rounds}", round + 1);
             let out = Command::new(&exe)
                 .arg(iterations)
                 .env("LD_LIBRARY_PATH", &lib)
@@ -261,6 +302,7 @@ fn bench() -> Result<()> {
             let (wall, cpu) = per_call(&out)?;
             plain.push(wall);
             plain_cpu.extend(cpu);
+            plain_threads.extend(thread_cpu(&out, workload, calls));
             let out = Command::new(bin.join("rocprof"))
                 .args(["--sim", option, "-d"])
                 .arg(&out_dir)
@@ -271,6 +313,7 @@ fn bench() -> Result<()> {
             let (wall, cpu) = per_call(&out)?;
             traced.push(wall);
             traced_cpu.extend(cpu);
+            traced_threads.extend(thread_cpu(&out, workload, calls));
         }
         let (p, t) = (median(plain), median(traced));
         rows.push(format!(
@@ -284,6 +327,27 @@ fn bench() -> Result<()> {
                 "| {workload} {option}, CPU time of all threads | {p:.1} ns | {t:.1} ns | {:.1} ns | {:.2}x |",
                 t - p,
                 t / p
+            ));
+        }
+        if !plain_threads.is_empty() && !traced_threads.is_empty() {
+            let kinds = [
+                "application thread",
+                "runtime threads (intercept queue, async handlers)",
+                "tool threads (log writer, clock)",
+            ];
+            let column = |v: &[[f64; 3]], k: usize| median(v.iter().map(|t| t[k]).collect());
+            let total = |v: &[[f64; 3]]| median(v.iter().map(|t| t.iter().sum()).collect());
+            for (k, kind) in kinds.iter().enumerate() {
+                let (p, t) = (column(&plain_threads, k), column(&traced_threads, k));
+                threads.push(format!(
+                    "| {kind} | {p:.1} ns | {t:.1} ns | {:.1} ns |",
+                    t - p
+                ));
+            }
+            let (p, t) = (total(&plain_threads), total(&traced_threads));
+            threads.push(format!(
+                "| all host threads | {p:.1} ns | {t:.1} ns | {:.1} ns |",
+                t - p
             ));
         }
     }
@@ -352,6 +416,16 @@ fn bench() -> Result<()> {
     println!("|---|---|---|---|---|");
     for r in rows {
         println!("{r}");
+    }
+    if !threads.is_empty() {
+        println!();
+        println!(
+            "| dispatch-rate host CPU per dispatch (simulated GPU thread excluded) | untraced | traced | added |"
+        );
+        println!("|---|---|---|---|");
+        for r in threads {
+            println!("{r}");
+        }
     }
     println!();
     println!("{memory}");

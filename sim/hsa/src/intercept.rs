@@ -26,7 +26,9 @@ type MarkerCallback = unsafe extern "C" fn(*const c_void, *mut HsaQueue, u64);
 pub struct InterceptState {
     /// The internal hardware queue the lowest writer submits to.
     pub hw: Arc<QueueInner>,
-    handlers: Mutex<Vec<(HandlerFn, usize)>>,
+    /// Replaced (not mutated) on registration, so the consumer takes a snapshot per packet
+    /// without copying the list.
+    handlers: Mutex<Arc<Vec<(HandlerFn, usize)>>>,
 }
 
 impl InterceptState {
@@ -34,23 +36,20 @@ impl InterceptState {
     pub fn new(hw: Arc<QueueInner>) -> InterceptState {
         InterceptState {
             hw,
-            handlers: Mutex::new(Vec::new()),
+            handlers: Mutex::new(Arc::new(Vec::new())),
         }
     }
 
     /// Registers a handler on top of the existing ones.
     pub fn register(&self, handler: HandlerFn, data: *mut c_void) {
-        self.handlers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((handler, data as usize));
+        let mut handlers = self.handlers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut next = Vec::clone(&handlers);
+        next.push((handler, data as usize));
+        *handlers = Arc::new(next);
     }
 
-    fn handlers(&self) -> Vec<(HandlerFn, usize)> {
-        self.handlers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+    fn handlers(&self) -> Arc<Vec<(HandlerFn, usize)>> {
+        Arc::clone(&self.handlers.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
@@ -91,13 +90,20 @@ fn call_handler(
     FRAME.with(|f| f.set(previous));
 }
 
-fn copy_packets(packets: *const c_void, count: u64) -> Vec<RawPacket> {
-    (0..count as usize)
-        .map(|i| {
+/// Hands `count` packets (any alignment) to `sink` as aligned copies, a stack batch at a time.
+fn forward_packets(packets: *const c_void, count: u64, sink: &dyn Fn(&[RawPacket])) {
+    const BATCH: usize = 16;
+    let mut batch = [RawPacket([0; 64]); BATCH];
+    let mut done = 0usize;
+    while done < count as usize {
+        let n = (count as usize - done).min(BATCH);
+        for (k, slot) in batch[..n].iter_mut().enumerate() {
             // SAFETY: the caller passes `count` packets of 64 bytes (alignment not assumed).
-            unsafe { packets.cast::<RawPacket>().add(i).read_unaligned() }
-        })
-        .collect()
+            *slot = unsafe { packets.cast::<RawPacket>().add(done + k).read_unaligned() };
+        }
+        sink(&batch[..n]);
+        done += n;
+    }
 }
 
 /// The writer handed to every handler.
@@ -114,7 +120,7 @@ unsafe extern "C" fn writer(packets: *const c_void, count: u64) {
             return;
         }
         if frame.level == 0 {
-            (frame.sink)(&copy_packets(packets, count));
+            forward_packets(packets, count, frame.sink);
         } else {
             call_handler(
                 frame.sink,
@@ -152,13 +158,14 @@ pub fn pass(
 /// The lowest writer: intercept markers call their callback with the hardware write index
 /// (never written to the ring); everything else is copied into the hardware queue.
 fn submit_to_hw(hw: &QueueInner, packets: &[RawPacket]) {
-    let mut pending = Vec::with_capacity(packets.len());
-    for packet in packets {
+    // Runs of ordinary packets go to the ring as they are; a marker ends a run.
+    let mut run_start = 0;
+    for (k, packet) in packets.iter().enumerate() {
         if packet.packet_type() == PACKET_TYPE_VENDOR_SPECIFIC
             && packet.0[2] == AMD_AQL_FORMAT_INTERCEPT_MARKER
         {
-            hw.submit(&pending);
-            pending.clear();
+            hw.submit(&packets[run_start..k]);
+            run_start = k + 1;
             let callback = packet.u64_at(8);
             if callback != 0 {
                 let index = hw.block().write_index.load(Ordering::Acquire);
@@ -169,11 +176,9 @@ fn submit_to_hw(hw: &QueueInner, packets: &[RawPacket]) {
                     unsafe { callback((packet as *const RawPacket).cast(), hw.queue_ptr(), index) }
                 });
             }
-        } else {
-            pending.push(*packet);
         }
     }
-    hw.submit(&pending);
+    hw.submit(&packets[run_start..]);
 }
 
 /// The consumer thread of an intercept queue's software ring.

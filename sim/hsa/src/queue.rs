@@ -365,6 +365,7 @@ fn wait_deps(queue: &QueueInner, deps: &[Signal], and: bool) {
     if deps.is_empty() {
         return;
     }
+    let _watch = signal::Watch::new(deps);
     loop {
         let epoch = signal::global_epoch();
         let done = |s: &Signal| signal::load(*s) < 1;
@@ -466,6 +467,7 @@ fn vendor(queue: &QueueInner, packet: &RawPacket) {
             let value = packet.u64_at(16) as i64;
             let mask = packet.u64_at(24) as i64;
             let condition = packet.u32_at(32);
+            let _watch = signal::Watch::new(std::slice::from_ref(&signal));
             while !queue.stopping()
                 && !signal::satisfied(condition, signal::load(signal) & mask, value)
             {

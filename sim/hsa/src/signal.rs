@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering, fence};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -22,11 +22,17 @@ pub struct SignalObj {
     pub epoch: AtomicU32,
     /// Threads sleeping on `epoch`.
     pub waiters: AtomicU32,
+    /// Waits on several signals at once (`wait_any`, barrier dependencies, asynchronous
+    /// handlers) watching this one. Only a change of a watched signal wakes them — as ROCr's
+    /// event-based waits, which a store to an unrelated signal (a doorbell) never wakes.
+    pub watchers: AtomicU32,
+    /// Between create and destroy (checked without the registry's lock).
+    pub live: AtomicBool,
 }
 
 const _: () = assert!(std::mem::offset_of!(SignalObj, amd) == 0);
 
-/// Bumped on every change of any signal, and on handler registration (wait_any, handlers).
+/// Bumped on every change of a watched signal, and on handler registration.
 static GLOBAL_EPOCH: AtomicU32 = AtomicU32::new(0);
 static GLOBAL_WAITERS: AtomicU32 = AtomicU32::new(0);
 
@@ -64,12 +70,15 @@ pub fn create(value: i64) -> Signal {
             },
             epoch: AtomicU32::new(0),
             waiters: AtomicU32::new(0),
+            watchers: AtomicU32::new(0),
+            live: AtomicBool::new(false),
         })) as u64,
     };
     let obj = object(Signal { handle: address }).expect("non-null");
     obj.amd.value.store(value, Ordering::Release);
     obj.amd.start_ts.store(0, Ordering::Relaxed);
     obj.amd.end_ts.store(0, Ordering::Relaxed);
+    obj.live.store(true, Ordering::Release);
     with_registry(|r| r.live.insert(address));
     Signal { handle: address }
 }
@@ -84,6 +93,9 @@ pub fn destroy(signal: Signal) -> Result<(), Status> {
     let removed = with_registry(|r| {
         let removed = r.live.remove(&signal.handle);
         if removed {
+            if let Some(obj) = object(signal) {
+                obj.live.store(false, Ordering::Release);
+            }
             r.free.push(signal.handle);
         }
         removed
@@ -140,13 +152,51 @@ fn futex_wake(word: &AtomicU32) {
     };
 }
 
-/// Wakes waiters of `obj` and of the global epoch (after a value change).
+/// Wakes waiters of `obj`, and the multi-signal waiters if `obj` is watched (after a value
+/// change).
 pub fn notify(obj: &SignalObj) {
     obj.epoch.fetch_add(1, Ordering::SeqCst);
     if obj.waiters.load(Ordering::SeqCst) != 0 {
         futex_wake(&obj.epoch);
     }
-    notify_global();
+    // Pairs with the fence in `Watch::new`: either the watcher sees the new value, or this
+    // sees the watcher.
+    fence(Ordering::SeqCst);
+    if obj.watchers.load(Ordering::SeqCst) != 0 {
+        notify_global();
+    }
+}
+
+/// Marks signals as watched by a multi-signal wait for as long as it lives.
+pub struct Watch<'a> {
+    signals: &'a [Signal],
+}
+
+impl<'a> Watch<'a> {
+    /// Watches `signals` (null handles are skipped). Check their values only after this.
+    pub fn new(signals: &'a [Signal]) -> Watch<'a> {
+        watch(signals);
+        Watch { signals }
+    }
+}
+
+impl Drop for Watch<'_> {
+    fn drop(&mut self) {
+        unwatch(self.signals);
+    }
+}
+
+fn watch(signals: &[Signal]) {
+    for obj in signals.iter().filter_map(|s| object(*s)) {
+        obj.watchers.fetch_add(1, Ordering::SeqCst);
+    }
+    fence(Ordering::SeqCst);
+}
+
+fn unwatch(signals: &[Signal]) {
+    for obj in signals.iter().filter_map(|s| object(*s)) {
+        obj.watchers.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Sleeps until `obj`'s epoch differs from `seen` (any value change) or `timeout` passes.
@@ -249,6 +299,7 @@ pub fn wait_any(
     timeout_ns: u64,
 ) -> (u32, i64) {
     let start = monotonic_ns();
+    let _watch = Watch::new(signals);
     loop {
         let epoch = global_epoch();
         for (index, signal) in signals.iter().enumerate() {
@@ -270,9 +321,29 @@ pub fn wait_any(
 
 // ---- asynchronous handlers ----
 
+impl HandlerEntry {
+    fn new(signal: Signal, condition: u32, value: i64, handler: Handler, arg: usize) -> Self {
+        watch(std::slice::from_ref(&signal));
+        HandlerEntry {
+            signal,
+            condition,
+            value,
+            handler,
+            arg,
+        }
+    }
+}
+
+impl Drop for HandlerEntry {
+    fn drop(&mut self) {
+        unwatch(std::slice::from_ref(&self.signal));
+    }
+}
+
 type Handler = unsafe extern "C" fn(i64, *mut c_void) -> bool;
 type AsyncFn = unsafe extern "C" fn(*mut c_void);
 
+/// A registered handler; its signal stays watched until the entry is dropped.
 struct HandlerEntry {
     signal: Signal,
     condition: u32,
@@ -321,7 +392,7 @@ fn handler_thread() {
         }
         let mut keep = Vec::with_capacity(entries.len());
         for entry in entries {
-            if !is_live(entry.signal) {
+            if !object(entry.signal).is_some_and(|o| o.live.load(Ordering::Acquire)) {
                 continue;
             }
             let current = load(entry.signal);
@@ -355,13 +426,13 @@ fn handler_thread() {
 pub fn add_handler(signal: Signal, condition: u32, value: i64, handler: Handler, arg: *mut c_void) {
     ensure_handler_thread();
     with_pending(|p| {
-        p.handlers.push(HandlerEntry {
+        p.handlers.push(HandlerEntry::new(
             signal,
             condition,
             value,
             handler,
-            arg: arg as usize,
-        })
+            arg as usize,
+        ))
     });
     notify_global();
 }

@@ -555,6 +555,40 @@ fn async_handlers_run_when_the_condition_holds() {
     assert_eq!(calls_of(202).len(), 2);
 }
 
+#[test]
+fn multi_signal_waiters_watch_only_their_signals() {
+    let watchers = |s: Signal| {
+        signal::object(s)
+            .expect("live")
+            .watchers
+            .load(Ordering::SeqCst)
+    };
+    let s = signal::create(1);
+    assert_eq!(watchers(s), 0, "a fresh signal is watched by nobody");
+    {
+        let _w = signal::Watch::new(std::slice::from_ref(&s));
+        assert_eq!(watchers(s), 1);
+    }
+    assert_eq!(watchers(s), 0, "a finished wait stops watching");
+
+    // wait_any watches while it waits and is woken by its signal's change.
+    let t = signal::create(1);
+    std::thread::scope(|scope| {
+        let waiter = scope.spawn(|| signal::wait_any(&[t], &[CONDITION_LT], &[1], 5_000_000_000));
+        eventually("wait_any to watch its signal", || watchers(t) == 1);
+        signal::store(t, 0);
+        assert_eq!(waiter.join().expect("no panic"), (0, 0));
+    });
+    assert_eq!(watchers(t), 0);
+
+    // An asynchronous handler keeps its signal watched until it is removed.
+    signal::add_handler(s, CONDITION_LT, 1, once_handler, 303 as *mut c_void);
+    assert_eq!(watchers(s), 1);
+    signal::store(s, 0);
+    eventually("the handler to run", || calls_of(303) == vec![0]);
+    eventually("the finished handler to stop watching", || watchers(s) == 0);
+}
+
 // ---- intercept handler chaining ----
 
 static CHAIN: Mutex<Vec<String>> = Mutex::new(Vec::new());

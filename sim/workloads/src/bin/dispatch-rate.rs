@@ -50,5 +50,37 @@ fn main() {
         let t = |tv: libc::timeval| tv.tv_sec as u128 * 1_000_000_000 + tv.tv_usec as u128 * 1000;
         t(u.ru_utime) + t(u.ru_stime)
     };
+    thread_report();
     println!("calls={n} ns={ns} cpu_ns={cpu_ns}");
+}
+
+/// Per thread of the process, on stderr: CPU time (`schedstat`, ns) and context switches, so a
+/// profiler's cost can be told apart from the simulated GPU's (which a real GPU does not spend
+/// on the host).
+fn thread_report() {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return;
+    };
+    for task in tasks.flatten() {
+        let dir = task.path();
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+        let cpu_ns = read("schedstat")
+            .split_whitespace()
+            .next()
+            .unwrap_or("0")
+            .to_owned();
+        let status = read("status");
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map_or("0".to_owned(), |v| v.trim().to_owned())
+        };
+        eprintln!(
+            "thread {} cpu_ns={cpu_ns} voluntary={} involuntary={}",
+            read("comm").trim(),
+            field("voluntary_ctxt_switches:"),
+            field("nonvoluntary_ctxt_switches:")
+        );
+    }
 }
