@@ -4,20 +4,25 @@
 //! enabled and a packet handler. The application's thread rings the doorbell (a signal store
 //! the tool also watches), which is when the correlation id of the call enqueuing the packets
 //! (e.g. `hipLaunchKernel`) is known; the runtime's interceptor thread then hands the packets
-//! to the handler, which gives each kernel dispatch its own completion signal and registers an
-//! async handler that reads the dispatch time, emits the record, and then completes the
-//! application's own signal (decrementing it, as the packet processor would have). Upstream
-//! chains the application's signal behind a barrier-AND packet instead; completing it from the
-//! handler halves the packets the queue processes per dispatch, at the cost of the handler's
-//! latency before the application sees completion (docs/PERFORMANCE.md).
+//! to the handler, which gives each kernel dispatch a completion signal of the tool's and, as
+//! upstream does, forwards a barrier-AND packet after it that completes the application's own
+//! signal on the GPU. So the application sees completion exactly when it would untraced.
+//!
+//! Unlike upstream, no asynchronous handler is registered per dispatch (each one costs the
+//! runtime's handler thread a wake-up): finished dispatches are *harvested* — dispatch time
+//! read, record emitted, signal recycled — in queue order, whenever the handler runs, after the
+//! application's signal waits return, by a low-rate harvester thread while dispatches are
+//! outstanding, and at exit. A record is therefore never later than about a millisecond, and
+//! the records of everything an application waited for are written before it can crash.
 
 use crate::api::{current_correlation_id, new_correlation_id, thread_id};
 use crate::hsa::*;
 use crate::sink;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::{CStr, c_char, c_void};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{OnceLock, RwLock};
+use std::sync::{Mutex, OnceLock, RwLock};
+use std::time::{Duration, Instant};
 use trace_records::{KernelDispatchRecord, KernelSymbolRecord};
 
 /// Packets whose correlation is remembered per queue (by packet index modulo this).
@@ -46,7 +51,14 @@ struct QueueState {
     rung: AtomicU64,
     /// (correlation id, thread id) by packet index.
     correlations: Box<[(AtomicU64, AtomicU64)]>,
+    /// Dispatches forwarded and not yet harvested, in queue order.
+    pending: Mutex<VecDeque<Pending>>,
 }
+
+/// Every queue state created (states are leaked, so these stay valid), for harvesting.
+static ALL_QUEUES: Mutex<Vec<&'static QueueState>> = Mutex::new(Vec::new());
+/// Dispatches pending over all queues.
+static PENDING: AtomicUsize = AtomicUsize::new(0);
 
 /// Doorbell signal handles of intercepted queues (0 = free), for a lock-free check in the
 /// signal-store wrappers, with their queue states.
@@ -71,6 +83,8 @@ pub unsafe fn install(core: *mut u8, fns: Fns) {
             store_screlease as *const c_void,
         ),
         ("hsa_executable_freeze", executable_freeze as *const c_void),
+        ("hsa_signal_wait_relaxed", wait_relaxed as *const c_void),
+        ("hsa_signal_wait_scacquire", wait_scacquire as *const c_void),
     ] {
         let k = table.operation(name).expect("known entry") as usize;
         // SAFETY: within the table (the caller's contract); entries are pointer-aligned.
@@ -128,7 +142,12 @@ unsafe extern "C" fn queue_create(
             correlations: (0..CORRELATION_RING)
                 .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
                 .collect(),
+            pending: Mutex::new(VecDeque::new()),
         }));
+        if let Ok(mut all) = ALL_QUEUES.lock() {
+            all.push(state);
+        }
+        start_harvester();
         if let Some(i) = DOORBELLS.iter().position(|d| {
             d.compare_exchange(
                 0,
@@ -158,6 +177,7 @@ unsafe extern "C" fn queue_create(
 
 unsafe extern "C" fn queue_destroy(queue: *mut HsaQueue) -> Status {
     let Some(f) = fns() else { return ERROR };
+    harvest_all();
     if !queue.is_null() {
         // SAFETY: the application's live queue.
         let doorbell = unsafe { (*queue).doorbell_signal };
@@ -215,13 +235,151 @@ unsafe extern "C" fn store_screlease(signal: u64, value: i64) {
     }
 }
 
-/// A dispatch in flight, until its completion signal fires.
+unsafe extern "C" fn wait_relaxed(
+    signal: u64,
+    condition: u32,
+    compare: i64,
+    timeout: u64,
+    hint: u32,
+) -> i64 {
+    let Some(f) = fns() else { return 0 };
+    // SAFETY: forwarded.
+    let value = unsafe { (f.signal_wait_relaxed)(signal, condition, compare, timeout, hint) };
+    harvest_all();
+    value
+}
+
+unsafe extern "C" fn wait_scacquire(
+    signal: u64,
+    condition: u32,
+    compare: i64,
+    timeout: u64,
+    hint: u32,
+) -> i64 {
+    let Some(f) = fns() else { return 0 };
+    // SAFETY: forwarded.
+    let value = unsafe { (f.signal_wait_scacquire)(signal, condition, compare, timeout, hint) };
+    harvest_all();
+    value
+}
+
+/// A dispatch forwarded with the tool's completion signal, until it is harvested.
 struct Pending {
     record: KernelDispatchRecord,
     agent: u64,
     signal: u64,
-    /// The application's completion signal, completed here once the time is read.
-    original: u64,
+}
+
+/// Emits the records of every finished dispatch (in each queue's order; a dispatch still
+/// running holds back those after it on its queue). Cheap when nothing is pending. Never
+/// panics; safe from any thread.
+pub fn harvest_all() {
+    if PENDING.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    let _ = std::panic::catch_unwind(|| {
+        let queues: Vec<&'static QueueState> = match ALL_QUEUES.lock() {
+            Ok(all) => all.clone(),
+            Err(_) => return,
+        };
+        for q in queues {
+            harvest(q);
+        }
+    });
+}
+
+/// [`harvest_all`] for one queue. Skips the queue if another thread is harvesting it.
+fn harvest(q: &QueueState) {
+    let Some(f) = fns() else { return };
+    let Ok(mut pending) = q.pending.try_lock() else {
+        return;
+    };
+    while let Some(front) = pending.front() {
+        // SAFETY: the runtime's own load on a signal of ours that is still alive.
+        if unsafe { (f.signal_load_relaxed)(front.signal) } > 0 {
+            break;
+        }
+        let Some(done) = pending.pop_front() else {
+            break;
+        };
+        PENDING.fetch_sub(1, Ordering::AcqRel);
+        let mut time = DispatchTime::default();
+        // SAFETY: the runtime's own function on the signal the dispatch completed.
+        if unsafe { (f.get_dispatch_time)(done.agent, done.signal, &mut time) } == SUCCESS {
+            let mut record = done.record;
+            record.start = time.start;
+            record.end = time.end;
+            sink::emit(&record);
+        }
+        give_back_signal(f, done.signal);
+    }
+}
+
+/// The harvester thread while dispatches are outstanding (or were, recently): how often it
+/// looks, and how long it keeps looking after the last one before it parks.
+const HARVEST_PERIOD: Duration = Duration::from_millis(1);
+const HARVEST_LINGER: Duration = Duration::from_millis(100);
+
+static HARVESTER: Mutex<Option<std::thread::Thread>> = Mutex::new(None);
+
+/// Starts the harvester thread (once per process; again in a forked child).
+fn start_harvester() {
+    let Ok(mut slot) = HARVESTER.lock() else {
+        return;
+    };
+    if slot.is_some() {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("rocprof-harvest".into())
+        .spawn(|| {
+            let mut last_busy = Instant::now();
+            loop {
+                harvest_all();
+                if PENDING.load(Ordering::Acquire) > 0 {
+                    last_busy = Instant::now();
+                }
+                if last_busy.elapsed() < HARVEST_LINGER {
+                    std::thread::sleep(HARVEST_PERIOD);
+                } else {
+                    std::thread::park_timeout(Duration::from_secs(1));
+                    last_busy = Instant::now();
+                }
+            }
+        });
+    if let Ok(handle) = spawned {
+        *slot = Some(handle.thread().clone());
+    }
+}
+
+/// Wakes a parked harvester (cheap when it is not parked).
+fn wake_harvester() {
+    if let Ok(slot) = HARVESTER.try_lock()
+        && let Some(t) = slot.as_ref()
+    {
+        t.unpark();
+    }
+}
+
+/// In a forked child: the dispatches pending belong to the parent's queues and are the
+/// parent's to record; the harvester thread did not survive the fork.
+pub fn after_fork_in_child() {
+    // try_lock: a lock held by a thread of the parent at fork time stays held forever here.
+    if let Ok(all) = ALL_QUEUES.try_lock() {
+        for q in all.iter() {
+            if let Ok(mut p) = q.pending.try_lock() {
+                PENDING.fetch_sub(p.len(), Ordering::AcqRel);
+                p.clear();
+            }
+        }
+    }
+    let started = HARVESTER
+        .try_lock()
+        .map(|mut h| h.take().is_some())
+        .unwrap_or(false);
+    if started {
+        start_harvester();
+    }
 }
 
 unsafe extern "C" fn handler(
@@ -241,20 +399,31 @@ unsafe extern "C" fn handler(
     };
     // SAFETY: `data` is the leaked QueueState registered with this handler.
     let q = unsafe { &*(data as *const QueueState) };
+    let _ = std::panic::catch_unwind(|| harvest(q));
     for k in 0..count as usize {
         // SAFETY: the runtime passes `count` consecutive 64-byte packets.
         let raw: [u8; 64] = unsafe { packets.cast::<[u8; 64]>().add(k).read() };
+        if len + 2 > OUT_BATCH {
+            flush(&out[..len]);
+            len = 0;
+        }
         let traced = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             trace_packet(q, raw, user_index + k as u64)
         }));
-        out[len] = traced.unwrap_or_else(|_| {
-            eprintln!("rocprof-tool: warning: a panic while tracing a kernel dispatch");
-            raw
-        });
-        len += 1;
-        if len == OUT_BATCH {
-            flush(&out);
-            len = 0;
+        match traced {
+            Ok((kernel, barrier)) => {
+                out[len] = kernel;
+                len += 1;
+                if let Some(b) = barrier {
+                    out[len] = b;
+                    len += 1;
+                }
+            }
+            Err(_) => {
+                eprintln!("rocprof-tool: warning: a panic while tracing a kernel dispatch");
+                out[len] = raw;
+                len += 1;
+            }
         }
     }
     if len > 0 {
@@ -265,17 +434,18 @@ unsafe extern "C" fn handler(
 /// Packets the handler hands to its writer at a time.
 const OUT_BATCH: usize = 16;
 
-/// The packet to forward for `raw` (at ring index `index`): a kernel dispatch gets a completion
-/// signal of the tool's, watched by an async handler that emits its record; anything else, or a
-/// dispatch the tool cannot trace, passes through unchanged.
-fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64) -> [u8; 64] {
+/// The packets to forward for `raw` (at ring index `index`): a kernel dispatch gets a
+/// completion signal of the tool's and is queued for harvesting, followed — if the application
+/// gave it a signal — by a barrier-AND packet that completes that signal once the kernel is
+/// done; anything else, or a dispatch the tool cannot trace, passes through unchanged.
+fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64) -> ([u8; 64], Option<[u8; 64]>) {
     let header = u16::from_le_bytes([raw[0], raw[1]]);
     if header & 0xFF != PACKET_KERNEL_DISPATCH {
-        return raw;
+        return (raw, None);
     }
-    let Some(f) = fns() else { return raw };
+    let Some(f) = fns() else { return (raw, None) };
     let Some(signal) = take_signal(f) else {
-        return raw;
+        return (raw, None);
     };
     // SAFETY: a kernel dispatch packet has this layout (any bytes are valid).
     let mut p: KernelDispatchPacket = unsafe { std::mem::transmute(raw) };
@@ -306,38 +476,39 @@ fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64) -> [u8; 64] {
         private_segment_size: p.private_segment_size,
         group_segment_size: p.group_segment_size,
     };
-    let pending = Box::into_raw(Box::new(Pending {
-        record,
-        agent: q.agent,
-        signal,
-        original,
-    }));
-    // SAFETY: the runtime's async handler; `pending` is reclaimed exactly once in it.
-    unsafe { (f.signal_async_handler)(signal, CONDITION_EQ, 0, on_complete, pending.cast()) };
+    let was_empty = match q.pending.lock() {
+        Ok(mut pending) => {
+            pending.push_back(Pending {
+                record,
+                agent: q.agent,
+                signal,
+            });
+            pending.len() == 1
+        }
+        Err(_) => {
+            give_back_signal(f, signal);
+            return (raw, None);
+        }
+    };
+    if PENDING.fetch_add(1, Ordering::AcqRel) == 0 || was_empty {
+        wake_harvester();
+    }
+    // The application's signal, completed on the GPU after the kernel (the barrier bit makes the
+    // packet wait for it), with the kernel's release scope.
+    let barrier = (original != 0).then(|| {
+        let b = BarrierAndPacket {
+            header: PACKET_BARRIER_AND | HEADER_BARRIER | (p.header & HEADER_RELEASE_SCOPE_MASK),
+            completion_signal: original,
+            ..BarrierAndPacket::default()
+        };
+        // SAFETY: the packet struct is 64 plain bytes.
+        unsafe { std::mem::transmute::<BarrierAndPacket, [u8; 64]>(b) }
+    });
     // SAFETY: the packet struct is 64 plain bytes.
-    unsafe { std::mem::transmute::<KernelDispatchPacket, [u8; 64]>(p) }
-}
-
-unsafe extern "C" fn on_complete(_value: i64, arg: *mut c_void) -> bool {
-    // SAFETY: `arg` is the Box leaked in `handler`, reclaimed only here.
-    let pending = unsafe { Box::from_raw(arg.cast::<Pending>()) };
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let Some(f) = fns() else { return };
-        let mut time = DispatchTime::default();
-        // SAFETY: the runtime's own function on the signal it completed.
-        if unsafe { (f.get_dispatch_time)(pending.agent, pending.signal, &mut time) } == SUCCESS {
-            let mut record = pending.record;
-            record.start = time.start;
-            record.end = time.end;
-            sink::emit(&record);
-        }
-        if pending.original != 0 {
-            // SAFETY: completes the application's signal as the packet processor would have.
-            unsafe { (f.signal_subtract_screlease)(pending.original, 1) };
-        }
-        give_back_signal(f, pending.signal);
-    }));
-    false
+    (
+        unsafe { std::mem::transmute::<KernelDispatchPacket, [u8; 64]>(p) },
+        barrier,
+    )
 }
 
 /// Completion signals of finished dispatches, reused instead of created and destroyed each time.

@@ -39,6 +39,12 @@ pub const CONDITION_LT: u32 = 2;
 
 /// `HSA_PACKET_TYPE_KERNEL_DISPATCH`.
 pub const PACKET_KERNEL_DISPATCH: u16 = 2;
+/// `HSA_PACKET_TYPE_BARRIER_AND`.
+pub const PACKET_BARRIER_AND: u16 = 3;
+/// `HSA_PACKET_HEADER_BARRIER`: the packet waits for every earlier packet of its queue.
+pub const HEADER_BARRIER: u16 = 1 << 8;
+/// `HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE` (two bits at 11).
+pub const HEADER_RELEASE_SCOPE_MASK: u16 = 3 << 11;
 
 c_struct! {
     /// `ApiTableVersion`: the header of every HSA API table (`minor_id` = the table's size).
@@ -220,6 +226,9 @@ entries! {
     signal_create: CORE."hsa_signal_create" => unsafe extern "C" fn(i64, u32, *const u64, *mut u64) -> Status;
     signal_destroy: CORE."hsa_signal_destroy" => unsafe extern "C" fn(u64) -> Status;
     signal_subtract_screlease: CORE."hsa_signal_subtract_screlease" => unsafe extern "C" fn(u64, i64);
+    signal_load_relaxed: CORE."hsa_signal_load_relaxed" => unsafe extern "C" fn(u64) -> i64;
+    signal_wait_relaxed: CORE."hsa_signal_wait_relaxed" => unsafe extern "C" fn(u64, u32, i64, u64, u32) -> i64;
+    signal_wait_scacquire: CORE."hsa_signal_wait_scacquire" => unsafe extern "C" fn(u64, u32, i64, u64, u32) -> i64;
     signal_store_relaxed: CORE."hsa_signal_store_relaxed" => unsafe extern "C" fn(u64, i64);
     signal_store_screlease: CORE."hsa_signal_store_screlease" => unsafe extern "C" fn(u64, i64);
     executable_freeze: CORE."hsa_executable_freeze" => unsafe extern "C" fn(u64, *const c_char) -> Status;

@@ -387,6 +387,23 @@ fn a_crash_midway_keeps_the_records_before_it_and_is_reported() {
 }
 
 #[test]
+fn dispatches_the_application_never_waited_for_are_recorded_before_a_crash() {
+    // No synchronize, copy or HSA wait follows the launches: only the tool's own collection of
+    // finished dispatches can write their records before the fault.
+    let r = rocprof(&["--kernel-trace"], "unsynced-crash", &["3"], &[]);
+    assert_eq!(r.out.status.code(), Some(128 + 11), "{}", r.stderr());
+    let kernels = r.rows("kernel_trace");
+    assert_eq!(kernels.len(), 3, "{kernels:?}");
+    for k in &kernels {
+        let (start, end): (u64, u64) = (
+            k["Start_Timestamp"].parse().unwrap(),
+            k["End_Timestamp"].parse().unwrap(),
+        );
+        assert!(start > 0 && end > start, "{k:?}");
+    }
+}
+
+#[test]
 fn several_processes_each_get_their_records() {
     let r = rocprof(
         &["--hip-trace", "--kernel-trace"],

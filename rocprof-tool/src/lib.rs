@@ -120,6 +120,7 @@ extern "C" fn after_fork_in_child() {
     let _ = std::panic::catch_unwind(|| {
         let Some(state) = STATE.get() else { return };
         hsa_intercept::clock::restart_after_fork();
+        hsa_intercept::dispatch::after_fork_in_child();
         let pid = std::process::id();
         let path = state.config.record_dir.join(format!("{pid}.rplog"));
         let header = FileHeader {
@@ -177,6 +178,7 @@ fn pair_agents() {
 
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
+        hsa_intercept::dispatch::harvest_all();
         if let Some(state) = STATE.get() {
             let received = state.received.lock().map(|r| r.clone()).unwrap_or_default();
             let facts = serde_json::json!({
