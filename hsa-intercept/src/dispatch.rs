@@ -278,20 +278,22 @@ pub fn harvest_all() {
         return;
     }
     let _ = std::panic::catch_unwind(|| {
-        let queues: Vec<&'static QueueState> = match ALL_QUEUES.lock() {
-            Ok(all) => all.clone(),
-            Err(_) => return,
-        };
-        for q in queues {
-            harvest(q);
+        // Harvesting nests no other harvest, so holding the list is safe; queue creation is
+        // the only other user.
+        if let Ok(all) = ALL_QUEUES.lock() {
+            for q in all.iter() {
+                harvest(q);
+            }
         }
     });
 }
 
-/// [`harvest_all`] for one queue. Skips the queue if another thread is harvesting it.
+/// [`harvest_all`] for one queue. Waits for a concurrent harvest of the queue rather than
+/// skipping it: whoever returns from here knows every dispatch finished before the call is
+/// recorded.
 fn harvest(q: &QueueState) {
     let Some(f) = fns() else { return };
-    let Ok(mut pending) = q.pending.try_lock() else {
+    let Ok(mut pending) = q.pending.lock() else {
         return;
     };
     while let Some(front) = pending.front() {

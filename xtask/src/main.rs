@@ -333,7 +333,7 @@ fn bench() -> Result<()> {
             let kinds = [
                 "application thread",
                 "runtime threads (intercept queue, async handlers)",
-                "tool threads (log writer, clock)",
+                "tool threads (log writer, harvester, clock)",
             ];
             let column = |v: &[[f64; 3]], k: usize| median(v.iter().map(|t| t[k]).collect());
             let total = |v: &[[f64; 3]]| median(v.iter().map(|t| t.iter().sum()).collect());
