@@ -66,7 +66,8 @@ static DOORBELLS: [AtomicU64; MAX_QUEUES] = [const { AtomicU64::new(0) }; MAX_QU
 static QUEUES: [AtomicUsize; MAX_QUEUES] = [const { AtomicUsize::new(0) }; MAX_QUEUES];
 
 /// Installs kernel-dispatch tracing into the runtime's core table (`hsa_queue_create`,
-/// `hsa_queue_destroy`, the two doorbell stores, `hsa_executable_freeze`). `fns` are the
+/// `hsa_queue_destroy`, the two doorbell stores, `hsa_executable_freeze`, the two signal waits
+/// and `hsa_shut_down`, which harvest). `fns` are the
 /// runtime's own entries, read before anything was wrapped.
 ///
 /// # Safety
@@ -83,6 +84,7 @@ pub unsafe fn install(core: *mut u8, fns: Fns) {
             store_screlease as *const c_void,
         ),
         ("hsa_executable_freeze", executable_freeze as *const c_void),
+        ("hsa_shut_down", shut_down as *const c_void),
         ("hsa_signal_wait_relaxed", wait_relaxed as *const c_void),
         ("hsa_signal_wait_scacquire", wait_scacquire as *const c_void),
     ] {
@@ -178,6 +180,7 @@ unsafe extern "C" fn queue_create(
 unsafe extern "C" fn queue_destroy(queue: *mut HsaQueue) -> Status {
     let Some(f) = fns() else { return ERROR };
     harvest_all();
+    let mut state = None;
     if !queue.is_null() {
         // SAFETY: the application's live queue.
         let doorbell = unsafe { (*queue).doorbell_signal };
@@ -185,12 +188,71 @@ unsafe extern "C" fn queue_destroy(queue: *mut HsaQueue) -> Status {
             if d.compare_exchange(doorbell, 0, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
-                QUEUES[i].store(0, Ordering::Release);
+                state = Some(QUEUES[i].swap(0, Ordering::AcqRel));
             }
         }
     }
     // SAFETY: forwarded.
-    unsafe { (f.queue_destroy)(queue) }
+    let status = unsafe { (f.queue_destroy)(queue) };
+    if let Some(p) = state.filter(|p| *p != 0) {
+        // SAFETY: queue states are leaked (never freed) once published.
+        let q = unsafe { &*(p as *const QueueState) };
+        let _ = std::panic::catch_unwind(|| {
+            harvest(q);
+            discard(q, "their queue was destroyed");
+        });
+    }
+    status
+}
+
+unsafe extern "C" fn shut_down() -> Status {
+    let Some(f) = fns() else { return ERROR };
+    finish_outstanding(SHUTDOWN_WAIT);
+    // SAFETY: forwarded.
+    unsafe { (f.shut_down)() }
+}
+
+/// How long `hsa_shut_down` and the exit wait for dispatches still running.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(1);
+
+/// Harvests until no dispatch is pending or `limit` passes; what is still running then can no
+/// longer be recorded (the runtime is about to go away) and is reported on stderr.
+pub fn finish_outstanding(limit: Duration) {
+    let start = Instant::now();
+    harvest_all();
+    while PENDING.load(Ordering::Acquire) > 0 && start.elapsed() < limit {
+        std::thread::sleep(HARVEST_PERIOD);
+        harvest_all();
+    }
+    if PENDING.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    let _ = std::panic::catch_unwind(|| {
+        if let Ok(all) = ALL_QUEUES.lock() {
+            for q in all.iter() {
+                discard(q, "the runtime shut down or the application exited");
+            }
+        }
+    });
+}
+
+/// Drops the dispatches still pending on `q`, which will never be harvested, saying so.
+fn discard(q: &QueueState, why: &str) {
+    let dropped = match q.pending.lock() {
+        Ok(mut pending) => {
+            let n = pending.len();
+            pending.clear();
+            n
+        }
+        Err(_) => 0,
+    };
+    if dropped > 0 {
+        PENDING.fetch_sub(dropped, Ordering::AcqRel);
+        eprintln!(
+            "rocprof-tool: warning: {dropped} kernel dispatch(es) had not finished when {why}; \
+             they have no record"
+        );
+    }
 }
 
 /// Remembers who enqueued the packets up to `value` when `signal` is an intercepted doorbell.

@@ -221,6 +221,7 @@ pub unsafe fn entry(table: &ApiTable, base: *const u8, name: &str) -> Option<*co
 entries! {
     iterate_agents: CORE."hsa_iterate_agents" => unsafe extern "C" fn(unsafe extern "C" fn(u64, *mut c_void) -> Status, *mut c_void) -> Status;
     agent_get_info: CORE."hsa_agent_get_info" => unsafe extern "C" fn(u64, u32, *mut c_void) -> Status;
+    shut_down: CORE."hsa_shut_down" => unsafe extern "C" fn() -> Status;
     queue_create: CORE."hsa_queue_create" => unsafe extern "C" fn(u64, u32, u32, QueueCallback, *mut c_void, u32, u32, *mut *mut HsaQueue) -> Status;
     queue_destroy: CORE."hsa_queue_destroy" => unsafe extern "C" fn(*mut HsaQueue) -> Status;
     signal_create: CORE."hsa_signal_create" => unsafe extern "C" fn(i64, u32, *const u64, *mut u64) -> Status;

@@ -178,7 +178,7 @@ fn pair_agents() {
 
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
-        hsa_intercept::dispatch::harvest_all();
+        hsa_intercept::dispatch::finish_outstanding(std::time::Duration::from_secs(1));
         if let Some(state) = STATE.get() {
             let received = state.received.lock().map(|r| r.clone()).unwrap_or_default();
             let facts = serde_json::json!({
