@@ -55,8 +55,6 @@ struct QueueState {
     pending: Mutex<VecDeque<Pending>>,
 }
 
-/// Every queue state created (states are leaked, so these stay valid), for harvesting.
-static ALL_QUEUES: Mutex<Vec<&'static QueueState>> = Mutex::new(Vec::new());
 /// Dispatches pending over all queues.
 static PENDING: AtomicUsize = AtomicUsize::new(0);
 
@@ -146,11 +144,7 @@ unsafe extern "C" fn queue_create(
                 .collect(),
             pending: Mutex::new(VecDeque::new()),
         }));
-        if let Ok(mut all) = ALL_QUEUES.lock() {
-            all.push(state);
-        }
-        start_harvester();
-        if let Some(i) = DOORBELLS.iter().position(|d| {
+        let Some(i) = DOORBELLS.iter().position(|d| {
             d.compare_exchange(
                 0,
                 state.doorbell.load(Ordering::Relaxed),
@@ -158,9 +152,19 @@ unsafe extern "C" fn queue_create(
                 Ordering::Relaxed,
             )
             .is_ok()
-        }) {
-            QUEUES[i].store(state as *const QueueState as usize, Ordering::Release);
-        }
+        }) else {
+            // Harvesting and doorbell correlation find queues through these slots only.
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                eprintln!(
+                    "rocprof-tool: warning: more than {MAX_QUEUES} queues at once; kernel \
+                     dispatches on the others are not traced"
+                )
+            });
+            return;
+        };
+        QUEUES[i].store(state as *const QueueState as usize, Ordering::Release);
+        start_harvester();
         // SAFETY: the runtime's own functions on its own queue.
         unsafe {
             (f.set_profiler_enabled)(q, 1);
@@ -228,12 +232,20 @@ pub fn finish_outstanding(limit: Duration) {
         return;
     }
     let _ = std::panic::catch_unwind(|| {
-        if let Ok(all) = ALL_QUEUES.lock() {
-            for q in all.iter() {
-                discard(q, "the runtime shut down or the application exited");
-            }
+        for q in live_queues() {
+            discard(q, "the runtime shut down or the application exited");
         }
     });
+}
+
+/// The states of the queues currently intercepted (a destroyed queue is harvested and leaves
+/// the slots in `hsa_queue_destroy`).
+fn live_queues() -> impl Iterator<Item = &'static QueueState> {
+    QUEUES.iter().filter_map(|slot| {
+        let p = slot.load(Ordering::Acquire);
+        // SAFETY: queue states are leaked (never freed) once published.
+        (p != 0).then(|| unsafe { &*(p as *const QueueState) })
+    })
 }
 
 /// Drops the dispatches still pending on `q`, which will never be harvested, saying so.
@@ -339,15 +351,7 @@ pub fn harvest_all() {
     if PENDING.load(Ordering::Acquire) == 0 {
         return;
     }
-    let _ = std::panic::catch_unwind(|| {
-        // Harvesting nests no other harvest, so holding the list is safe; queue creation is
-        // the only other user.
-        if let Ok(all) = ALL_QUEUES.lock() {
-            for q in all.iter() {
-                harvest(q);
-            }
-        }
-    });
+    let _ = std::panic::catch_unwind(|| live_queues().for_each(harvest));
 }
 
 /// [`harvest_all`] for one queue. Waits for a concurrent harvest of the queue rather than
@@ -388,7 +392,8 @@ static HARVESTER: Mutex<Option<std::thread::Thread>> = Mutex::new(None);
 
 /// Starts the harvester thread (once per process; again in a forked child).
 fn start_harvester() {
-    let Ok(mut slot) = HARVESTER.lock() else {
+    // try_lock: in a forked child the lock may have been held by a thread that is gone.
+    let Ok(mut slot) = HARVESTER.try_lock() else {
         return;
     };
     if slot.is_some() {
@@ -425,17 +430,17 @@ fn wake_harvester() {
     }
 }
 
-/// In a forked child: the dispatches pending belong to the parent's queues and are the
-/// parent's to record; the harvester thread did not survive the fork.
+/// In a forked child: the intercepted queues, their pending dispatches and the pooled signals
+/// are the parent's (the child records only its own), and the harvester thread did not survive
+/// the fork. Touches no lock another thread could have held at the fork.
 pub fn after_fork_in_child() {
-    // try_lock: a lock held by a thread of the parent at fork time stays held forever here.
-    if let Ok(all) = ALL_QUEUES.try_lock() {
-        for q in all.iter() {
-            if let Ok(mut p) = q.pending.try_lock() {
-                PENDING.fetch_sub(p.len(), Ordering::AcqRel);
-                p.clear();
-            }
-        }
+    for (d, q) in DOORBELLS.iter().zip(&QUEUES) {
+        d.store(0, Ordering::Release);
+        q.store(0, Ordering::Release);
+    }
+    PENDING.store(0, Ordering::Release);
+    if let Ok(mut pool) = SIGNAL_POOL.try_lock() {
+        pool.clear();
     }
     let started = HARVESTER
         .try_lock()
@@ -582,7 +587,9 @@ const SIGNAL_POOL_MAX: usize = 256;
 
 /// A completion signal with value 1: from the pool, else a new one.
 fn take_signal(f: &Fns) -> Option<u64> {
-    if let Some(s) = SIGNAL_POOL.lock().ok().and_then(|mut p| p.pop()) {
+    // try_lock here and below: a busy pool only costs a signal created or destroyed, and a
+    // forked child cannot block on a lock held at the fork.
+    if let Some(s) = SIGNAL_POOL.try_lock().ok().and_then(|mut p| p.pop()) {
         // SAFETY: a signal of ours that nothing else references any more.
         unsafe { (f.signal_store_relaxed)(s, 1) };
         return Some(s);
@@ -594,7 +601,7 @@ fn take_signal(f: &Fns) -> Option<u64> {
 
 /// Returns a finished dispatch's signal to the pool (or destroys it when the pool is full).
 fn give_back_signal(f: &Fns, signal: u64) {
-    if let Ok(mut pool) = SIGNAL_POOL.lock()
+    if let Ok(mut pool) = SIGNAL_POOL.try_lock()
         && pool.len() < SIGNAL_POOL_MAX
     {
         pool.push(signal);
