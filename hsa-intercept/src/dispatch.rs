@@ -183,7 +183,6 @@ unsafe extern "C" fn queue_create(
 
 unsafe extern "C" fn queue_destroy(queue: *mut HsaQueue) -> Status {
     let Some(f) = fns() else { return ERROR };
-    harvest_all();
     let mut state = None;
     if !queue.is_null() {
         // SAFETY: the application's live queue.
@@ -545,21 +544,19 @@ fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64) -> ([u8; 64], Option<
         private_segment_size: p.private_segment_size,
         group_segment_size: p.group_segment_size,
     };
-    let was_empty = match q.pending.lock() {
-        Ok(mut pending) => {
-            pending.push_back(Pending {
-                record,
-                agent: q.agent,
-                signal,
-            });
-            pending.len() == 1
-        }
+    match q.pending.lock() {
+        Ok(mut pending) => pending.push_back(Pending {
+            record,
+            agent: q.agent,
+            signal,
+        }),
         Err(_) => {
             give_back_signal(f, signal);
             return (raw, None);
         }
-    };
-    if PENDING.fetch_add(1, Ordering::AcqRel) == 0 || was_empty {
+    }
+    // The harvester parks only once nothing has been pending for a while.
+    if PENDING.fetch_add(1, Ordering::AcqRel) == 0 {
         wake_harvester();
     }
     // The application's signal, completed on the GPU after the kernel (the barrier bit makes the

@@ -264,6 +264,24 @@ fn thread_cpu(out: &std::process::Output, workload: &str, calls: f64) -> Option<
     seen.then_some(sums)
 }
 
+/// One side (untraced or traced) of a benchmark's rounds, per call.
+#[derive(Default)]
+struct Samples {
+    wall: Vec<f64>,
+    cpu: Vec<f64>,
+    threads: Vec<[f64; 3]>,
+}
+
+impl Samples {
+    fn add(&mut self, out: &std::process::Output, workload: &str, calls: f64) -> Result<()> {
+        let (wall, cpu) = per_call(out)?;
+        self.wall.push(wall);
+        self.cpu.extend(cpu);
+        self.threads.extend(thread_cpu(out, workload, calls));
+        Ok(())
+    }
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -289,20 +307,15 @@ fn bench() -> Result<()> {
             eprintln!("bench: {workload} is not built; skipped");
             continue;
         }
-        let (mut plain, mut traced) = (Vec::new(), Vec::new());
-        let (mut plain_cpu, mut traced_cpu) = (Vec::new(), Vec::new());
-        let (mut plain_threads, mut traced_threads) = (Vec::new(), Vec::new());
         let calls: f64 = iterations.parse()?;
+        let (mut plain, mut traced) = (Samples::default(), Samples::default());
         for round in 0..rounds {
             eprintln!("bench: {workload} round {}/{rounds}", round + 1);
             let out = Command::new(&exe)
                 .arg(iterations)
                 .env("LD_LIBRARY_PATH", &lib)
                 .output()?;
-            let (wall, cpu) = per_call(&out)?;
-            plain.push(wall);
-            plain_cpu.extend(cpu);
-            plain_threads.extend(thread_cpu(&out, workload, calls));
+            plain.add(&out, workload, calls)?;
             let out = Command::new(bin.join("rocprof"))
                 .args(["--sim", option, "-d"])
                 .arg(&out_dir)
@@ -310,45 +323,49 @@ fn bench() -> Result<()> {
                 .arg(&exe)
                 .arg(iterations)
                 .output()?;
-            let (wall, cpu) = per_call(&out)?;
-            traced.push(wall);
-            traced_cpu.extend(cpu);
-            traced_threads.extend(thread_cpu(&out, workload, calls));
+            traced.add(&out, workload, calls)?;
         }
-        let (p, t) = (median(plain), median(traced));
-        rows.push(format!(
-            "| {workload} {option} | {p:.1} ns | {t:.1} ns | {:.1} ns | {:.2}x |",
-            t - p,
-            t / p
-        ));
-        if !plain_cpu.is_empty() && !traced_cpu.is_empty() {
-            let (p, t) = (median(plain_cpu), median(traced_cpu));
-            rows.push(format!(
-                "| {workload} {option}, CPU time of all threads | {p:.1} ns | {t:.1} ns | {:.1} ns | {:.2}x |",
+        let row = |label: String, p: f64, t: f64| {
+            format!(
+                "| {label} | {p:.1} ns | {t:.1} ns | {:.1} ns | {:.2}x |",
                 t - p,
                 t / p
+            )
+        };
+        rows.push(row(
+            format!("{workload} {option}"),
+            median(plain.wall),
+            median(traced.wall),
+        ));
+        if !plain.cpu.is_empty() && !traced.cpu.is_empty() {
+            rows.push(row(
+                format!("{workload} {option}, CPU time of all threads"),
+                median(plain.cpu),
+                median(traced.cpu),
             ));
         }
-        if !plain_threads.is_empty() && !traced_threads.is_empty() {
+        if !plain.threads.is_empty() && !traced.threads.is_empty() {
             let kinds = [
                 "application thread",
                 "runtime threads (intercept queue, async handlers)",
                 "tool threads (log writer, harvester, clock)",
+                "all host threads",
             ];
-            let column = |v: &[[f64; 3]], k: usize| median(v.iter().map(|t| t[k]).collect());
-            let total = |v: &[[f64; 3]]| median(v.iter().map(|t| t.iter().sum()).collect());
+            // Column 3 is the sum of the three kinds.
+            let column = |v: &[[f64; 3]], k: usize| {
+                median(
+                    v.iter()
+                        .map(|t| if k < 3 { t[k] } else { t.iter().sum() })
+                        .collect(),
+                )
+            };
             for (k, kind) in kinds.iter().enumerate() {
-                let (p, t) = (column(&plain_threads, k), column(&traced_threads, k));
+                let (p, t) = (column(&plain.threads, k), column(&traced.threads, k));
                 threads.push(format!(
                     "| {kind} | {p:.1} ns | {t:.1} ns | {:.1} ns |",
                     t - p
                 ));
             }
-            let (p, t) = (total(&plain_threads), total(&traced_threads));
-            threads.push(format!(
-                "| all host threads | {p:.1} ns | {t:.1} ns | {:.1} ns |",
-                t - p
-            ));
         }
     }
     eprintln!("bench: peak memory while tracing 10 M HSA calls");

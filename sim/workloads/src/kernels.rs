@@ -194,3 +194,56 @@ pub static VECTOR_ADD: KernelDef = KernelDef {
     valu_per_wave: 5,
     salu_per_wave: 4,
 };
+
+/// Three device buffers of 32 floats and one-workgroup `vector_add` launches on them: the
+/// smallest real dispatch, for the workloads that count or lose dispatches rather than compute.
+/// Selects device 0 and registers nothing (call `program::register(&[&VECTOR_ADD])` first).
+pub struct TinyVectorAdd {
+    buffers: [*mut c_void; 3],
+}
+
+impl TinyVectorAdd {
+    const ITEMS: usize = 32;
+
+    /// `hipSetDevice(0)` and three `hipMalloc`s (exits on failure, as every workload call does).
+    pub fn new() -> TinyVectorAdd {
+        let hip = hip();
+        // SAFETY: plain call.
+        crate::loader::check("hipSetDevice", unsafe { (hip.set_device)(0) });
+        let mut buffers = [std::ptr::null_mut(); 3];
+        for p in &mut buffers {
+            // SAFETY: valid out-pointer.
+            crate::loader::check("hipMalloc", unsafe {
+                (hip.malloc)(p, Self::ITEMS * size_of::<f32>())
+            });
+        }
+        TinyVectorAdd { buffers }
+    }
+
+    /// One `vector_add<<<1, 32>>>` launch (not waited for).
+    pub fn launch(&self) {
+        let [a, b, c] = self.buffers;
+        launch(Dim3::x(1), Dim3::x(Self::ITEMS as u32), || {
+            vector_add(
+                a.cast_const().cast(),
+                b.cast_const().cast(),
+                c.cast(),
+                Self::ITEMS as u64,
+            )
+        });
+    }
+
+    /// Frees the buffers.
+    pub fn free(self) {
+        for p in self.buffers {
+            // SAFETY: allocated in `new`.
+            crate::loader::check("hipFree", unsafe { (hip().free)(p) });
+        }
+    }
+}
+
+impl Default for TinyVectorAdd {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -3,45 +3,24 @@
 //! last line printed is `calls=<N> ns=<duration of launches + synchronize in ns>
 //! cpu_ns=<CPU time of all threads of the process>`.
 
-use std::ffi::c_void;
-
-use sim_workloads::kernels::{self, Dim3, VECTOR_ADD};
+use sim_workloads::kernels::{TinyVectorAdd, VECTOR_ADD};
 use sim_workloads::loader::{check, hip, load_runtimes};
 
 fn main() {
     let n: u64 = sim_workloads::arg_or(1, 10_000);
     load_runtimes();
     sim_workloads::program::register(&[&VECTOR_ADD]);
-    let hip = hip();
-    // SAFETY: plain call.
-    check("hipSetDevice", unsafe { (hip.set_device)(0) });
-    let items = 32usize;
-    let bytes = items * size_of::<f32>();
-    let mut d: [*mut c_void; 3] = [std::ptr::null_mut(); 3];
-    for p in &mut d {
-        // SAFETY: valid out-pointer.
-        check("hipMalloc", unsafe { (hip.malloc)(p, bytes) });
-    }
+    let kernel = TinyVectorAdd::new();
     let start = std::time::Instant::now();
     for _ in 0..n {
-        kernels::launch(Dim3::x(1), Dim3::x(items as u32), || {
-            kernels::vector_add(
-                d[0].cast_const().cast(),
-                d[1].cast_const().cast(),
-                d[2].cast(),
-                items as u64,
-            )
-        });
+        kernel.launch();
     }
     // SAFETY: plain call.
     check("hipDeviceSynchronize", unsafe {
-        (hip.device_synchronize)()
+        (hip().device_synchronize)()
     });
     let ns = start.elapsed().as_nanos();
-    for p in d {
-        // SAFETY: allocated above.
-        check("hipFree", unsafe { (hip.free)(p) });
-    }
+    kernel.free();
     // CPU time of the whole process (every thread: the runtime's and a profiler's included).
     // SAFETY: getrusage writes the zeroed struct it is given.
     let cpu_ns = unsafe {
