@@ -63,9 +63,10 @@ pub fn explain_with(
         || sel.hsa_finalizer
         || sel.kernels
         || sel.copies;
-    let hsa_received = traces
-        .iter()
-        .any(|t| tables_received(t).iter().any(|n| n == "hsa"));
+    // Every table any process received, parsed once.
+    let tables: Vec<String> = traces.iter().flat_map(tables_received).collect();
+    let received = |name: &str| tables.iter().any(|n| n == name);
+    let hsa_received = received("hsa");
     // Known only when the process exited normally (its exit document lists the runtimes mapped).
     let exits: Vec<serde_json::Value> = traces.iter().flat_map(|t| docs(t, "exit")).collect();
     let hsa_never_loaded = !exits.is_empty()
@@ -82,18 +83,11 @@ pub fn explain_with(
         out.push(hsa_not_received(traces, status, &env));
     }
     let wants_hip = sel.hip_runtime || sel.hip_compiler;
-    let hip_received = traces
-        .iter()
-        .any(|t| tables_received(t).iter().any(|n| n.starts_with("hip")));
+    let hip_received = tables.iter().any(|n| n.starts_with("hip"));
     if wants_hip && !hip_received && hsa_received {
         out.push("HIP API tracing was requested but the application never registered a HIP runtime (it does not use HIP, or its libamdhip64 predates tool registration)".into());
     }
-    if sel.markers
-        && !got.markers
-        && !traces
-            .iter()
-            .any(|t| tables_received(t).iter().any(|n| n == "roctx"))
-    {
+    if sel.markers && !got.markers && !received("roctx") {
         out.push("--marker-trace was requested but the application never loaded ROCTx (librocprofiler-sdk-roctx); link the application against it, see Using ROCTx".into());
     }
     for (asked, have, what) in [

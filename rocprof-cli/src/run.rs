@@ -316,16 +316,18 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
         );
     }
     let mut prefixes_used = std::collections::HashSet::new();
+    // Everything but the pid is the same for every process.
+    let mut ctx = Context {
+        pid: 0,
+        ppid: std::process::id(),
+        hostname: hostname(),
+        cwd: cwd.display().to_string(),
+        argv: argv.clone(),
+        launch_date: launch.0.clone(),
+        launch_time: launch.1.clone(),
+    };
     for t in &traces {
-        let ctx = Context {
-            pid: t.pid,
-            ppid: std::process::id(),
-            hostname: hostname(),
-            cwd: cwd.display().to_string(),
-            argv: argv.clone(),
-            launch_date: launch.0.clone(),
-            launch_time: launch.1.clone(),
-        };
+        ctx.pid = t.pid;
         let dir = ctx.expand(opts.output_directory.as_deref().unwrap_or("%cwd%"));
         let file = ctx.expand(opts.output_file.as_deref().unwrap_or("%hostname%/%pid%"));
         let mut prefix = OutputPrefix(Path::new(&dir).join(file));

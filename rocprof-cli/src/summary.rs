@@ -16,13 +16,14 @@ pub fn stats(t: &ProcessTrace) -> Stats {
         s.table(domain)
             .add(&t.operation_name(r.domain, r.operation), r.start, r.end);
     }
+    let symbols = t.symbols_by_id();
     for k in &t.dispatches {
-        let name = t.symbol(k.kernel_id).map_or("", |s| t.string(s.name));
+        let name = symbols.get(&k.kernel_id).map_or("", |s| t.string(s.name));
         s.table("KERNEL_DISPATCH").add(name, k.start, k.end);
     }
     for c in &t.copies {
-        let name = CopyDirection::from_u8(c.direction).map_or("MEMORY_COPY_NONE", |d| d.csv_name());
-        s.table("MEMORY_COPY").add(name, c.start, c.end);
+        s.table("MEMORY_COPY")
+            .add(CopyDirection::label(c.direction), c.start, c.end);
     }
     for m in &t.markers {
         s.table("MARKER_API")

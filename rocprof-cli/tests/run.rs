@@ -43,16 +43,7 @@ impl Run {
         let path = self.file(name);
         let mut r = csv::Reader::from_path(&path)
             .unwrap_or_else(|e| panic!("{}: {e}\n{}", path.display(), self.stderr()));
-        let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
-        r.records()
-            .map(|rec| {
-                header
-                    .iter()
-                    .cloned()
-                    .zip(rec.unwrap().iter().map(String::from))
-                    .collect()
-            })
-            .collect()
+        r.deserialize().map(Result::unwrap).collect()
     }
 }
 

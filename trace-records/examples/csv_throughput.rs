@@ -87,5 +87,9 @@ fn main() {
         rate(csv_ns),
         bytes >> 20
     );
+    println!(
+        "log read + csv write : {:>8.2} M rows/s",
+        rate(read_ns + csv_ns)
+    );
     println!("rows={n} write_ns={write_ns} read_ns={read_ns} csv_ns={csv_ns}");
 }

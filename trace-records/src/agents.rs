@@ -103,24 +103,35 @@ pub enum AgentIndex {
 #[derive(Debug, Clone, Default)]
 pub struct AgentLabels {
     agents: Vec<AgentInfo>,
-    index: AgentIndex,
+    /// Each known agent's label, by driver node id (formatted once, not per row).
+    labels: std::collections::HashMap<u32, String>,
 }
 
 impl AgentLabels {
     /// Labels for `agents` in the `index` style.
     pub fn new(agents: Vec<AgentInfo>, index: AgentIndex) -> Self {
-        Self { agents, index }
+        let labels = agents
+            .iter()
+            .map(|a| {
+                let label = match index {
+                    AgentIndex::Relative => format!("Agent {}", a.logical_node_id),
+                    AgentIndex::Absolute => format!("Agent {}", a.node_id),
+                    AgentIndex::TypeRelative => {
+                        format!("{} {}", a.agent_type, a.logical_node_type_id)
+                    }
+                };
+                (a.node_id, label)
+            })
+            .rev() // the first agent of a node id wins, as a search from the front would
+            .collect();
+        Self { agents, labels }
     }
 
     /// The label of the agent with driver node id `node_id` (`Agent <node_id>` if unknown).
-    pub fn label(&self, node_id: u32) -> String {
-        let Some(a) = self.agents.iter().find(|a| a.node_id == node_id) else {
-            return format!("Agent {node_id}");
-        };
-        match self.index {
-            AgentIndex::Relative => format!("Agent {}", a.logical_node_id),
-            AgentIndex::Absolute => format!("Agent {}", a.node_id),
-            AgentIndex::TypeRelative => format!("{} {}", a.agent_type, a.logical_node_type_id),
+    pub fn label(&self, node_id: u32) -> std::borrow::Cow<'_, str> {
+        match self.labels.get(&node_id) {
+            Some(label) => label.as_str().into(),
+            None => format!("Agent {node_id}").into(),
         }
     }
 

@@ -202,23 +202,19 @@ impl OutputPrefix {
     }
 }
 
-fn create(path: &Path) -> Result<io::BufWriter<std::fs::File>, Error> {
-    let io_err = |e| Error::Io {
-        path: path.to_owned(),
-        source: e,
-    };
+/// Writes `body` into a new file at `path` (creating its directory).
+pub(crate) fn write_whole(
+    path: &Path,
+    body: impl FnOnce(&mut Out) -> io::Result<()>,
+) -> Result<(), Error> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(io_err)?;
+        std::fs::create_dir_all(dir).map_err(Error::io(path))?;
     }
-    let file = std::fs::File::create(path).map_err(io_err)?;
-    Ok(io::BufWriter::with_capacity(1 << 20, file))
-}
-
-fn finish(path: &Path, mut out: io::BufWriter<std::fs::File>) -> Result<(), Error> {
-    out.flush().map_err(|e| Error::Io {
-        path: path.to_owned(),
-        source: e,
-    })
+    let file = std::fs::File::create(path).map_err(Error::io(path))?;
+    let mut out = io::BufWriter::with_capacity(1 << 20, file);
+    body(&mut out)
+        .and_then(|()| out.flush())
+        .map_err(Error::io(path))
 }
 
 /// Which files to write.
@@ -249,14 +245,10 @@ fn write_file<T>(
     mut row: impl FnMut(&mut Out, &T) -> io::Result<()>,
 ) -> Result<PathBuf, Error> {
     let path = prefix.file(name, "csv");
-    let mut out = create(&path)?;
-    write_header(&mut out, columns)
-        .and_then(|()| items.iter().try_for_each(|item| row(&mut out, item)))
-        .map_err(|e| Error::Io {
-            path: path.clone(),
-            source: e,
-        })?;
-    finish(&path, out)?;
+    write_whole(&path, |out| {
+        write_header(out, columns)?;
+        items.iter().try_for_each(|item| row(out, item))
+    })?;
     Ok(path)
 }
 
@@ -294,12 +286,14 @@ pub fn write_csv(
     let pid = u64::from(trace.pid);
 
     if !labels.agents().is_empty() {
+        let mut agents: Vec<&AgentInfo> = labels.agents().iter().collect();
+        agents.sort_by_key(|a| a.node_id);
         written.push(write_file(
             prefix,
             "agent_info",
             &AGENT_COLUMNS,
-            &[()],
-            |out, ()| write_agents(out, labels.agents()),
+            &agents,
+            |out, a| write_agent(out, a),
         )?);
     }
 
@@ -322,34 +316,48 @@ pub fn write_csv(
             ][..],
         ),
     ] {
-        let mut rows: Vec<&ApiRecord> = trace
-            .api
-            .iter()
-            .filter(|r| ApiDomain::from_u8(r.domain).is_some_and(|d| domains.contains(&d)))
-            .collect();
-        if !enabled || rows.is_empty() {
+        if !enabled {
             continue;
         }
-        rows.sort_by_key(|r| (r.start, r.correlation_id));
-        let stat = stats.table(label);
-        written.push(write_file(prefix, name, &API_COLUMNS, &rows, |out, r| {
-            let domain = ApiDomain::from_u8(r.domain).expect("filtered above");
-            let function = trace.operation_name(r.domain, r.operation);
-            stat.add(&function, r.start, r.end);
-            api_row(
-                out,
-                domain.csv_name(),
-                &function,
-                pid,
-                (r.thread_id, r.correlation_id, r.start, r.end),
-            )
-        })?);
+        let mut rows: Vec<(ApiDomain, &ApiRecord)> = trace
+            .api
+            .iter()
+            .filter_map(|r| {
+                ApiDomain::from_u8(r.domain)
+                    .filter(|d| domains.contains(d))
+                    .map(|d| (d, r))
+            })
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        rows.sort_by_key(|(_, r)| (r.start, r.correlation_id));
+        let mut stat = select.stats.then(|| stats.table(label));
+        written.push(write_file(
+            prefix,
+            name,
+            &API_COLUMNS,
+            &rows,
+            |out, (domain, r)| {
+                let function = trace.operation_name(r.domain, r.operation);
+                if let Some(s) = stat.as_mut() {
+                    s.add(&function, r.start, r.end);
+                }
+                api_row(
+                    out,
+                    domain.csv_name(),
+                    &function,
+                    pid,
+                    (r.thread_id, r.correlation_id, r.start, r.end),
+                )
+            },
+        )?);
     }
 
     if select.markers && !trace.markers.is_empty() {
         let mut rows: Vec<&MarkerRecord> = trace.markers.iter().collect();
         rows.sort_by_key(|r| (r.start, r.correlation_id));
-        let stat = stats.table("MARKER_API");
+        let mut stat = select.stats.then(|| stats.table("MARKER_API"));
         written.push(write_file(
             prefix,
             "marker_api_trace",
@@ -357,7 +365,9 @@ pub fn write_csv(
             &rows,
             |out, r| {
                 let message = trace.string(r.message);
-                stat.add(message, r.start, r.end);
+                if let Some(s) = stat.as_mut() {
+                    s.add(message, r.start, r.end);
+                }
                 let domain = ApiDomain::MarkerCore.csv_name();
                 api_row(
                     out,
@@ -373,21 +383,24 @@ pub fn write_csv(
     if select.kernels && !trace.dispatches.is_empty() {
         let mut rows: Vec<&KernelDispatchRecord> = trace.dispatches.iter().collect();
         rows.sort_by_key(|r| (r.start, r.dispatch_id));
-        let stat = stats.table("KERNEL_DISPATCH");
+        let mut stat = select.stats.then(|| stats.table("KERNEL_DISPATCH"));
+        let symbols = trace.symbols_by_id();
         written.push(write_file(
             prefix,
             "kernel_trace",
             &KERNEL_COLUMNS,
             &rows,
             |out, r| {
-                let symbol = trace.symbol(r.kernel_id);
+                let symbol = symbols.get(&r.kernel_id).copied();
                 let name = symbol.map_or("", |s| trace.string(s.name));
                 let agent = labels.label(r.agent_node_id);
                 let lds = symbol.map_or(0, |s| u64::from(s.group_segment_size).div_ceil(512) * 512);
                 let of = |f: fn(&KernelSymbolRecord) -> u32| {
                     Cell::Int(symbol.map_or(0, |s| f(s).into()))
                 };
-                stat.add(name, r.start, r.end);
+                if let Some(s) = stat.as_mut() {
+                    s.add(name, r.start, r.end);
+                }
                 write_row(
                     out,
                     &[
@@ -422,17 +435,18 @@ pub fn write_csv(
     if select.copies && !trace.copies.is_empty() {
         let mut rows: Vec<&MemoryCopyRecord> = trace.copies.iter().collect();
         rows.sort_by_key(|r| (r.start, r.correlation_id));
-        let stat = stats.table("MEMORY_COPY");
+        let mut stat = select.stats.then(|| stats.table("MEMORY_COPY"));
         written.push(write_file(
             prefix,
             "memory_copy_trace",
             &COPY_COLUMNS,
             &rows,
             |out, r| {
-                let direction = CopyDirection::from_u8(r.direction)
-                    .map_or("MEMORY_COPY_NONE", |d| d.csv_name());
+                let direction = CopyDirection::label(r.direction);
                 let (src, dst) = (labels.label(r.src_node_id), labels.label(r.dst_node_id));
-                stat.add(direction, r.start, r.end);
+                if let Some(s) = stat.as_mut() {
+                    s.add(direction, r.start, r.end);
+                }
                 write_row(
                     out,
                     &[
@@ -456,69 +470,64 @@ pub fn write_csv(
     Ok(written)
 }
 
-fn write_agents(out: &mut impl Write, agents: &[AgentInfo]) -> io::Result<()> {
-    let mut sorted: Vec<&AgentInfo> = agents.iter().collect();
-    sorted.sort_by_key(|a| a.node_id);
-    for a in sorted {
-        let n = |v: u32| Cell::Int(v.into());
-        write_row(
-            out,
-            &[
-                n(a.node_id),
-                n(a.logical_node_id),
-                Cell::Str(&a.agent_type),
-                n(a.cpu_cores_count),
-                n(a.simd_count),
-                n(a.cpu_core_id_base),
-                n(a.simd_id_base),
-                n(a.max_waves_per_simd),
-                n(a.lds_size_in_kb),
-                n(a.gds_size_in_kb),
-                n(a.num_gws),
-                n(a.wave_front_size),
-                n(a.num_xcc),
-                n(a.cu_count),
-                n(a.array_count),
-                n(a.num_shader_banks),
-                n(a.simd_arrays_per_engine),
-                n(a.cu_per_simd_array),
-                n(a.simd_per_cu),
-                n(a.max_slots_scratch_cu),
-                n(a.gfx_target_version),
-                n(a.vendor_id),
-                n(a.device_id),
-                n(a.location_id),
-                n(a.domain),
-                n(a.drm_render_minor),
-                n(a.num_sdma_engines),
-                n(a.num_sdma_xgmi_engines),
-                n(a.num_sdma_queues_per_engine),
-                n(a.num_cp_queues),
-                n(a.max_engine_clk_ccompute),
-                n(a.max_engine_clk_fcompute),
-                n(a.sdma_fw_version),
-                n(a.fw_version),
-                n(a.capability),
-                n(a.cu_per_engine),
-                n(a.max_waves_per_cu),
-                n(a.family_id),
-                n(a.workgroup_max_size),
-                n(a.grid_max_size),
-                Cell::Int(a.local_mem_size),
-                Cell::Int(a.hive_id),
-                Cell::Int(a.gpu_id),
-                n(a.workgroup_max_dim[0]),
-                n(a.workgroup_max_dim[1]),
-                n(a.workgroup_max_dim[2]),
-                n(a.grid_max_dim[0]),
-                n(a.grid_max_dim[1]),
-                n(a.grid_max_dim[2]),
-                Cell::Str(&a.name),
-                Cell::Str(&a.vendor_name),
-                Cell::Str(&a.product_name),
-                Cell::Str(&a.model_name),
-            ],
-        )?;
-    }
-    Ok(())
+fn write_agent(out: &mut impl Write, a: &AgentInfo) -> io::Result<()> {
+    let n = |v: u32| Cell::Int(v.into());
+    write_row(
+        out,
+        &[
+            n(a.node_id),
+            n(a.logical_node_id),
+            Cell::Str(&a.agent_type),
+            n(a.cpu_cores_count),
+            n(a.simd_count),
+            n(a.cpu_core_id_base),
+            n(a.simd_id_base),
+            n(a.max_waves_per_simd),
+            n(a.lds_size_in_kb),
+            n(a.gds_size_in_kb),
+            n(a.num_gws),
+            n(a.wave_front_size),
+            n(a.num_xcc),
+            n(a.cu_count),
+            n(a.array_count),
+            n(a.num_shader_banks),
+            n(a.simd_arrays_per_engine),
+            n(a.cu_per_simd_array),
+            n(a.simd_per_cu),
+            n(a.max_slots_scratch_cu),
+            n(a.gfx_target_version),
+            n(a.vendor_id),
+            n(a.device_id),
+            n(a.location_id),
+            n(a.domain),
+            n(a.drm_render_minor),
+            n(a.num_sdma_engines),
+            n(a.num_sdma_xgmi_engines),
+            n(a.num_sdma_queues_per_engine),
+            n(a.num_cp_queues),
+            n(a.max_engine_clk_ccompute),
+            n(a.max_engine_clk_fcompute),
+            n(a.sdma_fw_version),
+            n(a.fw_version),
+            n(a.capability),
+            n(a.cu_per_engine),
+            n(a.max_waves_per_cu),
+            n(a.family_id),
+            n(a.workgroup_max_size),
+            n(a.grid_max_size),
+            Cell::Int(a.local_mem_size),
+            Cell::Int(a.hive_id),
+            Cell::Int(a.gpu_id),
+            n(a.workgroup_max_dim[0]),
+            n(a.workgroup_max_dim[1]),
+            n(a.workgroup_max_dim[2]),
+            n(a.grid_max_dim[0]),
+            n(a.grid_max_dim[1]),
+            n(a.grid_max_dim[2]),
+            Cell::Str(&a.name),
+            Cell::Str(&a.vendor_name),
+            Cell::Str(&a.product_name),
+            Cell::Str(&a.model_name),
+        ],
+    )
 }

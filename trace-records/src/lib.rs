@@ -38,3 +38,13 @@ pub enum Error {
         source: log::LogError,
     },
 }
+
+impl Error {
+    /// Maps an I/O error on `path` to [`Error::Io`].
+    pub(crate) fn io(path: &std::path::Path) -> impl Fn(std::io::Error) -> Error + '_ {
+        move |source| Error::Io {
+            path: path.to_owned(),
+            source,
+        }
+    }
+}

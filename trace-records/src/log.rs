@@ -67,18 +67,17 @@ pub struct ChunkBuffer {
 
 impl Default for ChunkBuffer {
     fn default() -> Self {
-        Self::with_vec(Vec::with_capacity(CHUNK_CAPACITY))
+        Self::with_vec(Vec::new())
     }
 }
 
 impl ChunkBuffer {
-    /// Reuses `bytes` (cleared) as the buffer.
+    /// Reuses `bytes` (cleared) as the buffer, with room for a whole chunk so that filling it
+    /// never reallocates.
     pub fn with_vec(mut bytes: Vec<u8>) -> Self {
         bytes.clear();
-        let want = CHUNK_HEADER_LEN + CHUNK_CAPACITY;
-        if bytes.capacity() < want {
-            bytes.reserve_exact(want - bytes.capacity());
-        }
+        // `reserve_exact` counts from the length, which is 0 now.
+        bytes.reserve_exact(CHUNK_HEADER_LEN + CHUNK_CAPACITY);
         bytes.extend_from_slice(&[0; CHUNK_HEADER_LEN]);
         Self { bytes, entries: 0 }
     }

@@ -188,6 +188,11 @@ impl CopyDirection {
         .find(|d| *d as u8 == v)
     }
 
+    /// The `Direction` column value of a stored byte (`MEMORY_COPY_NONE` if unknown).
+    pub fn label(v: u8) -> &'static str {
+        Self::from_u8(v).map_or("MEMORY_COPY_NONE", Self::csv_name)
+    }
+
     /// The `Direction` column value.
     pub fn csv_name(self) -> &'static str {
         match self {

@@ -213,7 +213,7 @@ pub fn write_stats(prefix: &OutputPrefix, stats: &Stats) -> Result<Vec<PathBuf>,
             continue;
         }
         let path = prefix.file(&stats_file_name(domain), "csv");
-        write_file(&path, |out| {
+        crate::csv::write_whole(&path, |out| {
             write_table(out, table.sorted().into_iter().map(|(n, a)| (n, *a)))
         })?;
         written.push(path);
@@ -222,25 +222,10 @@ pub fn write_stats(prefix: &OutputPrefix, stats: &Stats) -> Result<Vec<PathBuf>,
     if !domains.is_empty() {
         domains.sort_by_key(|d| std::cmp::Reverse(d.1.total));
         let path = prefix.file("domain_stats", "csv");
-        write_file(&path, |out| write_table(out, domains))?;
+        crate::csv::write_whole(&path, |out| write_table(out, domains))?;
         written.push(path);
     }
     Ok(written)
-}
-
-fn write_file(
-    path: &std::path::Path,
-    body: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
-) -> Result<(), Error> {
-    let io = |e| Error::Io {
-        path: path.to_owned(),
-        source: e,
-    };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(io)?;
-    }
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
-    body(&mut out).and_then(|()| out.flush()).map_err(io)
 }
 
 #[cfg(test)]

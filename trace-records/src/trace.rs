@@ -48,10 +48,7 @@ impl ProcessTrace {
 
     /// Reads and decodes the log at `path`.
     pub fn read(path: &std::path::Path) -> Result<Self, crate::Error> {
-        let bytes = std::fs::read(path).map_err(|e| crate::Error::Io {
-            path: path.to_owned(),
-            source: e,
-        })?;
+        let bytes = std::fs::read(path).map_err(crate::Error::io(path))?;
         Self::from_bytes(&bytes).map_err(|e| crate::Error::Log {
             path: path.to_owned(),
             source: e,
@@ -102,8 +99,17 @@ impl ProcessTrace {
         }
     }
 
-    /// The kernel symbol of `kernel_id`.
+    /// The kernel symbol of `kernel_id` (the first one the log defined).
     pub fn symbol(&self, kernel_id: u64) -> Option<&KernelSymbolRecord> {
         self.symbols.iter().find(|s| s.kernel_id == kernel_id)
+    }
+
+    /// Every kernel symbol by id (the first one the log defined), for lookups per dispatch.
+    pub fn symbols_by_id(&self) -> HashMap<u64, &KernelSymbolRecord> {
+        let mut map = HashMap::with_capacity(self.symbols.len());
+        for s in &self.symbols {
+            map.entry(s.kernel_id).or_insert(s);
+        }
+        map
     }
 }

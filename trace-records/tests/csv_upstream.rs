@@ -18,16 +18,7 @@ fn sample(name: &str) -> PathBuf {
 fn rows(name: &str) -> (Vec<String>, Vec<HashMap<String, String>>) {
     let mut r = ::csv::Reader::from_path(sample(name)).unwrap();
     let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
-    let rows = r
-        .records()
-        .map(|rec| {
-            header
-                .iter()
-                .cloned()
-                .zip(rec.unwrap().iter().map(String::from))
-                .collect()
-        })
-        .collect();
+    let rows = r.deserialize().map(Result::unwrap).collect();
     (header, rows)
 }
 

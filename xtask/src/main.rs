@@ -80,6 +80,61 @@ fn cargo() -> Command {
     c
 }
 
+/// Whether `valgrind` can be run.
+fn has_valgrind() -> bool {
+    Command::new("valgrind").arg("--version").output().is_ok()
+}
+
+/// `exe args…` against the staged simulator, or with `traced = Some((option, out_dir))` the
+/// same under `rocprof --sim <option> -d <out_dir> --`.
+fn workload(
+    bin: &Path,
+    exe: impl AsRef<std::ffi::OsStr>,
+    args: &[&str],
+    traced: Option<(&str, &Path)>,
+) -> Command {
+    match traced {
+        Some((option, out_dir)) => {
+            let mut c = Command::new(bin.join("rocprof"));
+            c.args(["--sim", option, "-d"])
+                .arg(out_dir)
+                .arg("--")
+                .arg(exe)
+                .args(args);
+            c
+        }
+        None => {
+            let mut c = Command::new(exe);
+            c.args(args)
+                .env("LD_LIBRARY_PATH", bin.join("sim").join("lib"));
+            c
+        }
+    }
+}
+
+/// The standard output of `cargo run --release` of an example (which must succeed).
+fn example_output(package: &str, example: &str) -> Result<String> {
+    let out = cargo()
+        .args([
+            "run",
+            "--release",
+            "-q",
+            "-p",
+            package,
+            "--example",
+            example,
+        ])
+        .output()?;
+    if !out.status.success() {
+        bail!(
+            "example {example} of {package} failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 fn run(cmd: &mut Command) -> Result<()> {
     let status = cmd
         .status()
@@ -167,7 +222,7 @@ fn test() -> Result<()> {
 /// Scenarios where the thunk's record size differs from the layout in use, run under valgrind:
 /// the node must be refused and no byte outside the read's own storage touched.
 fn valgrind(bin: &Path) -> Result<()> {
-    if Command::new("valgrind").arg("--version").output().is_err() {
+    if !has_valgrind() {
         bail!(
             "valgrind is not installed (apt-get install valgrind); it checks that a mismatched thunk corrupts no memory"
         );
@@ -291,39 +346,29 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn bench() -> Result<()> {
     run(cargo().args(["build", "--release", "--workspace"]))?;
     let bin = stage(&target_dir().join("release"))?;
-    let lib = bin.join("sim").join("lib");
     let out_dir = std::env::temp_dir().join(format!("rocprof-bench-{}", std::process::id()));
     let mut rows = Vec::new();
     let mut threads = Vec::new();
     // Dispatch timing on a 2-core VM is bimodal (whether the runtime's threads keep pace with
     // the simulated GPU), so its median needs more rounds.
-    for (workload, option, iterations, rounds) in [
+    for (name, option, iterations, rounds) in [
         ("hsa-rate", "--hsa-trace", "2000000", 5),
         ("hip-rate", "--hip-trace", "2000000", 5),
         ("dispatch-rate", "--kernel-trace", "20000", 11),
     ] {
-        let exe = bin.join(workload);
+        let exe = bin.join(name);
         if !exe.exists() {
-            eprintln!("bench: {workload} is not built; skipped");
+            eprintln!("bench: {name} is not built; skipped");
             continue;
         }
         let calls: f64 = iterations.parse()?;
         let (mut plain, mut traced) = (Samples::default(), Samples::default());
         for round in 0..rounds {
-            eprintln!("bench: {workload} round {}/{rounds}", round + 1);
-            let out = Command::new(&exe)
-                .arg(iterations)
-                .env("LD_LIBRARY_PATH", &lib)
-                .output()?;
-            plain.add(&out, workload, calls)?;
-            let out = Command::new(bin.join("rocprof"))
-                .args(["--sim", option, "-d"])
-                .arg(&out_dir)
-                .arg("--")
-                .arg(&exe)
-                .arg(iterations)
-                .output()?;
-            traced.add(&out, workload, calls)?;
+            eprintln!("bench: {name} round {}/{rounds}", round + 1);
+            let out = workload(&bin, &exe, &[iterations], None).output()?;
+            plain.add(&out, name, calls)?;
+            let out = workload(&bin, &exe, &[iterations], Some((option, &out_dir))).output()?;
+            traced.add(&out, name, calls)?;
         }
         let row = |label: String, p: f64, t: f64| {
             format!(
@@ -333,13 +378,13 @@ fn bench() -> Result<()> {
             )
         };
         rows.push(row(
-            format!("{workload} {option}"),
+            format!("{name} {option}"),
             median(plain.wall),
             median(traced.wall),
         ));
         if !plain.cpu.is_empty() && !traced.cpu.is_empty() {
             rows.push(row(
-                format!("{workload} {option}, CPU time of all threads"),
+                format!("{name} {option}, CPU time of all threads"),
                 median(plain.cpu),
                 median(traced.cpu),
             ));
@@ -370,21 +415,13 @@ fn bench() -> Result<()> {
     }
     eprintln!("bench: peak memory while tracing 10 M HSA calls");
     let rss = |traced: bool| -> Result<String> {
-        let exe = bin.join("hsa-rate");
-        let out = if traced {
-            Command::new(bin.join("rocprof"))
-                .args(["--sim", "--hsa-trace", "-d"])
-                .arg(&out_dir)
-                .arg("--")
-                .arg(&exe)
-                .arg("10000000")
-                .output()?
-        } else {
-            Command::new(&exe)
-                .arg("10000000")
-                .env("LD_LIBRARY_PATH", &lib)
-                .output()?
-        };
+        let out = workload(
+            &bin,
+            bin.join("hsa-rate"),
+            &["10000000"],
+            traced.then_some(("--hsa-trace", out_dir.as_path())),
+        )
+        .output()?;
         let text = String::from_utf8_lossy(&out.stdout);
         Ok(text
             .lines()
@@ -403,32 +440,10 @@ fn bench() -> Result<()> {
     );
     let _ = std::fs::remove_dir_all(&out_dir);
     eprintln!("bench: log-to-CSV throughput");
-    let out = cargo()
-        .args([
-            "run",
-            "--release",
-            "-q",
-            "-p",
-            "trace-records",
-            "--example",
-            "csv_throughput",
-        ])
-        .output()?;
-    let csv = String::from_utf8_lossy(&out.stdout);
+    let csv = example_output("trace-records", "csv_throughput")?;
     eprintln!("bench: cost of a host timestamp");
-    let out = cargo()
-        .args([
-            "run",
-            "--release",
-            "-q",
-            "-p",
-            "hsa-intercept",
-            "--example",
-            "clock_cost",
-        ])
-        .output()?;
-    let clock = String::from_utf8_lossy(&out.stdout);
-    let instructions = callgrind_per_call(&bin, &lib)?;
+    let clock = example_output("hsa-intercept", "clock_cost")?;
+    let instructions = callgrind_per_call(&bin)?;
     println!("| loop (calls) | untraced / call | traced / call | added / call | ratio |");
     println!("|---|---|---|---|---|");
     for r in rows {
@@ -460,8 +475,8 @@ fn bench() -> Result<()> {
 /// Instructions per `hsa-rate` call under callgrind, untraced and traced with `--hsa-trace`:
 /// the difference between a 200 000- and a 100 000-call run, so start-up cancels out. `None`
 /// when valgrind is not installed.
-fn callgrind_per_call(bin: &Path, lib: &Path) -> Result<Option<String>> {
-    if Command::new("valgrind").arg("--version").output().is_err() {
+fn callgrind_per_call(bin: &Path) -> Result<Option<String>> {
+    if !has_valgrind() {
         eprintln!("bench: valgrind is not installed; instruction counts skipped");
         return Ok(None);
     }
@@ -470,26 +485,17 @@ fn callgrind_per_call(bin: &Path, lib: &Path) -> Result<Option<String>> {
     std::fs::create_dir_all(&dir)?;
     let total = |traced: bool, calls: u32| -> Result<u64> {
         let profile = dir.join(format!("callgrind.{traced}.{calls}"));
-        let mut valgrind = vec![
-            "valgrind".into(),
-            "--tool=callgrind".into(),
-            format!("--callgrind-out-file={}", profile.display()),
-            bin.join("hsa-rate").display().to_string(),
-            calls.to_string(),
-        ];
-        let mut command = if traced {
-            let mut c = Command::new(bin.join("rocprof"));
-            c.args(["--sim", "--hsa-trace", "-d"])
-                .arg(dir.join("out"))
-                .arg("--");
-            c.args(&valgrind);
-            c
-        } else {
-            let mut c = Command::new(valgrind.remove(0));
-            c.args(&valgrind).env("LD_LIBRARY_PATH", lib);
-            c
-        };
-        let out = command.output()?;
+        let out_file = format!("--callgrind-out-file={}", profile.display());
+        let exe = bin.join("hsa-rate").display().to_string();
+        let calls = calls.to_string();
+        let out_dir = dir.join("out");
+        let out = workload(
+            bin,
+            "valgrind",
+            &["--tool=callgrind", &out_file, &exe, &calls],
+            traced.then_some(("--hsa-trace", out_dir.as_path())),
+        )
+        .output()?;
         if !out.status.success() {
             bail!(
                 "callgrind run failed: {}",
