@@ -215,6 +215,16 @@ fn hostname() -> String {
         .unwrap_or_else(|_| "localhost".into())
 }
 
+/// `first`, then the current value of the colon-separated list in `var` (if any).
+pub(crate) fn prepended(var: &str, first: OsString) -> OsString {
+    let mut list = first;
+    if let Some(old) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+        list.push(":");
+        list.push(old);
+    }
+    list
+}
+
 /// Runs the application and writes the outputs.
 pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
     opts.validate()?;
@@ -244,12 +254,7 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
 
     let mut cmd = std::process::Command::new(&app[0]);
     cmd.args(&app[1..]);
-    let mut preload = tool.into_os_string();
-    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
-        preload.push(":");
-        preload.push(old);
-    }
-    cmd.env("LD_PRELOAD", preload)
+    cmd.env("LD_PRELOAD", prepended("LD_PRELOAD", tool.into_os_string()))
         .env("ROCPROF_RECORD_DIR", &record_dir);
     for (k, v) in opts.env() {
         cmd.env(k, v);

@@ -40,11 +40,7 @@ pub fn enter() -> Result<()> {
             dir.display()
         );
     }
-    let mut path = lib.into_os_string();
-    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH").filter(|v| !v.is_empty()) {
-        path.push(":");
-        path.push(old);
-    }
+    let path = crate::run::prepended("LD_LIBRARY_PATH", lib.into_os_string());
     let mut cmd = std::process::Command::new(std::env::current_exe()?);
     cmd.args(std::env::args_os().skip(1))
         .env(ACTIVE, "1")

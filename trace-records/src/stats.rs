@@ -35,15 +35,29 @@ pub struct Acc {
 impl Acc {
     /// Adds one duration.
     pub fn add(&mut self, ns: u64) {
+        self.merge(&Acc {
+            calls: 1,
+            total: u128::from(ns),
+            min: ns,
+            max: ns,
+            sum_sq: (ns as f64) * (ns as f64),
+        });
+    }
+
+    /// Adds everything `other` accumulated.
+    pub fn merge(&mut self, other: &Acc) {
+        if other.calls == 0 {
+            return;
+        }
         self.min = if self.calls == 0 {
-            ns
+            other.min
         } else {
-            self.min.min(ns)
+            self.min.min(other.min)
         };
-        self.max = self.max.max(ns);
-        self.calls += 1;
-        self.total += u128::from(ns);
-        self.sum_sq += (ns as f64) * (ns as f64);
+        self.max = self.max.max(other.max);
+        self.calls += other.calls;
+        self.total += other.total;
+        self.sum_sq += other.sum_sq;
     }
 
     /// Mean, ns.
@@ -97,15 +111,7 @@ impl StatTable {
     pub fn totals(&self) -> Acc {
         let mut t = Acc::default();
         for acc in self.rows.values() {
-            t.min = if t.calls == 0 {
-                acc.min
-            } else {
-                t.min.min(acc.min)
-            };
-            t.max = t.max.max(acc.max);
-            t.calls += acc.calls;
-            t.total += acc.total;
-            t.sum_sq += acc.sum_sq;
+            t.merge(acc);
         }
         t
     }
