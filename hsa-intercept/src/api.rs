@@ -69,10 +69,7 @@ fn with_stack<R>(f: impl FnOnce(&mut CallStack) -> R) -> Option<R> {
 }
 
 /// The host timeline of every record: `CLOCK_MONOTONIC` nanoseconds (see [`crate::clock`]).
-#[inline]
-pub fn now_ns() -> u64 {
-    crate::clock::now_ns()
-}
+pub use crate::clock::now_ns;
 
 /// The calling thread's OS id (cached).
 #[inline]
@@ -106,8 +103,8 @@ pub struct ApiTracer;
 
 impl Hooks for ApiTracer {
     #[inline]
-    fn enter(&self, tag: u32) {
-        let _ = on_enter(tag);
+    fn enter(&self, _tag: u32) {
+        let _ = on_enter();
     }
 
     #[inline]
@@ -123,24 +120,21 @@ impl Hooks for ApiTracer {
 /// The tracer's work before a wrapped call (called directly by the trampoline). Returns this
 /// thread's call state for [`on_exit`] (null if the thread has none).
 #[inline]
-pub(crate) fn on_enter(_tag: u32) -> *mut c_void {
+pub(crate) fn on_enter() -> *mut c_void {
     let start = now_ns();
-    STACK
-        .try_with(|cell| {
-            // SAFETY: as in `with_stack`: thread-local, and nothing here nests.
-            let s = unsafe { &mut *cell.get() };
-            let correlation = if s.depth == 0 {
-                s.new_id()
-            } else {
-                s.frames[0].0
-            };
-            if s.depth < MAX_DEPTH {
-                s.frames[s.depth] = (correlation, start);
-            }
-            s.depth += 1;
-            cell.get().cast::<c_void>()
-        })
-        .unwrap_or(std::ptr::null_mut())
+    with_stack(|s| {
+        let correlation = if s.depth == 0 {
+            s.new_id()
+        } else {
+            s.frames[0].0
+        };
+        if s.depth < MAX_DEPTH {
+            s.frames[s.depth] = (correlation, start);
+        }
+        s.depth += 1;
+        std::ptr::from_mut(s).cast::<c_void>()
+    })
+    .unwrap_or(std::ptr::null_mut())
 }
 
 /// The tracer's work after a wrapped call: one [`ApiRecord`]. `state` is what [`on_enter`]

@@ -47,41 +47,36 @@ pub fn direction(src_gpu: bool, dst_gpu: bool) -> CopyDirection {
 /// entries read before anything was wrapped.
 pub unsafe fn install(amd_ext: *mut u8, fns: Fns) {
     let table = &crate::tables::AMD_EXT;
-    // SAFETY: the caller's table.
-    if let Some(p) = unsafe { entry(table, amd_ext, "hsa_amd_memory_async_copy_on_engine") } {
-        // SAFETY: the entry has this C signature.
-        let _ = ON_ENGINE.set(unsafe { std::mem::transmute::<*const c_void, OnEngineFn>(p) });
-    }
     // SAFETY: the runtime's own function.
     unsafe { (fns.async_copy_enable)(true) };
     set_fns(fns);
-    for (name, wrapper) in [
-        ("hsa_amd_memory_async_copy", async_copy as *const c_void),
-        (
+    // SAFETY: the caller's table, not yet in use; the wrapper has the entry's signature.
+    let _ = unsafe {
+        replace_entry(
+            table,
+            amd_ext,
+            "hsa_amd_memory_async_copy",
+            async_copy as *const c_void,
+        )
+    };
+    // SAFETY: as above.
+    let on_engine = unsafe {
+        replace_entry(
+            table,
+            amd_ext,
             "hsa_amd_memory_async_copy_on_engine",
             async_copy_on_engine as *const c_void,
-        ),
-    ] {
-        let k = table.operation(name).expect("known entry") as usize;
-        // SAFETY: the caller's table; `entry` above checked the size covers these slots when
-        // the runtime has them (on_engine is slot 16, async_copy 15).
-        unsafe {
-            amd_ext
-                .add(table.offset(k))
-                .cast::<*const c_void>()
-                .write(wrapper)
-        };
+        )
+    };
+    if let Some(p) = on_engine {
+        // SAFETY: the entry has this C signature.
+        let _ = ON_ENGINE.set(unsafe { std::mem::transmute::<*const c_void, OnEngineFn>(p) });
     }
 }
 
-/// Prepares the tool's completion signal for a copy; `None` if tracing cannot be set up (the
-/// copy then runs untraced with the application's own signal).
-fn begin(
-    dst_agent: u64,
-    src_agent: u64,
-    size: usize,
-    original: u64,
-) -> Option<(u64, *mut Pending)> {
+/// Prepares the tool's completion signal for a copy (held by the returned [`Pending`]); `None`
+/// if tracing cannot be set up (the copy then runs untraced with the application's own signal).
+fn begin(dst_agent: u64, src_agent: u64, size: usize, original: u64) -> Option<*mut Pending> {
     let f = fns()?;
     let mut signal = 0u64;
     // SAFETY: the runtime's signal_create with a valid out-pointer.
@@ -102,19 +97,18 @@ fn begin(
         direction: direction(src_gpu, dst_gpu) as u8,
         reserved: [0; 3],
     };
-    Some((
+    Some(Box::into_raw(Box::new(Pending {
+        record,
         signal,
-        Box::into_raw(Box::new(Pending {
-            record,
-            signal,
-            original,
-        })),
-    ))
+        original,
+    })))
 }
 
 /// Registers the completion handler after the runtime accepted the copy, or cleans up.
-fn finish(status: Status, signal: u64, pending: *mut Pending) {
+fn finish(status: Status, pending: *mut Pending) {
     let Some(f) = fns() else { return };
+    // SAFETY: `pending` is the live Box `begin` leaked; its handler is not registered yet.
+    let signal = unsafe { (*pending).signal };
     if status == SUCCESS {
         // SAFETY: the runtime's async handler; `pending` is reclaimed exactly once in it.
         unsafe { (f.signal_async_handler)(signal, CONDITION_LT, 1, on_complete, pending.cast()) };
@@ -125,6 +119,28 @@ fn finish(status: Status, signal: u64, pending: *mut Pending) {
             (f.signal_destroy)(signal);
         }
     }
+}
+
+/// Runs a copy through `forward` (the runtime's entry with the caller's arguments and the given
+/// completion signal): with the tool's signal when the copy can be traced, else with the
+/// application's `completion`.
+fn traced_copy(
+    dst_agent: u64,
+    src_agent: u64,
+    size: usize,
+    completion: u64,
+    forward: impl FnOnce(u64) -> Status,
+) -> Status {
+    let traced = std::panic::catch_unwind(|| begin(dst_agent, src_agent, size, completion))
+        .ok()
+        .flatten();
+    let Some(pending) = traced else {
+        return forward(completion);
+    };
+    // SAFETY: `pending` is the live Box `begin` leaked; nothing else references it yet.
+    let status = forward(unsafe { (*pending).signal });
+    finish(status, pending);
+    status
 }
 
 unsafe extern "C" fn async_copy(
@@ -138,23 +154,12 @@ unsafe extern "C" fn async_copy(
     completion: u64,
 ) -> Status {
     let Some(f) = fns() else { return ERROR };
-    let traced = std::panic::catch_unwind(|| begin(dst_agent, src_agent, size, completion))
-        .ok()
-        .flatten();
-    let Some((signal, pending)) = traced else {
-        // SAFETY: forwarded untraced.
-        return unsafe {
-            (f.memory_async_copy)(
-                dst, dst_agent, src, src_agent, size, num_deps, deps, completion,
-            )
-        };
-    };
-    // SAFETY: forwarded with the tool's completion signal.
-    let status = unsafe {
-        (f.memory_async_copy)(dst, dst_agent, src, src_agent, size, num_deps, deps, signal)
-    };
-    finish(status, signal, pending);
-    status
+    traced_copy(dst_agent, src_agent, size, completion, |signal| {
+        // SAFETY: the caller's arguments, forwarded with the given completion signal.
+        unsafe {
+            (f.memory_async_copy)(dst, dst_agent, src, src_agent, size, num_deps, deps, signal)
+        }
+    })
 }
 
 unsafe extern "C" fn async_copy_on_engine(
@@ -172,26 +177,14 @@ unsafe extern "C" fn async_copy_on_engine(
     let Some(on_engine) = ON_ENGINE.get() else {
         return ERROR;
     };
-    let traced = std::panic::catch_unwind(|| begin(dst_agent, src_agent, size, completion))
-        .ok()
-        .flatten();
-    let Some((signal, pending)) = traced else {
-        // SAFETY: forwarded untraced.
-        return unsafe {
+    traced_copy(dst_agent, src_agent, size, completion, |signal| {
+        // SAFETY: the caller's arguments, forwarded with the given completion signal.
+        unsafe {
             on_engine(
-                dst, dst_agent, src, src_agent, size, num_deps, deps, completion, engine,
-                force_sdma,
+                dst, dst_agent, src, src_agent, size, num_deps, deps, signal, engine, force_sdma,
             )
-        };
-    };
-    // SAFETY: forwarded with the tool's completion signal.
-    let status = unsafe {
-        on_engine(
-            dst, dst_agent, src, src_agent, size, num_deps, deps, signal, engine, force_sdma,
-        )
-    };
-    finish(status, signal, pending);
-    status
+        }
+    })
 }
 
 unsafe extern "C" fn on_complete(_value: i64, arg: *mut c_void) -> bool {

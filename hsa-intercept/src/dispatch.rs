@@ -46,8 +46,7 @@ pub fn on_first_queue(hook: fn()) {
 struct QueueState {
     agent: u64,
     agent_node: u32,
-    queue_id: AtomicU64,
-    doorbell: AtomicU64,
+    queue_id: u64,
     rung: AtomicU64,
     /// (correlation id, thread id) by packet index.
     correlations: Box<[(AtomicU64, AtomicU64)]>,
@@ -72,27 +71,21 @@ static QUEUES: [AtomicUsize; MAX_QUEUES] = [const { AtomicUsize::new(0) }; MAX_Q
 /// `core` must be the runtime's `CoreApiTable`, handed over before first use.
 pub unsafe fn install(core: *mut u8, fns: Fns) {
     set_fns(fns);
-    let table = &crate::tables::CORE;
     for (name, wrapper) in [
         ("hsa_queue_create", queue_create as *const c_void),
         ("hsa_queue_destroy", queue_destroy as *const c_void),
-        ("hsa_signal_store_relaxed", store_relaxed as *const c_void),
         (
-            "hsa_signal_store_screlease",
-            store_screlease as *const c_void,
+            "hsa_signal_store_relaxed",
+            store::<RELAXED> as *const c_void,
         ),
+        ("hsa_signal_store_screlease", store::<SC> as *const c_void),
         ("hsa_executable_freeze", executable_freeze as *const c_void),
         ("hsa_shut_down", shut_down as *const c_void),
-        ("hsa_signal_wait_relaxed", wait_relaxed as *const c_void),
-        ("hsa_signal_wait_scacquire", wait_scacquire as *const c_void),
+        ("hsa_signal_wait_relaxed", wait::<RELAXED> as *const c_void),
+        ("hsa_signal_wait_scacquire", wait::<SC> as *const c_void),
     ] {
-        let k = table.operation(name).expect("known entry") as usize;
-        // SAFETY: within the table (the caller's contract); entries are pointer-aligned.
-        unsafe {
-            core.add(table.offset(k))
-                .cast::<*const c_void>()
-                .write(wrapper)
-        };
+        // SAFETY: the caller's table, not yet in use; each wrapper has its entry's signature.
+        let _ = unsafe { replace_entry(&crate::tables::CORE, core, name, wrapper) };
     }
 }
 
@@ -131,13 +124,12 @@ unsafe extern "C" fn queue_create(
     // SAFETY: on success the runtime wrote a valid queue pointer.
     let q = unsafe { *queue };
     let guarded = std::panic::catch_unwind(|| {
+        // SAFETY: `q` is the runtime's live queue.
+        let (queue_id, doorbell) = unsafe { ((*q).id, (*q).doorbell_signal) };
         let state: &'static QueueState = Box::leak(Box::new(QueueState {
             agent,
             agent_node: agent_node(agent).0,
-            // SAFETY: `q` is the runtime's live queue.
-            queue_id: AtomicU64::new(unsafe { (*q).id }),
-            // SAFETY: as above.
-            doorbell: AtomicU64::new(unsafe { (*q).doorbell_signal }),
+            queue_id,
             rung: AtomicU64::new(0),
             correlations: (0..CORRELATION_RING)
                 .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
@@ -145,13 +137,8 @@ unsafe extern "C" fn queue_create(
             pending: Mutex::new(VecDeque::new()),
         }));
         let Some(i) = DOORBELLS.iter().position(|d| {
-            d.compare_exchange(
-                0,
-                state.doorbell.load(Ordering::Relaxed),
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            )
-            .is_ok()
+            d.compare_exchange(0, doorbell, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
         }) else {
             // Harvesting and doorbell correlation find queues through these slots only.
             static SAID: std::sync::Once = std::sync::Once::new();
@@ -210,7 +197,7 @@ unsafe extern "C" fn queue_destroy(queue: *mut HsaQueue) -> Status {
 
 unsafe extern "C" fn shut_down() -> Status {
     let Some(f) = fns() else { return ERROR };
-    finish_outstanding(SHUTDOWN_WAIT);
+    finish_outstanding();
     // SAFETY: forwarded.
     unsafe { (f.shut_down)() }
 }
@@ -218,12 +205,12 @@ unsafe extern "C" fn shut_down() -> Status {
 /// How long `hsa_shut_down` and the exit wait for dispatches still running.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(1);
 
-/// Harvests until no dispatch is pending or `limit` passes; what is still running then can no
-/// longer be recorded (the runtime is about to go away) and is reported on stderr.
-pub fn finish_outstanding(limit: Duration) {
+/// Harvests until no dispatch is pending or [`SHUTDOWN_WAIT`] passes; what is still running then
+/// can no longer be recorded (the runtime is about to go away) and is reported on stderr.
+pub fn finish_outstanding() {
     let start = Instant::now();
     harvest_all();
-    while PENDING.load(Ordering::Acquire) > 0 && start.elapsed() < limit {
+    while PENDING.load(Ordering::Acquire) > 0 && start.elapsed() < SHUTDOWN_WAIT {
         std::thread::sleep(HARVEST_PERIOD);
         harvest_all();
     }
@@ -292,23 +279,27 @@ fn note_doorbell(signal: u64, value: i64) {
     }
 }
 
-unsafe extern "C" fn store_relaxed(signal: u64, value: i64) {
+/// Which of a pair of wrapped signal stores or waits: the `_relaxed` one, or the `_sc` one
+/// (`_screlease` / `_scacquire`).
+const RELAXED: bool = false;
+const SC: bool = true;
+
+/// `hsa_signal_store_relaxed` (`IS_SC = false`) or `hsa_signal_store_screlease` (`true`).
+unsafe extern "C" fn store<const IS_SC: bool>(signal: u64, value: i64) {
     note_doorbell(signal, value);
     if let Some(f) = fns() {
+        let forward = if IS_SC {
+            f.signal_store_screlease
+        } else {
+            f.signal_store_relaxed
+        };
         // SAFETY: forwarded.
-        unsafe { (f.signal_store_relaxed)(signal, value) }
+        unsafe { forward(signal, value) }
     }
 }
 
-unsafe extern "C" fn store_screlease(signal: u64, value: i64) {
-    note_doorbell(signal, value);
-    if let Some(f) = fns() {
-        // SAFETY: forwarded.
-        unsafe { (f.signal_store_screlease)(signal, value) }
-    }
-}
-
-unsafe extern "C" fn wait_relaxed(
+/// `hsa_signal_wait_relaxed` (`IS_SC = false`) or `hsa_signal_wait_scacquire` (`true`).
+unsafe extern "C" fn wait<const IS_SC: bool>(
     signal: u64,
     condition: u32,
     compare: i64,
@@ -316,22 +307,13 @@ unsafe extern "C" fn wait_relaxed(
     hint: u32,
 ) -> i64 {
     let Some(f) = fns() else { return 0 };
+    let forward = if IS_SC {
+        f.signal_wait_scacquire
+    } else {
+        f.signal_wait_relaxed
+    };
     // SAFETY: forwarded.
-    let value = unsafe { (f.signal_wait_relaxed)(signal, condition, compare, timeout, hint) };
-    harvest_all();
-    value
-}
-
-unsafe extern "C" fn wait_scacquire(
-    signal: u64,
-    condition: u32,
-    compare: i64,
-    timeout: u64,
-    hint: u32,
-) -> i64 {
-    let Some(f) = fns() else { return 0 };
-    // SAFETY: forwarded.
-    let value = unsafe { (f.signal_wait_scacquire)(signal, condition, compare, timeout, hint) };
+    let value = unsafe { forward(signal, condition, compare, timeout, hint) };
     harvest_all();
     value
 }
@@ -339,7 +321,6 @@ unsafe extern "C" fn wait_scacquire(
 /// A dispatch forwarded with the tool's completion signal, until it is harvested.
 struct Pending {
     record: KernelDispatchRecord,
-    agent: u64,
     signal: u64,
 }
 
@@ -372,7 +353,7 @@ fn harvest(q: &QueueState) {
         PENDING.fetch_sub(1, Ordering::AcqRel);
         let mut time = DispatchTime::default();
         // SAFETY: the runtime's own function on the signal the dispatch completed.
-        if unsafe { (f.get_dispatch_time)(done.agent, done.signal, &mut time) } == SUCCESS {
+        if unsafe { (f.get_dispatch_time)(q.agent, done.signal, &mut time) } == SUCCESS {
             let mut record = done.record;
             record.start = time.start;
             record.end = time.end;
@@ -531,7 +512,7 @@ fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64) -> ([u8; 64], Option<
         correlation_id: correlation,
         start: 0,
         end: 0,
-        queue_id: q.queue_id.load(Ordering::Relaxed),
+        queue_id: q.queue_id,
         stream_id: 0,
         agent_node_id: q.agent_node,
         thread_id: thread as u32,
@@ -545,11 +526,7 @@ fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64) -> ([u8; 64], Option<
         group_segment_size: p.group_segment_size,
     };
     match q.pending.lock() {
-        Ok(mut pending) => pending.push_back(Pending {
-            record,
-            agent: q.agent,
-            signal,
-        }),
+        Ok(mut pending) => pending.push_back(Pending { record, signal }),
         Err(_) => {
             give_back_signal(f, signal);
             return (raw, None);

@@ -6,6 +6,7 @@ use c_layout::c_struct;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::sync::{Mutex, OnceLock};
+use trace_records::ApiDomain;
 
 /// `hsa_status_t`.
 pub type Status = u32;
@@ -32,8 +33,6 @@ pub const SYMBOL_INFO_GROUP_SEGMENT_SIZE: u32 = 13;
 pub const SYMBOL_INFO_PRIVATE_SEGMENT_SIZE: u32 = 14;
 /// `HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT`.
 pub const SYMBOL_INFO_KERNEL_OBJECT: u32 = 22;
-/// `HSA_SIGNAL_CONDITION_EQ`.
-pub const CONDITION_EQ: u32 = 0;
 /// `HSA_SIGNAL_CONDITION_LT`.
 pub const CONDITION_LT: u32 = 2;
 
@@ -190,7 +189,10 @@ macro_rules! entries {
             pub unsafe fn from_tables(core: *const u8, amd_ext: *const u8) -> Option<Self> {
                 Some(Self {
                     $( $field: {
-                        let base = if std::ptr::eq(&$table, &CORE) { core } else { amd_ext };
+                        let base = match $table.domain {
+                            ApiDomain::HsaCore => core,
+                            _ => amd_ext,
+                        };
                         // SAFETY: forwarded from the caller.
                         let p = unsafe { entry(&$table, base, $name) }?;
                         // SAFETY: the entry has the declared C signature.
@@ -218,11 +220,36 @@ pub unsafe fn entry(table: &ApiTable, base: *const u8, name: &str) -> Option<*co
     (!p.is_null()).then_some(p)
 }
 
+/// Replaces the entry named `name` of `table` at `base` with `wrapper`, if the runtime's table
+/// holds a non-null one (see [`entry`]); returns the original. A missing or null entry is left
+/// as it is.
+///
+/// # Safety
+/// `base` must be a writable table of `table`'s layout, handed over before any thread calls
+/// through it; `wrapper` must have the entry's C signature.
+pub unsafe fn replace_entry(
+    table: &ApiTable,
+    base: *mut u8,
+    name: &str,
+    wrapper: *const c_void,
+) -> Option<*const c_void> {
+    // SAFETY: forwarded from the caller.
+    let original = unsafe { entry(table, base, name) }?;
+    let k = table.operation(name)? as usize;
+    // SAFETY: `entry` found the slot within the runtime's table; entries are pointer-aligned,
+    // and the caller owns the table while it is handed over.
+    unsafe {
+        base.add(table.offset(k))
+            .cast::<*const c_void>()
+            .write(wrapper)
+    };
+    Some(original)
+}
+
 entries! {
     iterate_agents: CORE."hsa_iterate_agents" => unsafe extern "C" fn(unsafe extern "C" fn(u64, *mut c_void) -> Status, *mut c_void) -> Status;
     agent_get_info: CORE."hsa_agent_get_info" => unsafe extern "C" fn(u64, u32, *mut c_void) -> Status;
     shut_down: CORE."hsa_shut_down" => unsafe extern "C" fn() -> Status;
-    queue_create: CORE."hsa_queue_create" => unsafe extern "C" fn(u64, u32, u32, QueueCallback, *mut c_void, u32, u32, *mut *mut HsaQueue) -> Status;
     queue_destroy: CORE."hsa_queue_destroy" => unsafe extern "C" fn(*mut HsaQueue) -> Status;
     signal_create: CORE."hsa_signal_create" => unsafe extern "C" fn(i64, u32, *const u64, *mut u64) -> Status;
     signal_destroy: CORE."hsa_signal_destroy" => unsafe extern "C" fn(u64) -> Status;

@@ -101,6 +101,7 @@ static GENERATION: AtomicU64 = AtomicU64::new(0);
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 
 /// Definitions (strings, operation names, JSON documents) re-emitted into a forked child's log.
+#[derive(Clone)]
 enum Definition {
     String(u32, String),
     Json(String),
@@ -151,7 +152,7 @@ fn publish(writer: LogWriter, raw_fd: i32) {
 pub fn reinstall_after_fork(writer: LogWriter, raw_fd: i32) {
     publish(writer, raw_fd);
     let defs: Vec<Definition> = match DEFINITIONS.try_lock() {
-        Ok(d) => d.iter().map(Definition::clone_def).collect(),
+        Ok(d) => d.to_vec(),
         Err(_) => Vec::new(),
     };
     for d in defs {
@@ -163,25 +164,10 @@ pub fn reinstall_after_fork(writer: LogWriter, raw_fd: i32) {
     }
 }
 
-impl Definition {
-    fn clone_def(&self) -> Definition {
-        match self {
-            Definition::String(id, t) => Definition::String(*id, t.clone()),
-            Definition::Json(j) => Definition::Json(j.clone()),
-            Definition::Operation(o) => Definition::Operation(*o),
-        }
-    }
-}
-
 fn remember(d: Definition) {
     if let Ok(mut defs) = DEFINITIONS.lock() {
         defs.push(d);
     }
-}
-
-/// Whether a sink is installed.
-pub fn installed() -> bool {
-    current().is_some()
 }
 
 /// This thread's buffer as cached by a caller that keeps its own thread-local state (saves a
@@ -208,34 +194,20 @@ pub fn emit_cached<R: FixedRecord>(local: &mut Local, record: &R) {
         return;
     };
     if local.buffer.is_null() || local.generation != sink.generation {
-        let _ = LOCAL.try_with(|l| {
-            let (tb, generation) = l.get();
-            if !tb.is_null() && generation == sink.generation {
-                *local = Local {
-                    buffer: tb,
-                    generation,
-                };
-            }
-        });
-        if local.buffer.is_null() || local.generation != sink.generation {
-            emit(record);
-            if let Ok((tb, generation)) = LOCAL.try_with(Cell::get) {
-                *local = Local {
-                    buffer: tb,
-                    generation,
-                };
-            }
-            return;
+        // Slow path (first record of the thread, or a new sink): `emit` finds or creates the
+        // thread's buffer, which is then cached.
+        emit(record);
+        if let Ok((tb, generation)) = LOCAL.try_with(Cell::get) {
+            *local = Local {
+                buffer: tb,
+                generation,
+            };
         }
+        return;
     }
     // SAFETY: the registry owns the buffer and never drops it.
     let tb = unsafe { &*local.buffer };
-    let done = tb.owner_with(|b| {
-        if !b.push(record) {
-            submit_full(b);
-            let _ = b.push(record);
-        }
-    });
+    let done = tb.owner_with(|b| push_or_submit(b, |b| b.push(record)));
     if done.is_none() {
         DROPPED.fetch_add(1, Ordering::Relaxed);
     }
@@ -277,12 +249,7 @@ fn with_local(f: impl FnOnce(&mut ChunkBuffer)) {
 /// Appends one record from the calling thread.
 #[inline]
 pub fn emit<R: FixedRecord>(record: &R) {
-    with_local(|b| {
-        if !b.push(record) {
-            submit_full(b);
-            let _ = b.push(record);
-        }
-    });
+    with_local(|b| push_or_submit(b, |b| b.push(record)));
 }
 
 /// Appends a string definition from the calling thread (and remembers it for forked children).
@@ -298,12 +265,7 @@ pub fn emit_operation(op: &OperationName) {
 }
 
 fn push_string(id: u32, text: &str) {
-    with_local(|b| {
-        if !b.push_string(id, text) {
-            submit_full(b);
-            let _ = b.push_string(id, text);
-        }
-    });
+    with_local(|b| push_or_submit(b, |b| b.push_string(id, text)));
 }
 
 static STRINGS: OnceLock<Mutex<std::collections::HashMap<String, u32>>> = OnceLock::new();
@@ -331,12 +293,17 @@ pub fn emit_json(json: &str) {
 }
 
 fn push_json(json: &str) {
-    with_local(|b| {
-        if !b.push_json(json) {
-            submit_full(b);
-            let _ = b.push_json(json);
-        }
-    });
+    with_local(|b| push_or_submit(b, |b| b.push_json(json)));
+}
+
+/// Appends with `push`; when the buffer is full, hands it to the log thread and appends to the
+/// fresh one.
+#[inline]
+fn push_or_submit(b: &mut ChunkBuffer, push: impl Fn(&mut ChunkBuffer) -> bool) {
+    if !push(b) {
+        submit_full(b);
+        let _ = push(b);
+    }
 }
 
 fn submit_full(b: &mut ChunkBuffer) {

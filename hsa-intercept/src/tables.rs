@@ -9,37 +9,80 @@ use trace_records::ApiDomain;
 
 include!(concat!(env!("OUT_DIR"), "/tables.rs"));
 
-/// Entry names of `HipCompilerDispatchTable`.
-pub const HIP_COMPILER: [&str; 9] = [
-    "__hipPopCallConfiguration",
-    "__hipPushCallConfiguration",
-    "__hipRegisterFatBinary",
-    "__hipRegisterFunction",
-    "__hipRegisterManagedVar",
-    "__hipRegisterSurface",
-    "__hipRegisterTexture",
-    "__hipRegisterVar",
-    "__hipUnregisterFatBinary",
-];
+/// Declares a small hand-written table (a `size_t size`, then one pointer per entry): its entry
+/// names (`$names`) and its C layout (`$fields`: `size`, then one `<entry>_fn` member per entry).
+macro_rules! small_table {
+    ($(#[$doc:meta])* $names:ident, $fields:ident, [$($name:literal),* $(,)?]) => {
+        $(#[$doc])*
+        pub const $names: [&str; [$($name),*].len()] = [$($name),*];
 
-/// Entry names of the ROCTx core table.
-pub const ROCTX_CORE: [&str; 6] = [
-    "roctxMarkA",
-    "roctxRangePushA",
-    "roctxRangePop",
-    "roctxRangeStartA",
-    "roctxRangeStop",
-    "roctxGetThreadId",
-];
-/// Entry names of the ROCTx control table.
-pub const ROCTX_CONTROL: [&str; 2] = ["roctxProfilerPause", "roctxProfilerResume"];
-/// Entry names of the ROCTx name table.
-pub const ROCTX_NAME: [&str; 4] = [
-    "roctxNameOsThread",
-    "roctxNameHsaAgent",
-    "roctxNameHipDevice",
-    "roctxNameHipStream",
-];
+        static $fields: [Field; $names.len() + 1] = {
+            let members = [$(concat!($name, "_fn")),*];
+            let mut f = [Field {
+                name: "size",
+                offset: 0,
+                size: 8,
+            }; $names.len() + 1];
+            let mut k = 0;
+            while k < members.len() {
+                f[k + 1] = Field {
+                    name: members[k],
+                    offset: Header::Size.bytes() + 8 * k,
+                    size: 8,
+                };
+                k += 1;
+            }
+            f
+        };
+    };
+}
+
+small_table!(
+    /// Entry names of `HipCompilerDispatchTable`.
+    HIP_COMPILER,
+    HIP_COMPILER_FIELDS,
+    [
+        "__hipPopCallConfiguration",
+        "__hipPushCallConfiguration",
+        "__hipRegisterFatBinary",
+        "__hipRegisterFunction",
+        "__hipRegisterManagedVar",
+        "__hipRegisterSurface",
+        "__hipRegisterTexture",
+        "__hipRegisterVar",
+        "__hipUnregisterFatBinary",
+    ]
+);
+small_table!(
+    /// Entry names of the ROCTx core table.
+    ROCTX_CORE,
+    ROCTX_CORE_FIELDS,
+    [
+        "roctxMarkA",
+        "roctxRangePushA",
+        "roctxRangePop",
+        "roctxRangeStartA",
+        "roctxRangeStop",
+        "roctxGetThreadId",
+    ]
+);
+small_table!(
+    /// Entry names of the ROCTx control table.
+    ROCTX_CONTROL,
+    ROCTX_CONTROL_FIELDS,
+    ["roctxProfilerPause", "roctxProfilerResume"]
+);
+small_table!(
+    /// Entry names of the ROCTx name table.
+    ROCTX_NAME,
+    ROCTX_NAME_FIELDS,
+    [
+        "roctxNameOsThread",
+        "roctxNameHsaAgent",
+        "roctxNameHipDevice",
+        "roctxNameHipStream",
+    ]
+);
 
 /// How a table records its own size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,80 +196,6 @@ pub const ROCTX_NAME_TABLE: ApiTable = ApiTable {
     names: &ROCTX_NAME,
     header: Header::Size,
 };
-
-/// Every table this crate knows.
-pub const ALL: [ApiTable; 9] = [
-    CORE,
-    AMD_EXT,
-    IMAGE_EXT,
-    FINALIZER_EXT,
-    HIP,
-    HIP_COMPILER_TABLE,
-    ROCTX_CORE_TABLE,
-    ROCTX_CONTROL_TABLE,
-    ROCTX_NAME_TABLE,
-];
-
-/// The table of `domain`.
-pub fn by_domain(domain: ApiDomain) -> &'static ApiTable {
-    ALL.iter()
-        .find(|t| t.domain == domain)
-        .expect("every domain has a table")
-}
-
-macro_rules! small_fields {
-    ($name:ident, $names:expr, $n:expr) => {
-        static $name: [Field; $n + 1] = {
-            let mut f = [Field {
-                name: "size",
-                offset: 0,
-                size: 8,
-            }; $n + 1];
-            let mut k = 0;
-            while k < $n {
-                f[k + 1] = Field {
-                    name: $names[k],
-                    offset: 8 + 8 * k,
-                    size: 8,
-                };
-                k += 1;
-            }
-            f
-        };
-    };
-}
-small_fields!(HIP_COMPILER_FIELDS, HIP_COMPILER_MEMBERS, 9);
-small_fields!(ROCTX_CORE_FIELDS, ROCTX_CORE_MEMBERS, 6);
-small_fields!(ROCTX_CONTROL_FIELDS, ROCTX_CONTROL_MEMBERS, 2);
-small_fields!(ROCTX_NAME_FIELDS, ROCTX_NAME_MEMBERS, 4);
-
-/// Member names (`<entry>_fn`) of the small hand-declared tables.
-const HIP_COMPILER_MEMBERS: [&str; 9] = [
-    "__hipPopCallConfiguration_fn",
-    "__hipPushCallConfiguration_fn",
-    "__hipRegisterFatBinary_fn",
-    "__hipRegisterFunction_fn",
-    "__hipRegisterManagedVar_fn",
-    "__hipRegisterSurface_fn",
-    "__hipRegisterTexture_fn",
-    "__hipRegisterVar_fn",
-    "__hipUnregisterFatBinary_fn",
-];
-const ROCTX_CORE_MEMBERS: [&str; 6] = [
-    "roctxMarkA_fn",
-    "roctxRangePushA_fn",
-    "roctxRangePop_fn",
-    "roctxRangeStartA_fn",
-    "roctxRangeStop_fn",
-    "roctxGetThreadId_fn",
-];
-const ROCTX_CONTROL_MEMBERS: [&str; 2] = ["roctxProfilerPause_fn", "roctxProfilerResume_fn"];
-const ROCTX_NAME_MEMBERS: [&str; 4] = [
-    "roctxNameOsThread_fn",
-    "roctxNameHsaAgent_fn",
-    "roctxNameHipDevice_fn",
-    "roctxNameHipStream_fn",
-];
 
 /// The C layouts of every table (for `cargo xtask abi-dump`).
 pub fn layouts() -> Vec<LayoutInfo> {

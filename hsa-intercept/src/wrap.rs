@@ -1,15 +1,16 @@
 //! In-place wrapping of table entries through signature-agnostic trampolines.
 //!
 //! Each wrapped entry is replaced by a 16-byte stub that loads its slot number and jumps to one
-//! common trampoline. The trampoline saves the argument registers (integer and vector), calls
-//! [`Hooks::enter`] (which returns the original entry), copies the caller's first 12 stack
-//! argument words, calls the original with the arguments restored, saves the return registers,
-//! calls [`Hooks::exit`], and returns the original's result. It therefore forwards any
-//! System V x86-64 signature without knowing it: up to 6 integer and 8 vector register
-//! arguments plus up to 96 bytes (12 words) of stack arguments, returns in `rax:rdx` and
-//! `xmm0:xmm1`. No HSA, HIP or ROCTx entry point is variadic, and the largest stack-argument
-//! area among them is 64 bytes (`hipExtModuleLaunchKernel`, 14 arguments); `hipMemset3D`
-//! passes 56 bytes of structs by value.
+//! common trampoline. The trampoline saves the argument registers (integer and vector), runs the
+//! enter hook ([`Hooks::enter`], or the API tracer directly), which hands back the original
+//! entry and a context for the exit, copies the caller's first 12 stack argument words, calls
+//! the original with the arguments restored, saves the return registers, runs the exit hook
+//! ([`Hooks::exit`], or the API tracer with that context), and returns the original's result.
+//! It therefore forwards any System V x86-64 signature without knowing it: up to 6 integer and
+//! 8 vector register arguments plus up to 96 bytes (12 words) of stack arguments, returns in
+//! `rax:rdx` and `xmm0:xmm1`. No HSA, HIP or ROCTx entry point is variadic, and the largest
+//! stack-argument area among them is 64 bytes (`hipExtModuleLaunchKernel`, 14 arguments);
+//! `hipMemset3D` passes 56 bytes of structs by value.
 
 use std::ffi::c_void;
 use std::sync::OnceLock;
@@ -81,12 +82,12 @@ c_layout::c_struct! {
 /// Called by the trampoline: runs the enter hook and returns the original entry.
 extern "C" fn trampoline_enter(slot: u64) -> Entered {
     let slot = &SLOTS[slot as usize % MAX_SLOTS];
-    let tag = slot.tag.load(Ordering::Relaxed);
     let mut context = std::ptr::null_mut();
     if API_TRACER.load(Ordering::Relaxed) {
-        context =
-            std::panic::catch_unwind(|| crate::api::on_enter(tag)).unwrap_or(std::ptr::null_mut());
+        // The tracer records the tag at exit only.
+        context = std::panic::catch_unwind(crate::api::on_enter).unwrap_or(std::ptr::null_mut());
     } else if let Some(h) = HOOKS.get() {
+        let tag = slot.tag.load(Ordering::Relaxed);
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.enter(tag)));
     }
     Entered {
@@ -238,9 +239,4 @@ pub unsafe fn wrap_entry(entry: *mut *const c_void, tag: u32) -> Result<*const c
     // SAFETY: as above: the caller owns the slot while tables are handed over.
     unsafe { entry.write(stub.cast()) };
     Ok(original)
-}
-
-/// Slots in use.
-pub fn slots_used() -> usize {
-    NEXT_SLOT.load(Ordering::Relaxed).min(MAX_SLOTS)
 }

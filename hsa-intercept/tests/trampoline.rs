@@ -285,7 +285,7 @@ fn null_entries_are_left_alone() {
 
 static DEEP: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
 
-/// Recurses through its own trampoline: beyond the shadow stack's depth the copying path runs.
+/// Recurses through its own trampoline, each level with arguments on the stack.
 extern "C" fn deep(n: u64, a: u64, b: u64, c: u64, d: u64, e: u64, f: u64, g: u64) -> u64 {
     if n == 0 {
         return a + b + c + d + e + f + g;
@@ -297,7 +297,7 @@ extern "C" fn deep(n: u64, a: u64, b: u64, c: u64, d: u64, e: u64, f: u64, g: u6
 }
 
 #[test]
-fn nesting_deeper_than_the_shadow_stack_takes_the_copying_path() {
+fn deep_recursion_through_one_trampoline_keeps_arguments_and_hooks() {
     let f = wrap(
         deep as extern "C" fn(u64, u64, u64, u64, u64, u64, u64, u64) -> u64,
         10,

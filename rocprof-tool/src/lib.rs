@@ -14,10 +14,12 @@ pub mod markers;
 
 use config::Config;
 use hsa_intercept::api::{WrapReport, wrap_table};
+use hsa_intercept::hsa::HsaApiTable;
 use hsa_intercept::tables::{self, ApiTable};
 use hsa_intercept::{sink, wrap};
 use std::ffi::{CStr, c_char, c_int, c_void};
-use std::sync::{Mutex, OnceLock};
+use std::path::Path;
+use std::sync::OnceLock;
 use trace_records::OperationName;
 use trace_records::agents::{AgentInfo, AgentsDocument};
 use trace_records::log::{FileHeader, LogWriter};
@@ -28,8 +30,6 @@ struct State {
     /// The published agent records and the platform's pairing policy.
     agents: Vec<wsl_topology::Agent>,
     policy: wsl_topology::hsa_pairing::Policy,
-    /// API tables received, in order: (name, instance, wrapped entries).
-    received: Mutex<Vec<(String, u64, usize)>>,
 }
 
 static STATE: OnceLock<State> = OnceLock::new();
@@ -59,26 +59,18 @@ fn init() {
     hsa_intercept::clock::start();
     let settings = wsl_topology::Settings::from_env();
     let discovery = wsl_topology::discover(&settings);
-    let pid = std::process::id();
-    let path = config.record_dir.join(format!("{pid}.rplog"));
-    let header = FileHeader {
-        pid,
-        created_ns: hsa_intercept::api::now_ns(),
-    };
     if let Err(e) = std::fs::create_dir_all(&config.record_dir) {
         warn(&format!(
             "cannot create {}: {e}",
             config.record_dir.display()
         ));
     }
-    match LogWriter::create(&path, header) {
-        Ok(writer) => {
-            let raw_fd = open_append(&path);
+    match open_log(&config.record_dir) {
+        Ok((writer, raw_fd)) => {
             sink::install(writer, raw_fd);
         }
         Err(e) => warn(&format!(
-            "cannot create the record log {}: {e}; nothing will be recorded",
-            path.display()
+            "cannot create the record log {e}; nothing will be recorded"
         )),
     }
     wrap::use_api_tracer();
@@ -104,7 +96,6 @@ fn init() {
         config,
         agents: discovery.agents().to_vec(),
         policy,
-        received: Mutex::new(Vec::new()),
     });
     // SAFETY: registers plain extern "C" functions to run at exit and in forked children.
     unsafe {
@@ -121,33 +112,30 @@ extern "C" fn after_fork_in_child() {
         let Some(state) = STATE.get() else { return };
         hsa_intercept::clock::restart_after_fork();
         hsa_intercept::dispatch::after_fork_in_child();
-        let pid = std::process::id();
-        let path = state.config.record_dir.join(format!("{pid}.rplog"));
-        let header = FileHeader {
-            pid,
-            created_ns: hsa_intercept::api::now_ns(),
-        };
-        match LogWriter::create(&path, header) {
-            Ok(writer) => sink::reinstall_after_fork(writer, open_append(&path)),
+        match open_log(&state.config.record_dir) {
+            Ok((writer, raw_fd)) => sink::reinstall_after_fork(writer, raw_fd),
             Err(e) => warn(&format!(
-                "forked process {pid}: cannot create {}: {e}",
-                path.display()
+                "forked process {}: cannot create {e}",
+                std::process::id()
             )),
         }
     });
 }
 
-fn open_append(path: &std::path::Path) -> c_int {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return -1;
+/// Creates this process's record log `<pid>.rplog` in `dir` and its writer. Returns the writer
+/// and a descriptor of the same open file for [`sink::crash_flush`], or `"<path>: <error>"`.
+fn open_log(dir: &Path) -> Result<(LogWriter, c_int), String> {
+    use std::os::fd::IntoRawFd as _;
+    let pid = std::process::id();
+    let path = dir.join(format!("{pid}.rplog"));
+    let header = FileHeader {
+        pid,
+        created_ns: hsa_intercept::api::now_ns(),
     };
-    // SAFETY: a NUL-terminated path; the descriptor is kept for the process's lifetime.
-    unsafe {
-        libc::open(
-            c.as_ptr(),
-            libc::O_WRONLY | libc::O_APPEND | libc::O_CLOEXEC,
-        )
+    match LogWriter::create_shared(&path, header) {
+        // The descriptor is kept for the process's lifetime.
+        Ok((writer, twin)) => Ok((writer, twin.into_raw_fd())),
+        Err(e) => Err(format!("{}: {e}", path.display())),
     }
 }
 
@@ -178,13 +166,11 @@ fn pair_agents() {
 
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
-        hsa_intercept::dispatch::finish_outstanding(std::time::Duration::from_secs(1));
-        if let Some(state) = STATE.get() {
-            let received = state.received.lock().map(|r| r.clone()).unwrap_or_default();
+        hsa_intercept::dispatch::finish_outstanding();
+        if STATE.get().is_some() {
             let facts = serde_json::json!({
                 "kind": "exit",
                 "runtimes_loaded": loaded_runtimes(),
-                "tables": received.iter().map(|(n, i, w)| serde_json::json!({"name": n, "instance": i, "wrapped": w})).collect::<Vec<_>>(),
                 "dropped_records": sink::dropped(),
             });
             sink::emit_json(&facts.to_string());
@@ -327,7 +313,7 @@ fn agent_info(a: &wsl_topology::Agent) -> AgentInfo {
 /// Emits the names of a table's operations (once per table kind).
 fn emit_operation_names(table: &ApiTable) {
     for (k, name) in table.names.iter().enumerate() {
-        let id = markers::intern(name);
+        let id = sink::intern(name);
         sink::emit_operation(&OperationName {
             name: id,
             operation: k as u16,
@@ -386,10 +372,17 @@ pub unsafe extern "C" fn rocprofiler_set_api_table(
         let mut wrapped = 0;
         match name.as_str() {
             "hsa" => {
-                let root = tables[0].cast::<u8>();
-                // SAFETY: HsaApiTable: core_ at 16, amd_ext_ at 24, finalizer_ext_ at 32, image_ext_ at 40.
-                let sub = |off: usize| unsafe { root.add(off).cast::<*mut u8>().read() };
-                let (core, amd_ext) = (sub(16), sub(24));
+                let root = tables[0].cast::<HsaApiTable>();
+                // SAFETY: the runtime's HsaApiTable; each sub-table pointer is read on its own
+                // (an older runtime's root table may end before the later members).
+                let (core, amd_ext, finalizer_ext, image_ext) = unsafe {
+                    (
+                        (&raw const (*root).core_).read().cast::<u8>(),
+                        (&raw const (*root).amd_ext_).read().cast::<u8>(),
+                        (&raw const (*root).finalizer_ext_).read().cast::<u8>(),
+                        (&raw const (*root).image_ext_).read().cast::<u8>(),
+                    )
+                };
                 // SAFETY: the runtime's own, not yet wrapped, core and AMD-extension tables.
                 let fns = unsafe { hsa_intercept::hsa::Fns::from_tables(core, amd_ext) };
                 match fns {
@@ -409,11 +402,11 @@ pub unsafe extern "C" fn rocprofiler_set_api_table(
                 }
                 // SAFETY: each sub-table is the runtime's, not yet in use.
                 unsafe {
-                    wrapped += trace_table(&tables::CORE, sub(16), c.hsa_core).wrapped;
-                    wrapped += trace_table(&tables::AMD_EXT, sub(24), c.hsa_amd_ext).wrapped;
+                    wrapped += trace_table(&tables::CORE, core, c.hsa_core).wrapped;
+                    wrapped += trace_table(&tables::AMD_EXT, amd_ext, c.hsa_amd_ext).wrapped;
                     wrapped +=
-                        trace_table(&tables::FINALIZER_EXT, sub(32), c.hsa_finalizer).wrapped;
-                    wrapped += trace_table(&tables::IMAGE_EXT, sub(40), c.hsa_image).wrapped;
+                        trace_table(&tables::FINALIZER_EXT, finalizer_ext, c.hsa_finalizer).wrapped;
+                    wrapped += trace_table(&tables::IMAGE_EXT, image_ext, c.hsa_image).wrapped;
                 }
             }
             "hip" => {
@@ -434,16 +427,12 @@ pub unsafe extern "C" fn rocprofiler_set_api_table(
             }
             "roctx" if c.markers => {
                 // SAFETY: ROCTx's core table, not yet in use.
-                unsafe { markers::wrap_core(tables[0].cast()) };
-                wrapped += 5;
+                wrapped += unsafe { markers::wrap_core(tables[0].cast()) };
             }
             _ => {}
         }
         let doc = serde_json::json!({"kind": "table", "name": name, "instance": lib_instance, "wrapped": wrapped});
         sink::emit_json(&doc.to_string());
-        if let Ok(mut r) = state.received.lock() {
-            r.push((name, lib_instance, wrapped));
-        }
         0
     });
     r.unwrap_or_else(|_| {

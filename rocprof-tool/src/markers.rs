@@ -3,7 +3,8 @@
 //! message.
 
 use hsa_intercept::api::{new_correlation_id, now_ns, thread_id};
-use hsa_intercept::sink;
+use hsa_intercept::hsa::replace_entry;
+use hsa_intercept::{sink, tables};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_int, c_void};
@@ -27,19 +28,14 @@ thread_local! {
     static THREAD_RANGES: RefCell<Vec<OpenRange>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Interns `text` in this process's log.
-pub fn intern(text: &str) -> StringId {
-    sink::intern(text)
-}
-
 /// # Safety
 /// `message` is null or NUL-terminated.
 unsafe fn message(message: *const c_char) -> StringId {
     if message.is_null() {
-        return intern("");
+        return sink::intern("");
     }
     // SAFETY: per the contract.
-    intern(&unsafe { CStr::from_ptr(message) }.to_string_lossy())
+    sink::intern(&unsafe { CStr::from_ptr(message) }.to_string_lossy())
 }
 
 fn emit(kind: MarkerKind, message: StringId, correlation_id: u64, start: u64, end: u64) {
@@ -138,14 +134,13 @@ unsafe extern "C" fn range_stop(range: u64) {
     })
 }
 
-/// Replaces the mark and range entries of ROCTx's core table with the wrappers.
+/// Replaces the mark and range entries of ROCTx's core table with the wrappers (entries the
+/// runtime's table lacks or leaves null stay as they are). Returns how many were replaced.
 ///
 /// # Safety
 /// `core` must be ROCTx's core table (`u64 size`, then MarkA, RangePushA, RangePop,
 /// RangeStartA, RangeStop, GetThreadId), handed over before first use.
-pub unsafe fn wrap_core(core: *mut u8) {
-    // SAFETY: the table starts with its size.
-    let size = unsafe { core.cast::<u64>().read_unaligned() } as usize;
+pub unsafe fn wrap_core(core: *mut u8) -> usize {
     let wrappers: [*const c_void; 5] = [
         mark_a as *const c_void,
         range_push_a as *const c_void,
@@ -153,20 +148,14 @@ pub unsafe fn wrap_core(core: *mut u8) {
         range_start_a as *const c_void,
         range_stop as *const c_void,
     ];
+    let table = &tables::ROCTX_CORE_TABLE;
+    let mut wrapped = 0;
     for (k, w) in wrappers.into_iter().enumerate() {
-        let offset = 8 + 8 * k;
-        if offset + 8 > size {
-            break;
+        // SAFETY: the caller's table, not yet in use; wrapper k has entry k's signature.
+        if let Some(previous) = unsafe { replace_entry(table, core, table.names[k], w) } {
+            ORIGINAL[k].store(previous as usize, Ordering::Release);
+            wrapped += 1;
         }
-        // SAFETY: within the runtime's size; entries are pointer-aligned.
-        let entry = unsafe { core.add(offset).cast::<*const c_void>() };
-        // SAFETY: as above; the table is not yet in use.
-        let previous = unsafe { entry.read() };
-        if previous.is_null() {
-            continue;
-        }
-        ORIGINAL[k].store(previous as usize, Ordering::Release);
-        // SAFETY: as above.
-        unsafe { entry.write(w) };
     }
+    wrapped
 }

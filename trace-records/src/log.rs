@@ -192,9 +192,21 @@ impl std::fmt::Debug for Msg {
 impl LogWriter {
     /// Creates (truncating) the log at `path`, writes its header, and opens it for appending.
     pub fn create(path: &Path, header: FileHeader) -> io::Result<Self> {
-        std::fs::File::create(path)?.write_all(&header.encode())?;
-        let file = std::fs::OpenOptions::new().append(true).open(path)?;
-        Self::spawn(file)
+        Self::create_shared(path, header).map(|(writer, _)| writer)
+    }
+
+    /// [`LogWriter::create`], also returning a second handle to the same open file
+    /// (`O_APPEND`, close-on-exec) for a writer outside the log thread, such as a crash handler:
+    /// whole chunks written through either never interleave.
+    pub fn create_shared(path: &Path, header: FileHeader) -> io::Result<(Self, std::fs::File)> {
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)?;
+        file.set_len(0)?;
+        file.write_all(&header.encode())?;
+        let twin = file.try_clone()?;
+        Ok((Self::spawn(file)?, twin))
     }
 
     /// Appends to an already created log through `file` (opened with `O_APPEND`).
