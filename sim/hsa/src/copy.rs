@@ -6,7 +6,7 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Sender, channel};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use crate::guard::{guard, write_out};
 use crate::runtime::{self, Runtime};
@@ -25,8 +25,8 @@ struct Job {
     completion: Signal,
 }
 
-fn worker() -> &'static Mutex<Sender<Job>> {
-    static WORKER: OnceLock<Mutex<Sender<Job>>> = OnceLock::new();
+fn worker() -> &'static Sender<Job> {
+    static WORKER: OnceLock<Sender<Job>> = OnceLock::new();
     WORKER.get_or_init(|| {
         let (sender, receiver) = channel::<Job>();
         let _ = std::thread::Builder::new()
@@ -36,7 +36,7 @@ fn worker() -> &'static Mutex<Sender<Job>> {
                     let _ = std::panic::catch_unwind(|| run(&job));
                 }
             });
-        Mutex::new(sender)
+        sender
     })
 }
 
@@ -57,11 +57,8 @@ fn run(job: &Job) {
     };
     match result {
         Ok(timing) => {
-            if PROFILING.load(Ordering::Acquire)
-                && let Some(obj) = signal::object(job.completion)
-            {
-                obj.amd.start_ts.store(timing.start_tick, Ordering::Release);
-                obj.amd.end_ts.store(timing.end_tick, Ordering::Release);
+            if PROFILING.load(Ordering::Acquire) {
+                signal::store_timestamps(job.completion, &timing);
             }
         }
         Err(status) => {
@@ -111,11 +108,7 @@ fn submit(
         deps,
         completion,
     };
-    worker()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .send(job)
-        .map_err(|_| ERROR_OUT_OF_RESOURCES)
+    worker().send(job).map_err(|_| ERROR_OUT_OF_RESOURCES)
 }
 
 /// `hsa_amd_memory_async_copy`.
@@ -201,13 +194,10 @@ pub unsafe extern "C" fn hsa_amd_profiling_get_async_copy_time(
 ) -> Status {
     guard(|| {
         let rt = runtime::require()?;
-        let obj = signal::object(signal)
-            .filter(|_| signal::is_live(signal))
-            .ok_or(ERROR_INVALID_SIGNAL)?;
+        let obj = signal::live_object(signal).ok_or(ERROR_INVALID_SIGNAL)?;
         let gpu = rt.first_gpu().ok_or(ERROR_INVALID_AGENT)?;
-        let end = rt.ticks_to_ns(gpu, obj.amd.end_ts.load(Ordering::Acquire));
-        let start = rt.ticks_to_ns(gpu, obj.amd.start_ts.load(Ordering::Acquire));
+        let profiled = rt.profiling_time(gpu, obj);
         // SAFETY: checked for null by write_out; writable per the API.
-        unsafe { write_out(time, ProfilingTime { start, end }) }
+        unsafe { write_out(time, profiled) }
     })
 }

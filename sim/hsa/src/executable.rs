@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_void};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock, RwLock, RwLockWriteGuard};
 
 use wslsim_codeobj::{DESCRIPTOR_SIZE, Kernel};
 
@@ -20,8 +20,8 @@ pub struct KernelEntry {
     pub kernel: Kernel,
     pub descriptor: Box<DescriptorBlock>,
     pub agent: Agent,
-    /// The resolved CPU implementation (0 = not yet resolved / none).
-    resolved: Mutex<Option<usize>>,
+    /// The CPU implementation's address, resolved on first use (0 = none).
+    resolved: OnceLock<usize>,
 }
 
 impl KernelEntry {
@@ -32,8 +32,7 @@ impl KernelEntry {
 
     /// The CPU implementation: the code object's address, else `dlsym(RTLD_DEFAULT, host)`.
     pub fn implementation(&self) -> Option<KernelImpl> {
-        let mut resolved = self.resolved.lock().unwrap_or_else(|e| e.into_inner());
-        let address = *resolved.get_or_insert_with(|| {
+        let address = *self.resolved.get_or_init(|| {
             if self.kernel.impl_address != 0 {
                 return self.kernel.impl_address as usize;
             }
@@ -68,11 +67,10 @@ struct ExecutableObj {
 
 #[derive(Default)]
 struct Tables {
-    // Boxed: the Vec header's address is the reader handle.
-    #[allow(clippy::box_collection)]
-    readers: HashMap<u64, Box<Vec<u8>>>,
+    // The Vec's address (stable inside the Arc) is the reader handle; a load parses a clone of
+    // the Arc outside the lock.
+    readers: HashMap<u64, Arc<Vec<u8>>>,
     executables: HashMap<u64, Box<ExecutableObj>>,
-    kernels: HashMap<u64, Arc<KernelEntry>>,
 }
 
 static TABLES: Mutex<Option<Tables>> = Mutex::new(None);
@@ -82,9 +80,18 @@ fn with_tables<T>(f: impl FnOnce(&mut Tables) -> T) -> T {
     f(guard.get_or_insert_with(Tables::default))
 }
 
+/// Kernel objects by address, looked up on every dispatch: kept out of [`TABLES`] so dispatches
+/// only share a read lock. Written with the TABLES lock held (lock order: TABLES, KERNELS).
+static KERNELS: LazyLock<RwLock<HashMap<u64, Arc<KernelEntry>>>> = LazyLock::new(RwLock::default);
+
+fn kernels_mut() -> RwLockWriteGuard<'static, HashMap<u64, Arc<KernelEntry>>> {
+    KERNELS.write().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The kernel registered under `kernel_object`.
 pub fn lookup_kernel(kernel_object: u64) -> Option<Arc<KernelEntry>> {
-    with_tables(|t| t.kernels.get(&kernel_object).cloned())
+    let kernels = KERNELS.read().unwrap_or_else(|e| e.into_inner());
+    kernels.get(&kernel_object).cloned()
 }
 
 fn find_symbol(symbol: ExecutableSymbol) -> Option<(String, Arc<KernelEntry>)> {
@@ -116,9 +123,9 @@ fn new_reader(bytes: Vec<u8>, reader: *mut CodeObjectReader) -> Result<(), Statu
     if reader.is_null() {
         return Err(ERROR_INVALID_ARGUMENT);
     }
-    let boxed = Box::new(bytes);
-    let handle = &*boxed as *const Vec<u8> as u64;
-    with_tables(|t| t.readers.insert(handle, boxed));
+    let shared = Arc::new(bytes);
+    let handle = Arc::as_ptr(&shared) as u64;
+    with_tables(|t| t.readers.insert(handle, shared));
     // SAFETY: non-null and writable per the API.
     unsafe { write_out(reader, CodeObjectReader { handle }) }
 }
@@ -227,15 +234,13 @@ pub unsafe extern "C" fn hsa_executable_load_agent_code_object(
     guard(|| {
         let rt = runtime::require()?;
         rt.gpu(agent).ok_or(ERROR_INVALID_AGENT)?;
+        let bytes = with_tables(|t| t.readers.get(&reader.handle).cloned())
+            .ok_or(ERROR_INVALID_CODE_OBJECT_READER)?;
+        let kernels = wslsim_codeobj::parse(&bytes).map_err(|error| {
+            eprintln!("libhsa-runtime64 (sim): cannot load code object: {error}");
+            ERROR_INVALID_CODE_OBJECT
+        })?;
         with_tables(|t| {
-            let bytes = t
-                .readers
-                .get(&reader.handle)
-                .ok_or(ERROR_INVALID_CODE_OBJECT_READER)?;
-            let kernels = wslsim_codeobj::parse(bytes).map_err(|error| {
-                eprintln!("libhsa-runtime64 (sim): cannot load code object: {error}");
-                ERROR_INVALID_CODE_OBJECT
-            })?;
             let exe = t
                 .executables
                 .get_mut(&executable.handle)
@@ -243,14 +248,15 @@ pub unsafe extern "C" fn hsa_executable_load_agent_code_object(
             if exe.frozen {
                 return Err(ERROR_FROZEN_EXECUTABLE);
             }
+            let mut registered = kernels_mut();
             for kernel in kernels {
                 let entry = Arc::new(KernelEntry {
                     descriptor: Box::new(DescriptorBlock(kernel.descriptor.0)),
                     kernel,
                     agent,
-                    resolved: Mutex::new(None),
+                    resolved: OnceLock::new(),
                 });
-                t.kernels.insert(entry.kernel_object(), entry.clone());
+                registered.insert(entry.kernel_object(), entry.clone());
                 exe.symbols.push(Box::new(Symbol {
                     name: entry.kernel.symbol_name(),
                     entry,
@@ -301,8 +307,9 @@ pub unsafe extern "C" fn hsa_executable_destroy(executable: Executable) -> Statu
                 .executables
                 .remove(&executable.handle)
                 .ok_or(ERROR_INVALID_EXECUTABLE)?;
+            let mut registered = kernels_mut();
             for symbol in &exe.symbols {
-                t.kernels.remove(&symbol.entry.kernel_object());
+                registered.remove(&symbol.entry.kernel_object());
             }
             Ok(())
         })

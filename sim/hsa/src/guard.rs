@@ -1,6 +1,8 @@
 //! Panic containment for every C entry point, and small shared helpers.
 
+use std::collections::BTreeSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Mutex;
 
 use crate::types::{ERROR, Status};
 
@@ -20,6 +22,16 @@ pub fn guard(body: impl FnOnce() -> Result<(), Status>) -> Status {
         Ok(Ok(())) => crate::types::SUCCESS,
         Ok(Err(status)) => status,
         Err(_) => ERROR,
+    }
+}
+
+/// Prints `message` on stderr the first time this runtime is given it.
+pub fn say_once(message: String) {
+    static SAID: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if !said.contains(&message) {
+        eprintln!("{message}");
+        said.insert(message);
     }
 }
 

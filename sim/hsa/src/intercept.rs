@@ -7,7 +7,7 @@
 
 use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::guard::{guard, write_out};
@@ -26,9 +26,11 @@ type MarkerCallback = unsafe extern "C" fn(*const c_void, *mut HsaQueue, u64);
 pub struct InterceptState {
     /// The internal hardware queue the lowest writer submits to.
     pub hw: Arc<QueueInner>,
-    /// Replaced (not mutated) on registration, so the consumer takes a snapshot per packet
-    /// without copying the list.
+    /// Replaced (not mutated) on registration, so the consumer keeps a snapshot without
+    /// copying the list.
     handlers: Mutex<Arc<Vec<(HandlerFn, usize)>>>,
+    /// Bumped on every registration, so the consumer re-takes its snapshot only when it changed.
+    generation: AtomicU64,
 }
 
 impl InterceptState {
@@ -37,6 +39,7 @@ impl InterceptState {
         InterceptState {
             hw,
             handlers: Mutex::new(Arc::new(Vec::new())),
+            generation: AtomicU64::new(0),
         }
     }
 
@@ -46,10 +49,21 @@ impl InterceptState {
         let mut next = Vec::clone(&handlers);
         next.push((handler, data as usize));
         *handlers = Arc::new(next);
+        // Bumped under the lock: a consumer that reads this generation then takes the lock and
+        // gets this list or a newer one.
+        self.generation.fetch_add(1, Ordering::Release);
     }
 
-    fn handlers(&self) -> Arc<Vec<(HandlerFn, usize)>> {
-        Arc::clone(&self.handlers.lock().unwrap_or_else(|e| e.into_inner()))
+    /// The current handlers if they changed since `seen` (updated), else `None`.
+    fn handlers_since(&self, seen: &mut Option<u64>) -> Option<Arc<Vec<(HandlerFn, usize)>>> {
+        let generation = self.generation.load(Ordering::Acquire);
+        if *seen == Some(generation) {
+            return None;
+        }
+        *seen = Some(generation);
+        Some(Arc::clone(
+            &self.handlers.lock().unwrap_or_else(|e| e.into_inner()),
+        ))
     }
 }
 
@@ -188,7 +202,14 @@ pub fn run_consumer(queue: &QueueInner) {
     };
     let hw = state.hw.clone();
     let sink = move |packets: &[RawPacket]| submit_to_hw(&hw, packets);
-    queue.consume_packets(|packet, index| pass(&state.handlers(), packet, index, &sink));
+    let mut seen = None;
+    let mut handlers = Arc::new(Vec::new());
+    queue.consume_packets(|packet, index| {
+        if let Some(current) = state.handlers_since(&mut seen) {
+            handlers = current;
+        }
+        pass(&handlers, packet, index, &sink);
+    });
 }
 
 /// `hsa_amd_queue_intercept_create`.

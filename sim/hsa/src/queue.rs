@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use wslsim_codeobj::KernelDescriptor;
 
-use crate::guard::{guard, guard_value, write_out};
+use crate::guard::{guard, guard_value, say_once, write_out};
 use crate::runtime::{self, Runtime};
 use crate::signal;
 use crate::types::*;
@@ -56,6 +56,8 @@ pub struct QueueInner {
     pub runtime: Arc<Runtime>,
     pub node: u32,
     pub agent: Agent,
+    /// The agent's gfx major version (the kernel descriptor's SGPR encoding depends on it).
+    pub gfx_major: u32,
     callback: Option<ErrorCallback>,
     callback_data: usize,
     /// The `hsa_queue_t*` reported to the error callback (an intercept queue's internal
@@ -196,7 +198,8 @@ pub fn create(
     data: *mut c_void,
     role: Role,
 ) -> Result<Arc<QueueInner>, Status> {
-    let node = rt.gpu(agent).ok_or(ERROR_INVALID_AGENT)?.node;
+    let gpu = rt.gpu(agent).ok_or(ERROR_INVALID_AGENT)?;
+    let (node, gfx_major) = (gpu.node, gpu.record.gfx_major());
     if !size.is_power_of_two()
         || !(crate::info::QUEUE_MIN_SIZE..=crate::info::QUEUE_MAX_SIZE).contains(&size)
         || type_ > 2
@@ -241,6 +244,7 @@ pub fn create(
         runtime: rt,
         node,
         agent,
+        gfx_major,
         callback,
         callback_data: data as usize,
         report_queue: AtomicU64::new(0),
@@ -323,15 +327,6 @@ fn run_processor(queue: &QueueInner) {
     queue.consume_packets(|packet, _| execute(queue, packet));
 }
 
-fn say_once(message: String) {
-    static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
-    if !said.contains(&message) {
-        eprintln!("{message}");
-        said.push(message);
-    }
-}
-
 /// Executes one packet on the hardware queue.
 fn execute(queue: &QueueInner, packet: &RawPacket) {
     let completion = packet.completion_signal();
@@ -339,14 +334,14 @@ fn execute(queue: &QueueInner, packet: &RawPacket) {
         PACKET_TYPE_KERNEL_DISPATCH => dispatch(queue, packet),
         PACKET_TYPE_BARRIER_AND | PACKET_TYPE_BARRIER_OR => {
             let barrier = packet.as_barrier();
-            let deps: Vec<Signal> = barrier
-                .dep_signal
-                .iter()
-                .copied()
-                .filter(|s| s.handle != 0)
-                .collect();
+            let mut deps = [Signal { handle: 0 }; 5];
+            let mut n = 0;
+            for &dep in barrier.dep_signal.iter().filter(|s| s.handle != 0) {
+                deps[n] = dep;
+                n += 1;
+            }
             let and = packet.packet_type() == PACKET_TYPE_BARRIER_AND;
-            wait_deps(queue, &deps, and);
+            wait_deps(queue, &deps[..n], and);
         }
         PACKET_TYPE_VENDOR_SPECIFIC => vendor(queue, packet),
         _ => {
@@ -365,20 +360,15 @@ fn wait_deps(queue: &QueueInner, deps: &[Signal], and: bool) {
     if deps.is_empty() {
         return;
     }
-    let _watch = signal::Watch::new(deps);
-    loop {
-        let epoch = signal::global_epoch();
-        let done = |s: &Signal| signal::load(*s) < 1;
-        let ready = if and {
+    let done = |s: &Signal| signal::load(*s) < 1;
+    let ready = || {
+        if and {
             deps.iter().all(done)
         } else {
             deps.iter().any(done)
-        };
-        if ready || queue.stopping() {
-            return;
         }
-        signal::wait_global(epoch, Duration::from_millis(20));
-    }
+    };
+    signal::wait_watched(deps, ready, || queue.stopping());
 }
 
 fn dispatch(queue: &QueueInner, packet: &RawPacket) {
@@ -392,10 +382,6 @@ fn dispatch(queue: &QueueInner, packet: &RawPacket) {
         return;
     };
     let kd = KernelDescriptor(entry.descriptor.0);
-    let gfx_major = queue
-        .runtime
-        .agent(queue.agent)
-        .map_or(11, |a| a.record.gfx_major());
     let launch = WslsimLaunch {
         grid: [
             p.grid_size_x.max(1),
@@ -427,7 +413,7 @@ fn dispatch(queue: &QueueInner, packet: &RawPacket) {
         workgroup: launch.workgroup,
         wave_size: kd.wave_size(),
         vgprs: kd.arch_vgpr_count(),
-        sgprs: kd.sgpr_count(gfx_major),
+        sgprs: kd.sgpr_count(queue.gfx_major),
         lds_bytes: p.group_segment_size,
         scratch_bytes: p.private_segment_size,
         valu_per_wave: entry.kernel.valu_per_wave,
@@ -438,11 +424,8 @@ fn dispatch(queue: &QueueInner, packet: &RawPacket) {
     };
     match queue.runtime.thunk.dispatch(queue.node, &request) {
         Ok(timing) => {
-            if queue.profiling.load(Ordering::Acquire)
-                && let Some(obj) = signal::object(p.completion_signal)
-            {
-                obj.amd.start_ts.store(timing.start_tick, Ordering::Release);
-                obj.amd.end_ts.store(timing.end_tick, Ordering::Release);
+            if queue.profiling.load(Ordering::Acquire) {
+                signal::store_timestamps(p.completion_signal, &timing);
             }
         }
         Err(status) => {
@@ -467,16 +450,11 @@ fn vendor(queue: &QueueInner, packet: &RawPacket) {
             let value = packet.u64_at(16) as i64;
             let mask = packet.u64_at(24) as i64;
             let condition = packet.u32_at(32);
-            let _watch = signal::Watch::new(std::slice::from_ref(&signal));
-            while !queue.stopping()
-                && !signal::satisfied(condition, signal::load(signal) & mask, value)
-            {
-                let epoch = signal::global_epoch();
-                if signal::satisfied(condition, signal::load(signal) & mask, value) {
-                    break;
-                }
-                signal::wait_global(epoch, Duration::from_millis(20));
-            }
+            signal::wait_watched(
+                std::slice::from_ref(&signal),
+                || signal::satisfied(condition, signal::load(signal) & mask, value),
+                || queue.stopping(),
+            );
         }
         AMD_AQL_FORMAT_INTERCEPT_MARKER => {}
         other => {
@@ -568,9 +546,13 @@ fn block<'a>(queue: *const HsaQueue) -> Option<&'a QueueBlock> {
     (!queue.is_null()).then(|| unsafe { &*(queue as *const QueueBlock) })
 }
 
+// Index operations: one function per operation behind all its memory-order slots of the table
+// (`hsa_queue_load_read_index_relaxed`, `_scacquire`, ...), using the strongest order of its
+// variants.
+
 macro_rules! index_load {
     ($($name:ident: $field:ident;)*) => {$(
-        #[doc = concat!("`hsa_queue_", stringify!($name), "`.")]
+        #[doc = concat!("`", stringify!($name), "_*` (every memory order).")]
         pub unsafe extern "C" fn $name(queue: *const HsaQueue) -> u64 {
             guard_value(0, || block(queue).map_or(0, |b| b.$field.load(Ordering::Acquire)))
         }
@@ -578,15 +560,13 @@ macro_rules! index_load {
 }
 
 index_load! {
-    load_read_index_scacquire: read_index;
-    load_read_index_relaxed: read_index;
-    load_write_index_scacquire: write_index;
-    load_write_index_relaxed: write_index;
+    hsa_queue_load_read_index: read_index;
+    hsa_queue_load_write_index: write_index;
 }
 
 macro_rules! index_store {
     ($($name:ident: $field:ident;)*) => {$(
-        #[doc = concat!("`hsa_queue_", stringify!($name), "`.")]
+        #[doc = concat!("`", stringify!($name), "_*` (every memory order).")]
         pub unsafe extern "C" fn $name(queue: *const HsaQueue, value: u64) {
             guard_value((), || {
                 if let Some(b) = block(queue) {
@@ -598,51 +578,31 @@ macro_rules! index_store {
 }
 
 index_store! {
-    store_write_index_relaxed: write_index;
-    store_write_index_screlease: write_index;
-    store_read_index_relaxed: read_index;
-    store_read_index_screlease: read_index;
+    hsa_queue_store_write_index: write_index;
+    hsa_queue_store_read_index: read_index;
 }
 
-macro_rules! index_cas {
-    ($($name:ident),*) => {$(
-        #[doc = concat!("`hsa_queue_", stringify!($name), "`.")]
-        pub unsafe extern "C" fn $name(queue: *const HsaQueue, expected: u64, value: u64) -> u64 {
-            guard_value(0, || {
-                block(queue).map_or(0, |b| {
-                    b.write_index
-                        .compare_exchange(expected, value, Ordering::AcqRel, Ordering::Acquire)
-                        .unwrap_or_else(|v| v)
-                })
-            })
-        }
-    )*};
+/// `hsa_queue_cas_write_index_*` (every memory order).
+pub unsafe extern "C" fn hsa_queue_cas_write_index(
+    queue: *const HsaQueue,
+    expected: u64,
+    value: u64,
+) -> u64 {
+    guard_value(0, || {
+        block(queue).map_or(0, |b| {
+            b.write_index
+                .compare_exchange(expected, value, Ordering::AcqRel, Ordering::Acquire)
+                .unwrap_or_else(|v| v)
+        })
+    })
 }
 
-index_cas!(
-    cas_write_index_scacq_screl,
-    cas_write_index_scacquire,
-    cas_write_index_relaxed,
-    cas_write_index_screlease
-);
-
-macro_rules! index_add {
-    ($($name:ident),*) => {$(
-        #[doc = concat!("`hsa_queue_", stringify!($name), "`.")]
-        pub unsafe extern "C" fn $name(queue: *const HsaQueue, value: u64) -> u64 {
-            guard_value(0, || {
-                block(queue).map_or(0, |b| b.write_index.fetch_add(value, Ordering::AcqRel))
-            })
-        }
-    )*};
+/// `hsa_queue_add_write_index_*` (every memory order).
+pub unsafe extern "C" fn hsa_queue_add_write_index(queue: *const HsaQueue, value: u64) -> u64 {
+    guard_value(0, || {
+        block(queue).map_or(0, |b| b.write_index.fetch_add(value, Ordering::AcqRel))
+    })
 }
-
-index_add!(
-    add_write_index_scacq_screl,
-    add_write_index_scacquire,
-    add_write_index_relaxed,
-    add_write_index_screlease
-);
 
 /// `hsa_amd_profiling_set_profiler_enabled`: an intercept queue passes it to its hardware
 /// queue, where the timestamps are taken.
@@ -669,14 +629,10 @@ pub unsafe extern "C" fn hsa_amd_profiling_get_dispatch_time(
     guard(|| {
         let rt = runtime::require()?;
         let info = rt.gpu(agent).ok_or(ERROR_INVALID_AGENT)?;
-        let obj = signal::object(signal)
-            .filter(|_| signal::is_live(signal))
-            .ok_or(ERROR_INVALID_SIGNAL)?;
-        // End first, as ROCr: the refreshed sample then covers both.
-        let end = rt.ticks_to_ns(info, obj.amd.end_ts.load(Ordering::Acquire));
-        let start = rt.ticks_to_ns(info, obj.amd.start_ts.load(Ordering::Acquire));
+        let obj = signal::live_object(signal).ok_or(ERROR_INVALID_SIGNAL)?;
+        let profiled = rt.profiling_time(info, obj);
         // SAFETY: checked for null by write_out; writable per the API.
-        unsafe { write_out(time, ProfilingTime { start, end }) }
+        unsafe { write_out(time, profiled) }
     })
 }
 

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use wslsim_scenario::Generation;
 
-use crate::guard::{guard_status, monotonic_ns};
+use crate::guard::{guard_status, monotonic_ns, say_once};
+use crate::signal::SignalObj;
 use crate::topology::{self, NodeRecord};
 use crate::types::*;
 
@@ -54,15 +55,10 @@ pub struct Thunk {
 }
 
 fn missing_gpu_export(name: &str) {
-    static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
-    if !said.iter().any(|n| n == name) {
-        said.push(name.to_owned());
-        eprintln!(
-            "libhsa-runtime64 (sim): librocdxg.so does not export {name}; \
-             running without the GPU model"
-        );
-    }
+    say_once(format!(
+        "libhsa-runtime64 (sim): librocdxg.so does not export {name}; \
+         running without the GPU model"
+    ));
 }
 
 impl Thunk {
@@ -236,7 +232,6 @@ pub enum PoolKind {
 /// One memory pool (also reported as an HSA region).
 pub struct PoolInfo {
     pub kind: PoolKind,
-    pub owner: Agent,
     pub size: u64,
 }
 
@@ -278,6 +273,14 @@ impl Runtime {
     /// The pool with this handle.
     pub fn pool(&self, pool: MemoryPool) -> Option<&PoolInfo> {
         self.pools.iter().map(|p| &**p).find(|p| p.handle() == pool)
+    }
+
+    /// A signal's profiling timestamps (GPU ticks of `agent`) in system nanoseconds. End first,
+    /// as ROCr: the refreshed sample then covers both.
+    pub fn profiling_time(&self, agent: &AgentInfo, signal: &SignalObj) -> ProfilingTime {
+        let end = self.ticks_to_ns(agent, signal.amd.end_ts.load(Ordering::Acquire));
+        let start = self.ticks_to_ns(agent, signal.amd.start_ts.load(Ordering::Acquire));
+        ProfilingTime { start, end }
     }
 
     /// Converts a GPU tick of `agent` to system nanoseconds: linear interpolation between the
@@ -549,11 +552,7 @@ fn read_topology(thunk: Thunk, layout: u32) -> Result<Runtime, Status> {
             AgentKind::Gpu => &[(PoolKind::DeviceLocal, vram_size(&agent.record))],
         };
         for &(kind, size) in kinds {
-            let pool = Box::new(PoolInfo {
-                kind,
-                owner: agent.handle(),
-                size,
-            });
+            let pool = Box::new(PoolInfo { kind, size });
             agent.pools.push(pool.handle().handle);
             pools.push(pool);
         }

@@ -88,6 +88,23 @@ pub fn is_live(signal: Signal) -> bool {
     with_registry(|r| r.live.contains(&signal.handle))
 }
 
+/// The block of a live signal (checked in the registry before the handle is dereferenced).
+pub fn live_object(signal: Signal) -> Option<&'static SignalObj> {
+    if is_live(signal) {
+        object(signal)
+    } else {
+        None
+    }
+}
+
+/// Stores a dispatch's or copy's GPU ticks as the signal's profiling timestamps.
+pub fn store_timestamps(signal: Signal, timing: &WslsimTiming) {
+    if let Some(obj) = object(signal) {
+        obj.amd.start_ts.store(timing.start_tick, Ordering::Release);
+        obj.amd.end_ts.store(timing.end_tick, Ordering::Release);
+    }
+}
+
 /// Destroys a signal (its block goes to the free list).
 pub fn destroy(signal: Signal) -> Result<(), Status> {
     let removed = with_registry(|r| {
@@ -226,6 +243,19 @@ pub fn global_epoch() -> u32 {
     GLOBAL_EPOCH.load(Ordering::SeqCst)
 }
 
+/// Waits until `ready()` or `stop()` holds, re-checking whenever one of `signals` changes (and
+/// at least every 20 ms).
+pub fn wait_watched(signals: &[Signal], mut ready: impl FnMut() -> bool, stop: impl Fn() -> bool) {
+    let _watch = Watch::new(signals);
+    loop {
+        let epoch = global_epoch();
+        if ready() || stop() {
+            return;
+        }
+        wait_global(epoch, Duration::from_millis(20));
+    }
+}
+
 /// Whether `value` satisfies `condition` against `compare`.
 pub fn satisfied(condition: u32, value: i64, compare: i64) -> bool {
     match condition {
@@ -284,9 +314,7 @@ pub fn wait(signal: Signal, condition: u32, compare: i64, timeout_ns: u64) -> i6
             return value;
         }
         let slice = (timeout_ns - elapsed).min(100_000_000);
-        obj.waiters.fetch_add(1, Ordering::SeqCst);
-        futex_wait(&obj.epoch, epoch, Duration::from_nanos(slice));
-        obj.waiters.fetch_sub(1, Ordering::SeqCst);
+        sleep_on(obj, epoch, Duration::from_nanos(slice));
     }
 }
 
@@ -473,10 +501,13 @@ pub unsafe extern "C" fn hsa_signal_destroy(signal: Signal) -> Status {
     guard(|| destroy(signal))
 }
 
+// Value operations: one function per operation behind all its memory-order slots of the table
+// (`hsa_signal_add_relaxed`, `_scacquire`, ...), using the strongest order of its variants.
+
 macro_rules! signal_ops {
     ($($name:ident: |$v:ident, $x:ident| $body:expr;)*) => {
         $(
-            #[doc = concat!("`hsa_signal_", stringify!($name), "`.")]
+            #[doc = concat!("`", stringify!($name), "_*` (every memory order).")]
             pub unsafe extern "C" fn $name(signal: Signal, value: i64) {
                 guard_value((), || {
                     let $x = value;
@@ -488,92 +519,37 @@ macro_rules! signal_ops {
 }
 
 signal_ops! {
-    and_relaxed: |v, x| v & x;
-    and_scacquire: |v, x| v & x;
-    and_screlease: |v, x| v & x;
-    and_scacq_screl: |v, x| v & x;
-    or_relaxed: |v, x| v | x;
-    or_scacquire: |v, x| v | x;
-    or_screlease: |v, x| v | x;
-    or_scacq_screl: |v, x| v | x;
-    xor_relaxed: |v, x| v ^ x;
-    xor_scacquire: |v, x| v ^ x;
-    xor_screlease: |v, x| v ^ x;
-    xor_scacq_screl: |v, x| v ^ x;
-    add_relaxed: |v, x| v.wrapping_add(x);
-    add_scacquire: |v, x| v.wrapping_add(x);
-    add_screlease: |v, x| v.wrapping_add(x);
-    add_scacq_screl: |v, x| v.wrapping_add(x);
-    subtract_relaxed: |v, x| v.wrapping_sub(x);
-    subtract_scacquire: |v, x| v.wrapping_sub(x);
-    subtract_screlease: |v, x| v.wrapping_sub(x);
-    subtract_scacq_screl: |v, x| v.wrapping_sub(x);
+    hsa_signal_and: |v, x| v & x;
+    hsa_signal_or: |v, x| v | x;
+    hsa_signal_xor: |v, x| v ^ x;
+    hsa_signal_add: |v, x| v.wrapping_add(x);
+    hsa_signal_subtract: |v, x| v.wrapping_sub(x);
 }
 
-macro_rules! signal_exchange {
-    ($($name:ident),*) => {
-        $(
-            #[doc = concat!("`hsa_signal_", stringify!($name), "`.")]
-            pub unsafe extern "C" fn $name(signal: Signal, value: i64) -> i64 {
-                guard_value(0, || update(signal, |_| value))
-            }
-        )*
-    };
+/// `hsa_signal_exchange_*` (every memory order).
+pub unsafe extern "C" fn hsa_signal_exchange(signal: Signal, value: i64) -> i64 {
+    guard_value(0, || update(signal, |_| value))
 }
 
-signal_exchange!(
-    exchange_relaxed,
-    exchange_scacquire,
-    exchange_screlease,
-    exchange_scacq_screl
-);
-
-macro_rules! signal_cas {
-    ($($name:ident),*) => {
-        $(
-            #[doc = concat!("`hsa_signal_", stringify!($name), "`.")]
-            pub unsafe extern "C" fn $name(signal: Signal, expected: i64, value: i64) -> i64 {
-                guard_value(0, || update(signal, |v| if v == expected { value } else { v }))
-            }
-        )*
-    };
+/// `hsa_signal_cas_*` (every memory order).
+pub unsafe extern "C" fn hsa_signal_cas(signal: Signal, expected: i64, value: i64) -> i64 {
+    guard_value(0, || {
+        update(signal, |v| if v == expected { value } else { v })
+    })
 }
 
-signal_cas!(cas_relaxed, cas_scacquire, cas_screlease, cas_scacq_screl);
-
-/// `hsa_signal_load_relaxed`.
-pub unsafe extern "C" fn load_relaxed(signal: Signal) -> i64 {
+/// `hsa_signal_load_*` (every memory order).
+pub unsafe extern "C" fn hsa_signal_load(signal: Signal) -> i64 {
     guard_value(0, || load(signal))
 }
 
-/// `hsa_signal_load_scacquire`.
-pub unsafe extern "C" fn load_scacquire(signal: Signal) -> i64 {
-    guard_value(0, || load(signal))
-}
-
-/// `hsa_signal_store_relaxed` (also `silent_store_relaxed`).
-pub unsafe extern "C" fn store_relaxed(signal: Signal, value: i64) {
+/// `hsa_signal_store_*` and `hsa_signal_silent_store_*` (every memory order).
+pub unsafe extern "C" fn hsa_signal_store(signal: Signal, value: i64) {
     guard_value((), || store(signal, value))
 }
 
-/// `hsa_signal_store_screlease` (also `silent_store_screlease`).
-pub unsafe extern "C" fn store_screlease(signal: Signal, value: i64) {
-    guard_value((), || store(signal, value))
-}
-
-/// `hsa_signal_wait_relaxed`.
-pub unsafe extern "C" fn wait_relaxed(
-    signal: Signal,
-    condition: u32,
-    compare_value: i64,
-    timeout_hint: u64,
-    _wait_state_hint: u32,
-) -> i64 {
-    guard_value(0, || wait(signal, condition, compare_value, timeout_hint))
-}
-
-/// `hsa_signal_wait_scacquire`.
-pub unsafe extern "C" fn wait_scacquire(
+/// `hsa_signal_wait_*` (every memory order).
+pub unsafe extern "C" fn hsa_signal_wait(
     signal: Signal,
     condition: u32,
     compare_value: i64,
@@ -656,7 +632,7 @@ pub unsafe extern "C" fn hsa_amd_signal_value_pointer(
     signal: Signal,
     value_ptr: *mut *mut i64,
 ) -> Status {
-    guard_status(|| match object(signal).filter(|_| is_live(signal)) {
+    guard_status(|| match live_object(signal) {
         // SAFETY: `value_ptr` is checked by write_out; writable per the API.
         Some(obj) => match unsafe { write_out(value_ptr, obj.amd.value.as_ptr()) } {
             Ok(()) => SUCCESS,

@@ -61,16 +61,10 @@ fn slot_name(table: usize, slot: usize) -> &'static str {
 }
 
 fn not_implemented(table: usize, slot: usize) {
-    use std::collections::HashSet;
-    use std::sync::Mutex;
-    static SAID: Mutex<Option<HashSet<(usize, usize)>>> = Mutex::new(None);
-    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
-    if said.get_or_insert_with(HashSet::new).insert((table, slot)) {
-        eprintln!(
-            "libhsa-runtime64 (sim): {} is not implemented",
-            slot_name(table, slot)
-        );
-    }
+    crate::guard::say_once(format!(
+        "libhsa-runtime64 (sim): {} is not implemented",
+        slot_name(table, slot)
+    ));
 }
 
 macro_rules! slot_pointer {
@@ -213,22 +207,22 @@ api_table! {
     hsa_soft_queue_create;
     hsa_queue_destroy(queue: *mut HsaQueue) -> Status = queue::hsa_queue_destroy;
     hsa_queue_inactivate(queue: *mut HsaQueue) -> Status = queue::hsa_queue_inactivate;
-    hsa_queue_load_read_index_scacquire(queue: *const HsaQueue) -> u64 = queue::load_read_index_scacquire;
-    hsa_queue_load_read_index_relaxed(queue: *const HsaQueue) -> u64 = queue::load_read_index_relaxed;
-    hsa_queue_load_write_index_scacquire(queue: *const HsaQueue) -> u64 = queue::load_write_index_scacquire;
-    hsa_queue_load_write_index_relaxed(queue: *const HsaQueue) -> u64 = queue::load_write_index_relaxed;
-    hsa_queue_store_write_index_relaxed(queue: *const HsaQueue, value: u64) -> () = queue::store_write_index_relaxed;
-    hsa_queue_store_write_index_screlease(queue: *const HsaQueue, value: u64) -> () = queue::store_write_index_screlease;
-    hsa_queue_cas_write_index_scacq_screl(queue: *const HsaQueue, expected: u64, value: u64) -> u64 = queue::cas_write_index_scacq_screl;
-    hsa_queue_cas_write_index_scacquire(queue: *const HsaQueue, expected: u64, value: u64) -> u64 = queue::cas_write_index_scacquire;
-    hsa_queue_cas_write_index_relaxed(queue: *const HsaQueue, expected: u64, value: u64) -> u64 = queue::cas_write_index_relaxed;
-    hsa_queue_cas_write_index_screlease(queue: *const HsaQueue, expected: u64, value: u64) -> u64 = queue::cas_write_index_screlease;
-    hsa_queue_add_write_index_scacq_screl(queue: *const HsaQueue, value: u64) -> u64 = queue::add_write_index_scacq_screl;
-    hsa_queue_add_write_index_scacquire(queue: *const HsaQueue, value: u64) -> u64 = queue::add_write_index_scacquire;
-    hsa_queue_add_write_index_relaxed(queue: *const HsaQueue, value: u64) -> u64 = queue::add_write_index_relaxed;
-    hsa_queue_add_write_index_screlease(queue: *const HsaQueue, value: u64) -> u64 = queue::add_write_index_screlease;
-    hsa_queue_store_read_index_relaxed(queue: *const HsaQueue, value: u64) -> () = queue::store_read_index_relaxed;
-    hsa_queue_store_read_index_screlease(queue: *const HsaQueue, value: u64) -> () = queue::store_read_index_screlease;
+    hsa_queue_load_read_index_scacquire(queue: *const HsaQueue) -> u64 = queue::hsa_queue_load_read_index;
+    hsa_queue_load_read_index_relaxed(queue: *const HsaQueue) -> u64 = queue::hsa_queue_load_read_index;
+    hsa_queue_load_write_index_scacquire(queue: *const HsaQueue) -> u64 = queue::hsa_queue_load_write_index;
+    hsa_queue_load_write_index_relaxed(queue: *const HsaQueue) -> u64 = queue::hsa_queue_load_write_index;
+    hsa_queue_store_write_index_relaxed(queue: *const HsaQueue, value: u64) -> () = queue::hsa_queue_store_write_index;
+    hsa_queue_store_write_index_screlease(queue: *const HsaQueue, value: u64) -> () = queue::hsa_queue_store_write_index;
+    hsa_queue_cas_write_index_scacq_screl(queue: *const HsaQueue, expected: u64, value: u64) -> u64 = queue::hsa_queue_cas_write_index;
+    hsa_queue_cas_write_index_scacquire(queue: *const HsaQueue, expected: u64, value: u64) -> u64 = queue::hsa_queue_cas_write_index;
+    hsa_queue_cas_write_index_relaxed(queue: *const HsaQueue, expected: u64, value: u64) -> u64 = queue::hsa_queue_cas_write_index;
+    hsa_queue_cas_write_index_screlease(queue: *const HsaQueue, expected: u64, value: u64) -> u64 = queue::hsa_queue_cas_write_index;
+    hsa_queue_add_write_index_scacq_screl(queue: *const HsaQueue, value: u64) -> u64 = queue::hsa_queue_add_write_index;
+    hsa_queue_add_write_index_scacquire(queue: *const HsaQueue, value: u64) -> u64 = queue::hsa_queue_add_write_index;
+    hsa_queue_add_write_index_relaxed(queue: *const HsaQueue, value: u64) -> u64 = queue::hsa_queue_add_write_index;
+    hsa_queue_add_write_index_screlease(queue: *const HsaQueue, value: u64) -> u64 = queue::hsa_queue_add_write_index;
+    hsa_queue_store_read_index_relaxed(queue: *const HsaQueue, value: u64) -> () = queue::hsa_queue_store_read_index;
+    hsa_queue_store_read_index_screlease(queue: *const HsaQueue, value: u64) -> () = queue::hsa_queue_store_read_index;
     hsa_agent_iterate_regions(agent: Agent, callback: RegionCallback, data: *mut c_void) -> Status = mem::hsa_agent_iterate_regions;
     hsa_region_get_info(region: Region, attribute: u32, value: *mut c_void) -> Status = mem::hsa_region_get_info;
     hsa_agent_get_exception_policies(agent: Agent, profile: u32, mask: *mut u16) -> Status = info::hsa_agent_get_exception_policies;
@@ -241,40 +235,40 @@ api_table! {
     hsa_memory_assign_agent(ptr: *mut c_void, agent: Agent, access: u32) -> Status = mem::hsa_memory_assign_agent;
     hsa_signal_create(initial_value: i64, num_consumers: u32, consumers: *const Agent, signal: *mut Signal) -> Status = sig::hsa_signal_create;
     hsa_signal_destroy(signal: Signal) -> Status = sig::hsa_signal_destroy;
-    hsa_signal_load_relaxed(signal: Signal) -> i64 = sig::load_relaxed;
-    hsa_signal_load_scacquire(signal: Signal) -> i64 = sig::load_scacquire;
-    hsa_signal_store_relaxed(signal: Signal, value: i64) -> () = sig::store_relaxed;
-    hsa_signal_store_screlease(signal: Signal, value: i64) -> () = sig::store_screlease;
-    hsa_signal_wait_relaxed(signal: Signal, condition: u32, compare_value: i64, timeout_hint: u64, wait_state_hint: u32) -> i64 = sig::wait_relaxed;
-    hsa_signal_wait_scacquire(signal: Signal, condition: u32, compare_value: i64, timeout_hint: u64, wait_state_hint: u32) -> i64 = sig::wait_scacquire;
-    hsa_signal_and_relaxed(signal: Signal, value: i64) -> () = sig::and_relaxed;
-    hsa_signal_and_scacquire(signal: Signal, value: i64) -> () = sig::and_scacquire;
-    hsa_signal_and_screlease(signal: Signal, value: i64) -> () = sig::and_screlease;
-    hsa_signal_and_scacq_screl(signal: Signal, value: i64) -> () = sig::and_scacq_screl;
-    hsa_signal_or_relaxed(signal: Signal, value: i64) -> () = sig::or_relaxed;
-    hsa_signal_or_scacquire(signal: Signal, value: i64) -> () = sig::or_scacquire;
-    hsa_signal_or_screlease(signal: Signal, value: i64) -> () = sig::or_screlease;
-    hsa_signal_or_scacq_screl(signal: Signal, value: i64) -> () = sig::or_scacq_screl;
-    hsa_signal_xor_relaxed(signal: Signal, value: i64) -> () = sig::xor_relaxed;
-    hsa_signal_xor_scacquire(signal: Signal, value: i64) -> () = sig::xor_scacquire;
-    hsa_signal_xor_screlease(signal: Signal, value: i64) -> () = sig::xor_screlease;
-    hsa_signal_xor_scacq_screl(signal: Signal, value: i64) -> () = sig::xor_scacq_screl;
-    hsa_signal_exchange_relaxed(signal: Signal, value: i64) -> i64 = sig::exchange_relaxed;
-    hsa_signal_exchange_scacquire(signal: Signal, value: i64) -> i64 = sig::exchange_scacquire;
-    hsa_signal_exchange_screlease(signal: Signal, value: i64) -> i64 = sig::exchange_screlease;
-    hsa_signal_exchange_scacq_screl(signal: Signal, value: i64) -> i64 = sig::exchange_scacq_screl;
-    hsa_signal_add_relaxed(signal: Signal, value: i64) -> () = sig::add_relaxed;
-    hsa_signal_add_scacquire(signal: Signal, value: i64) -> () = sig::add_scacquire;
-    hsa_signal_add_screlease(signal: Signal, value: i64) -> () = sig::add_screlease;
-    hsa_signal_add_scacq_screl(signal: Signal, value: i64) -> () = sig::add_scacq_screl;
-    hsa_signal_subtract_relaxed(signal: Signal, value: i64) -> () = sig::subtract_relaxed;
-    hsa_signal_subtract_scacquire(signal: Signal, value: i64) -> () = sig::subtract_scacquire;
-    hsa_signal_subtract_screlease(signal: Signal, value: i64) -> () = sig::subtract_screlease;
-    hsa_signal_subtract_scacq_screl(signal: Signal, value: i64) -> () = sig::subtract_scacq_screl;
-    hsa_signal_cas_relaxed(signal: Signal, expected: i64, value: i64) -> i64 = sig::cas_relaxed;
-    hsa_signal_cas_scacquire(signal: Signal, expected: i64, value: i64) -> i64 = sig::cas_scacquire;
-    hsa_signal_cas_screlease(signal: Signal, expected: i64, value: i64) -> i64 = sig::cas_screlease;
-    hsa_signal_cas_scacq_screl(signal: Signal, expected: i64, value: i64) -> i64 = sig::cas_scacq_screl;
+    hsa_signal_load_relaxed(signal: Signal) -> i64 = sig::hsa_signal_load;
+    hsa_signal_load_scacquire(signal: Signal) -> i64 = sig::hsa_signal_load;
+    hsa_signal_store_relaxed(signal: Signal, value: i64) -> () = sig::hsa_signal_store;
+    hsa_signal_store_screlease(signal: Signal, value: i64) -> () = sig::hsa_signal_store;
+    hsa_signal_wait_relaxed(signal: Signal, condition: u32, compare_value: i64, timeout_hint: u64, wait_state_hint: u32) -> i64 = sig::hsa_signal_wait;
+    hsa_signal_wait_scacquire(signal: Signal, condition: u32, compare_value: i64, timeout_hint: u64, wait_state_hint: u32) -> i64 = sig::hsa_signal_wait;
+    hsa_signal_and_relaxed(signal: Signal, value: i64) -> () = sig::hsa_signal_and;
+    hsa_signal_and_scacquire(signal: Signal, value: i64) -> () = sig::hsa_signal_and;
+    hsa_signal_and_screlease(signal: Signal, value: i64) -> () = sig::hsa_signal_and;
+    hsa_signal_and_scacq_screl(signal: Signal, value: i64) -> () = sig::hsa_signal_and;
+    hsa_signal_or_relaxed(signal: Signal, value: i64) -> () = sig::hsa_signal_or;
+    hsa_signal_or_scacquire(signal: Signal, value: i64) -> () = sig::hsa_signal_or;
+    hsa_signal_or_screlease(signal: Signal, value: i64) -> () = sig::hsa_signal_or;
+    hsa_signal_or_scacq_screl(signal: Signal, value: i64) -> () = sig::hsa_signal_or;
+    hsa_signal_xor_relaxed(signal: Signal, value: i64) -> () = sig::hsa_signal_xor;
+    hsa_signal_xor_scacquire(signal: Signal, value: i64) -> () = sig::hsa_signal_xor;
+    hsa_signal_xor_screlease(signal: Signal, value: i64) -> () = sig::hsa_signal_xor;
+    hsa_signal_xor_scacq_screl(signal: Signal, value: i64) -> () = sig::hsa_signal_xor;
+    hsa_signal_exchange_relaxed(signal: Signal, value: i64) -> i64 = sig::hsa_signal_exchange;
+    hsa_signal_exchange_scacquire(signal: Signal, value: i64) -> i64 = sig::hsa_signal_exchange;
+    hsa_signal_exchange_screlease(signal: Signal, value: i64) -> i64 = sig::hsa_signal_exchange;
+    hsa_signal_exchange_scacq_screl(signal: Signal, value: i64) -> i64 = sig::hsa_signal_exchange;
+    hsa_signal_add_relaxed(signal: Signal, value: i64) -> () = sig::hsa_signal_add;
+    hsa_signal_add_scacquire(signal: Signal, value: i64) -> () = sig::hsa_signal_add;
+    hsa_signal_add_screlease(signal: Signal, value: i64) -> () = sig::hsa_signal_add;
+    hsa_signal_add_scacq_screl(signal: Signal, value: i64) -> () = sig::hsa_signal_add;
+    hsa_signal_subtract_relaxed(signal: Signal, value: i64) -> () = sig::hsa_signal_subtract;
+    hsa_signal_subtract_scacquire(signal: Signal, value: i64) -> () = sig::hsa_signal_subtract;
+    hsa_signal_subtract_screlease(signal: Signal, value: i64) -> () = sig::hsa_signal_subtract;
+    hsa_signal_subtract_scacq_screl(signal: Signal, value: i64) -> () = sig::hsa_signal_subtract;
+    hsa_signal_cas_relaxed(signal: Signal, expected: i64, value: i64) -> i64 = sig::hsa_signal_cas;
+    hsa_signal_cas_scacquire(signal: Signal, expected: i64, value: i64) -> i64 = sig::hsa_signal_cas;
+    hsa_signal_cas_screlease(signal: Signal, expected: i64, value: i64) -> i64 = sig::hsa_signal_cas;
+    hsa_signal_cas_scacq_screl(signal: Signal, expected: i64, value: i64) -> i64 = sig::hsa_signal_cas;
     hsa_isa_from_name(name: *const c_char, isa: *mut Isa) -> Status = info::hsa_isa_from_name;
     hsa_isa_get_info(isa: Isa, attribute: u32, index: u32, value: *mut c_void) -> Status = info::hsa_isa_get_info;
     hsa_isa_compatible;
@@ -304,8 +298,8 @@ api_table! {
     hsa_agent_major_extension_supported(extension: u16, agent: Agent, major: u16, minor: *mut u16, result: *mut bool) -> Status = info::hsa_agent_major_extension_supported;
     hsa_cache_get_info;
     hsa_agent_iterate_caches(agent: Agent, callback: CacheCallback, data: *mut c_void) -> Status = info::hsa_agent_iterate_caches;
-    hsa_signal_silent_store_relaxed(signal: Signal, value: i64) -> () = sig::store_relaxed;
-    hsa_signal_silent_store_screlease(signal: Signal, value: i64) -> () = sig::store_screlease;
+    hsa_signal_silent_store_relaxed(signal: Signal, value: i64) -> () = sig::hsa_signal_store;
+    hsa_signal_silent_store_screlease(signal: Signal, value: i64) -> () = sig::hsa_signal_store;
     hsa_signal_group_create;
     hsa_signal_group_destroy;
     hsa_signal_group_wait_any_scacquire;

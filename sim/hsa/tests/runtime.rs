@@ -7,13 +7,14 @@
 //! by `cargo xtask build`; a missing or stale stage fails the run with that instruction.
 //! Arguments filter cases by name.
 
-use std::ffi::{CStr, CString, c_char, c_void};
+use std::ffi::{CStr, c_char, c_void};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use wslsim_codeobj::{CodeObjectBuilder, KernelBuilder};
+use wslsim_scenario::harness::Library;
 
 const CASE_ENV: &str = "HSA_RT_CASE";
 
@@ -80,11 +81,10 @@ macro_rules! api {
         #[allow(non_snake_case)]
         struct Api { $($name: unsafe extern "C" fn($($t),*) -> $r,)* }
         impl Api {
-            fn load(lib: *mut c_void) -> Result<Api, String> {
+            fn load(lib: &Library) -> Result<Api, String> {
                 Ok(Api { $($name: {
-                    let address = sym(lib, stringify!($name))?;
                     // SAFETY: the export has this signature (the HSA API).
-                    unsafe { std::mem::transmute::<*mut c_void, unsafe extern "C" fn($($t),*) -> $r>(address) }
+                    unsafe { lib.function::<unsafe extern "C" fn($($t),*) -> $r>(stringify!($name)) }?
                 },)* })
             }
         }
@@ -128,40 +128,11 @@ api! {
     hsa_amd_queue_intercept_register: fn(*mut HsaQueue, InterceptHandler, *mut c_void) -> Status;
 }
 
-fn dlerror() -> String {
-    // SAFETY: dlerror returns null or a NUL-terminated string.
-    let message = unsafe { libc::dlerror() };
-    if message.is_null() {
-        "(no dlerror)".to_owned()
-    } else {
-        // SAFETY: non-null and NUL-terminated.
-        unsafe { CStr::from_ptr(message) }
-            .to_string_lossy()
-            .into_owned()
-    }
-}
-
-fn sym(lib: *mut c_void, name: &str) -> Result<*mut c_void, String> {
-    let c_name = CString::new(name).map_err(|e| e.to_string())?;
-    // SAFETY: a live handle and a NUL-terminated name.
-    let address = unsafe { libc::dlsym(lib, c_name.as_ptr()) };
-    if address.is_null() {
-        Err(format!("dlsym({name}) failed: {}", dlerror()))
-    } else {
-        Ok(address)
-    }
-}
-
-fn open_runtime() -> Result<(*mut c_void, Api), String> {
-    // SAFETY: dlopen by soname, resolved through LD_LIBRARY_PATH.
-    let lib = unsafe { libc::dlopen(c"libhsa-runtime64.so.1".as_ptr(), libc::RTLD_NOW) };
-    if lib.is_null() {
-        return Err(format!(
-            "dlopen(libhsa-runtime64.so.1) failed: {}",
-            dlerror()
-        ));
-    }
-    Ok((lib, Api::load(lib)?))
+fn open_runtime() -> Result<(Library, Api), String> {
+    // By soname, resolved through LD_LIBRARY_PATH.
+    let lib = Library::open("libhsa-runtime64.so.1")?;
+    let api = Api::load(&lib)?;
+    Ok((lib, api))
 }
 
 fn monotonic_ns() -> u64 {

@@ -164,7 +164,7 @@ unsafe fn register(
         let tables = unsafe { std::slice::from_raw_parts(api_tables, len) };
         tables.iter().map(|p| p.expose_provenance()).collect()
     };
-    let claim = match registry().claim(name.to_bytes(), lib_version, &copy) {
+    let claim = match registry().claim(name.to_bytes(), lib_version, copy) {
         Ok(claim) => claim,
         Err(code) => return (code, None),
     };

@@ -1,4 +1,4 @@
-//! Process-wide bookkeeping: instance counters, stored table copies and the
+//! Process-wide bookkeeping: stored registrations (and so instance counts) and the
 //! per-thread re-entrancy guard. Pure logic; no dynamic loading here.
 
 use std::cell::Cell;
@@ -46,7 +46,6 @@ pub struct Claim {
 /// All registrations of the process.
 #[derive(Debug, Default)]
 pub struct Registry {
-    counters: [u64; Library::COUNT],
     records: Vec<Record>,
 }
 
@@ -54,32 +53,29 @@ impl Registry {
     /// An empty registry.
     pub const fn new() -> Registry {
         Registry {
-            counters: [0; Library::COUNT],
             records: Vec::new(),
         }
     }
 
     /// Matches the name, enforces the instance limit, assigns the instance and
-    /// stores a copy of `tables`. Rejected calls change nothing.
+    /// stores `tables` (the caller's copy). Rejected calls change nothing.
     pub fn claim(
         &mut self,
         name: &[u8],
         version: u32,
-        tables: &[usize],
+        tables: Vec<usize>,
     ) -> Result<Claim, ErrorCode> {
         let lib = Library::from_name(name).ok_or(ErrorCode::UnsupportedApi)?;
-        let counter = &mut self.counters[lib.index()];
-        if *counter >= MAX_INSTANCES {
+        let instance = self.instances_of(lib);
+        if instance >= MAX_INSTANCES {
             return Err(ErrorCode::ExcessApiInstances);
         }
-        let instance = *counter;
-        *counter += 1;
         let slot = self.records.len();
         self.records.push(Record {
             lib,
             version,
             instance,
-            tables: tables.to_vec(),
+            tables,
             propagated: false,
         });
         Ok(Claim {
@@ -104,7 +100,7 @@ impl Registry {
 
     /// Registrations of `lib` so far.
     pub fn instances_of(&self, lib: Library) -> u64 {
-        self.counters[lib.index()]
+        self.records.iter().filter(|r| r.lib == lib).count() as u64
     }
 }
 
@@ -153,11 +149,11 @@ mod tests {
     #[test]
     fn handles_encode_library_index_times_eight_plus_instance() {
         let mut reg = Registry::new();
-        let hsa0 = reg.claim(b"hsa", 10400, &[0x1000]).expect("hsa");
-        let hsa1 = reg.claim(b"hsa", 10400, &[0x2000]).expect("hsa again");
-        let hip = reg.claim(b"hip", 70000, &[0x3000]).expect("hip");
-        let roctx = reg.claim(b"roctx", 40000, &[1, 2, 3]).expect("roctx");
-        let attach = reg.claim(b"rocattach", 1, &[4]).expect("rocattach");
+        let hsa0 = reg.claim(b"hsa", 10400, vec![0x1000]).expect("hsa");
+        let hsa1 = reg.claim(b"hsa", 10400, vec![0x2000]).expect("hsa again");
+        let hip = reg.claim(b"hip", 70000, vec![0x3000]).expect("hip");
+        let roctx = reg.claim(b"roctx", 40000, vec![1, 2, 3]).expect("roctx");
+        let attach = reg.claim(b"rocattach", 1, vec![4]).expect("rocattach");
         assert_eq!((hsa0.instance, hsa0.handle), (0, 0));
         assert_eq!((hsa1.instance, hsa1.handle), (1, 1));
         assert_eq!((hip.instance, hip.handle), (0, 8));
@@ -170,38 +166,46 @@ mod tests {
     fn ninth_instance_is_rejected_without_side_effects_and_others_are_independent() {
         let mut reg = Registry::new();
         for i in 0..MAX_INSTANCES {
-            let claim = reg.claim(b"hsa", 1, &[i as usize]).expect("within limit");
+            let claim = reg
+                .claim(b"hsa", 1, vec![i as usize])
+                .expect("within limit");
             assert_eq!(claim.instance, i);
         }
         assert_eq!(
-            reg.claim(b"hsa", 1, &[99]),
+            reg.claim(b"hsa", 1, vec![99]),
             Err(ErrorCode::ExcessApiInstances)
         );
         assert_eq!(
-            reg.claim(b"hsa", 1, &[99]),
+            reg.claim(b"hsa", 1, vec![99]),
             Err(ErrorCode::ExcessApiInstances)
         );
         assert_eq!(reg.instances_of(Library::Hsa), MAX_INSTANCES);
         assert_eq!(reg.records().len(), MAX_INSTANCES as usize);
         // Another library still has all its instances.
-        assert_eq!(reg.claim(b"hip", 1, &[5]).map(|c| c.handle), Ok(8));
+        assert_eq!(reg.claim(b"hip", 1, vec![5]).map(|c| c.handle), Ok(8));
     }
 
     #[test]
     fn unsupported_names_are_rejected_and_consume_nothing() {
         let mut reg = Registry::new();
-        assert_eq!(reg.claim(b"cuda", 1, &[1]), Err(ErrorCode::UnsupportedApi));
-        assert_eq!(reg.claim(b"", 1, &[1]), Err(ErrorCode::UnsupportedApi));
-        assert_eq!(reg.claim(b"HSA", 1, &[1]), Err(ErrorCode::UnsupportedApi));
+        assert_eq!(
+            reg.claim(b"cuda", 1, vec![1]),
+            Err(ErrorCode::UnsupportedApi)
+        );
+        assert_eq!(reg.claim(b"", 1, vec![1]), Err(ErrorCode::UnsupportedApi));
+        assert_eq!(
+            reg.claim(b"HSA", 1, vec![1]),
+            Err(ErrorCode::UnsupportedApi)
+        );
         assert!(reg.records().is_empty());
-        assert_eq!(reg.claim(b"hsa", 1, &[1]).map(|c| c.instance), Ok(0));
+        assert_eq!(reg.claim(b"hsa", 1, vec![1]).map(|c| c.instance), Ok(0));
     }
 
     #[test]
     fn stored_tables_are_an_independent_copy() {
         let mut reg = Registry::new();
         let mut tables = vec![0xAAAA_usize, 0xBBBB, 0xCCCC];
-        let claim = reg.claim(b"roctx", 40100, &tables).expect("roctx");
+        let claim = reg.claim(b"roctx", 40100, tables.clone()).expect("roctx");
         tables[0] = 0;
         let record = &reg.records()[claim.slot];
         assert_eq!(record.tables, [0xAAAA, 0xBBBB, 0xCCCC]);

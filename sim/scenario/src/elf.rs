@@ -137,29 +137,66 @@ pub unsafe fn hide_exports(anchor: *const c_void, names: &[&str]) -> Result<(), 
     if names.is_empty() {
         return Ok(());
     }
-    let failure = |reason: &str| {
-        names
-            .iter()
-            .map(|name| format!("cannot hide export {name}: {reason}"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    let path = object_path(anchor).unwrap_or_else(|| format!("{anchor:p}"));
-    let object = find_object(anchor as usize).map_err(|reason| failure(&reason))?;
-    let dynamic = read_dynamic(&object).map_err(|reason| failure(&format!("{path}: {reason}")))?;
+    let path = object_path(anchor);
+    let object = find_object(anchor as usize).map_err(|reason| failure(names, &reason))?;
+    // SAFETY: forwarded from this function's own contract.
+    unsafe { hide_in(&object, anchor, path.as_deref(), names) }
+}
+
+/// [`hide_exports`] for a library's constructor that already has the object's path: does
+/// nothing when `anchor` does not lie in a shared object (see [`in_shared_object`]).
+///
+/// # Safety
+///
+/// As for [`hide_exports`].
+pub(crate) unsafe fn hide_exports_in_library<S: AsRef<str>>(
+    anchor: *const c_void,
+    path: Option<&str>,
+    names: &[S],
+) -> Result<(), String> {
+    match find_object(anchor as usize) {
+        // SAFETY: forwarded from this function's own contract.
+        Ok(object) if !object.main_program => unsafe { hide_in(&object, anchor, path, names) },
+        _ => Ok(()),
+    }
+}
+
+/// One `cannot hide export NAME: REASON` line per name.
+fn failure<S: AsRef<str>>(names: &[S], reason: &str) -> String {
+    names
+        .iter()
+        .map(|name| format!("cannot hide export {}: {reason}", name.as_ref()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The body of [`hide_exports`] for the loaded `object` containing `anchor`, whose path is
+/// `path` (`anchor`'s address if unknown).
+///
+/// # Safety
+///
+/// As for [`hide_exports`].
+unsafe fn hide_in<S: AsRef<str>>(
+    object: &LoadedObject,
+    anchor: *const c_void,
+    path: Option<&str>,
+    names: &[S],
+) -> Result<(), String> {
+    let path = path.map_or_else(|| format!("{anchor:p}"), str::to_owned);
+    let dynamic =
+        read_dynamic(object).map_err(|reason| failure(names, &format!("{path}: {reason}")))?;
     let mut errors = Vec::new();
-    for name in names {
-        let result = lookup(&dynamic, name).and_then(|indices| {
-            if indices.is_empty() {
-                return Err(format!("not in the dynamic symbol table of {path}"));
-            }
-            for index in indices {
+    for name in names.iter().map(AsRef::as_ref) {
+        let indices = lookup(&dynamic, name);
+        let result = if indices.is_empty() {
+            Err(format!("not in the dynamic symbol table of {path}"))
+        } else {
+            indices.into_iter().try_for_each(|index| {
                 // SAFETY: `index` came from the object's own hash table, so it names an entry
                 // of its symbol table; the caller guarantees no concurrent lookups.
-                unsafe { clear_symbol_value(&object, &dynamic, index) }?;
-            }
-            Ok(())
-        });
+                unsafe { clear_symbol_value(object, &dynamic, index) }
+            })
+        };
         if let Err(reason) = result {
             errors.push(format!("cannot hide export {name}: {reason}"));
         }
@@ -316,7 +353,7 @@ fn read_dynamic(object: &LoadedObject) -> Result<DynamicInfo, String> {
 }
 
 /// Indices of the defined dynamic symbols called `name`.
-fn lookup(dynamic: &DynamicInfo, name: &str) -> Result<Vec<usize>, String> {
+fn lookup(dynamic: &DynamicInfo, name: &str) -> Vec<usize> {
     let candidates = match (dynamic.gnu_hash, dynamic.sysv_hash) {
         (Some(table), _) => {
             // SAFETY: `table` is the object's DT_GNU_HASH section.
@@ -340,7 +377,7 @@ fn lookup(dynamic: &DynamicInfo, name: &str) -> Result<Vec<usize>, String> {
             found.push(index);
         }
     }
-    Ok(found)
+    found
 }
 
 /// # Safety
@@ -525,16 +562,12 @@ mod tests {
             seen += 1;
         }
         assert!(seen > 0);
-        let indices = lookup(&dynamic, "malloc").unwrap();
+        let indices = lookup(&dynamic, "malloc");
         assert_eq!(indices.len(), 1, "malloc is defined once in libc");
         // SAFETY: the index came from the lookup above.
         let symbol = unsafe { symbol_at(&dynamic, indices[0]) };
         assert_eq!(object.base + symbol.st_value as usize, anchor as usize);
-        assert!(
-            lookup(&dynamic, "wslsim_surely_not_a_symbol")
-                .unwrap()
-                .is_empty()
-        );
+        assert!(lookup(&dynamic, "wslsim_surely_not_a_symbol").is_empty());
         assert!(object_path(anchor).is_some_and(|path| path.contains("libc")));
     }
 

@@ -121,17 +121,20 @@ pub fn current() -> &'static Scenario {
 /// As for [`hide_exports`]: call it only from the library's own ELF constructor, with
 /// `anchor` one of the library's functions.
 pub unsafe fn on_library_load(lib: &str, anchor: *const c_void, hidden: &[String]) {
-    let path = object_path(anchor).unwrap_or_else(|| "?".to_owned());
+    let path = object_path(anchor);
     log_call(
         lib,
-        format_args!("loaded pid={} path={path}", std::process::id()),
+        format_args!(
+            "loaded pid={} path={}",
+            std::process::id(),
+            path.as_deref().unwrap_or("?")
+        ),
     );
-    if hidden.is_empty() || !in_shared_object(anchor) {
+    if hidden.is_empty() {
         return;
     }
-    let names: Vec<&str> = hidden.iter().map(String::as_str).collect();
     // SAFETY: forwarded from this function's own contract.
-    if let Err(error) = unsafe { hide_exports(anchor, &names) } {
+    if let Err(error) = unsafe { elf::hide_exports_in_library(anchor, path.as_deref(), hidden) } {
         // A library unloaded and loaded again hides its exports again, but says so once.
         for line in error.lines() {
             if once::first_in_process(&format!("{lib}-{}", gnu_hash(line.as_bytes()))) {

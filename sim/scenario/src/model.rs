@@ -6,6 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use serde::Deserialize;
+
 /// A whole simulated machine plus the behaviour of the two simulated libraries.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
@@ -32,11 +34,13 @@ pub struct Scenario {
 }
 
 /// Machine presets selectable with `machine = "..."`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 pub enum Machine {
     /// One Radeon 890M adapter and its GPU node (the default).
+    #[serde(rename = "radeon-890m")]
     Radeon890m,
     /// No adapters and no GPU nodes (the CPU node 0 still exists).
+    #[serde(rename = "empty")]
     Empty,
 }
 
@@ -50,7 +54,8 @@ pub struct Cpu {
 }
 
 /// How the thunk answers `DxgAbiCheck`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum AbiCheck {
     /// `DxgAbiCheck` is not exported at all.
     Absent,
@@ -63,7 +68,8 @@ pub enum AbiCheck {
 }
 
 /// How many bytes `hsaKmtGetNodeProperties` writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum WriteSize {
     /// Always `Thunk::layout` bytes.
     Layout,
@@ -128,15 +134,19 @@ impl Luid {
 }
 
 /// A `D3DKMTQueryAdapterInfo` query that a scenario can make fail.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
 pub enum AdapterQuery {
     /// KMTQAITYPE_PHYSICALADAPTERDEVICEIDS (31), `"device-ids"`.
+    #[serde(rename = "device-ids")]
     DeviceIds,
     /// KMTQAITYPE_ADAPTERADDRESS (6), `"address"`.
+    #[serde(rename = "address")]
     Address,
     /// KMTQAITYPE_ADAPTERREGISTRYINFO (8), `"registry"`.
+    #[serde(rename = "registry")]
     Registry,
     /// KMTQAITYPE_GETSEGMENTSIZE (3), `"segment-size"`.
+    #[serde(rename = "segment-size")]
     SegmentSize,
 }
 

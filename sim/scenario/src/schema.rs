@@ -24,7 +24,7 @@ pub const NODE_NAME_ELEMENTS: usize = 64;
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawScenario {
     seed: Option<u64>,
-    machine: Option<RawMachine>,
+    machine: Option<Machine>,
     cpu: Option<RawCpu>,
     thunk: Option<RawThunk>,
     dxcore: Option<RawDxcore>,
@@ -35,14 +35,6 @@ pub(crate) struct RawScenario {
     runtime: Option<crate::runtime::Runtime>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize)]
-enum RawMachine {
-    #[serde(rename = "radeon-890m")]
-    Radeon890m,
-    #[serde(rename = "empty")]
-    Empty,
-}
-
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawCpu {
@@ -50,28 +42,12 @@ struct RawCpu {
     cores: Option<u32>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum RawAbiCheck {
-    Absent,
-    Strict,
-    Lenient,
-    Reject,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum RawWriteSize {
-    Layout,
-    Negotiated,
-}
-
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawThunk {
     layout: Option<u32>,
-    abi_check: Option<RawAbiCheck>,
-    write_size: Option<RawWriteSize>,
+    abi_check: Option<AbiCheck>,
+    write_size: Option<WriteSize>,
     hidden_exports: Option<Vec<String>>,
     kfd_already_open: Option<bool>,
     open_status: Option<i32>,
@@ -87,18 +63,6 @@ struct RawThunk {
 struct RawDxcore {
     hidden_exports: Option<Vec<String>>,
     enum_status: Option<u32>,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize)]
-enum RawQuery {
-    #[serde(rename = "device-ids")]
-    DeviceIds,
-    #[serde(rename = "address")]
-    Address,
-    #[serde(rename = "registry")]
-    Registry,
-    #[serde(rename = "segment-size")]
-    SegmentSize,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -122,7 +86,7 @@ struct RawAdapter {
     dedicated_system_memory: Option<u64>,
     shared_system_memory: Option<u64>,
     compute_only: Option<bool>,
-    fail_queries: Option<Vec<RawQuery>>,
+    fail_queries: Option<Vec<AdapterQuery>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -201,11 +165,7 @@ pub(crate) fn parse(text: &str) -> Result<RawScenario, String> {
 
 /// Resolves a raw scenario into a full one.
 pub(crate) fn resolve(raw: RawScenario) -> Result<Scenario, String> {
-    let machine = match raw.machine.unwrap_or(RawMachine::Radeon890m) {
-        RawMachine::Radeon890m => Machine::Radeon890m,
-        RawMachine::Empty => Machine::Empty,
-    };
-    let mut scenario = Scenario::preset(machine);
+    let mut scenario = Scenario::preset(raw.machine.unwrap_or(Machine::Radeon890m));
     if let Some(seed) = raw.seed {
         scenario.seed = seed;
     }
@@ -251,22 +211,8 @@ fn resolve_thunk(scenario: &mut Scenario, raw: RawThunk) -> Result<(), String> {
         check_layout(layout)?;
         thunk.layout = layout;
     }
-    if let Some(abi_check) = raw.abi_check {
-        thunk.abi_check = match abi_check {
-            RawAbiCheck::Absent => AbiCheck::Absent,
-            RawAbiCheck::Strict => AbiCheck::Strict,
-            RawAbiCheck::Lenient => AbiCheck::Lenient,
-            RawAbiCheck::Reject => AbiCheck::Reject,
-        };
-    }
-    if let Some(write_size) = raw.write_size {
-        thunk.write_size = match write_size {
-            RawWriteSize::Layout => WriteSize::Layout,
-            RawWriteSize::Negotiated => WriteSize::Negotiated,
-        };
-    }
     overlay!(thunk, raw;
-        hidden_exports, kfd_already_open, open_status, acquire_status, release_status,
+        abi_check, write_size, hidden_exports, kfd_already_open, open_status, acquire_status, release_status,
         close_status, handle_import_desc_size);
     if let Some(node_status) = raw.node_status {
         thunk.node_status =
@@ -304,18 +250,7 @@ fn resolve_adapter(index: usize, raw: RawAdapter) -> Result<Adapter, String> {
     overlay!(adapter, raw;
         vendor_id, device_id, subvendor_id, subsystem_id, revision_id, bus_type, bus, device,
         function, description, bios, dac_type, chip_type, dedicated_video_memory,
-        dedicated_system_memory, shared_system_memory, compute_only);
-    if let Some(queries) = raw.fail_queries {
-        adapter.fail_queries = queries
-            .into_iter()
-            .map(|query| match query {
-                RawQuery::DeviceIds => AdapterQuery::DeviceIds,
-                RawQuery::Address => AdapterQuery::Address,
-                RawQuery::Registry => AdapterQuery::Registry,
-                RawQuery::SegmentSize => AdapterQuery::SegmentSize,
-            })
-            .collect();
-    }
+        dedicated_system_memory, shared_system_memory, compute_only, fail_queries);
     for (key, value) in [
         ("description", &adapter.description),
         ("bios", &adapter.bios),
