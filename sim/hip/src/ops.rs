@@ -252,6 +252,35 @@ fn blit_launch(bytes: u64) -> Launch {
     }
 }
 
+/// Dispatches the blit kernel `name` over `size` bytes of memory owned by device `owner`, in
+/// the order of stream `key` of `device` (whose state the caller locked); memory of another
+/// device goes to that device's null stream. Waits for it when `blocking`.
+fn blit(
+    rt: &Runtime,
+    (device, state, key): (&Device, MutexGuard<'_, DeviceState>, usize),
+    owner: usize,
+    name: &str,
+    kernarg: &[u8],
+    size: usize,
+    blocking: bool,
+) -> Result<(), HipError> {
+    let (device, mut state, key) = if owner == device.ordinal {
+        (device, state, key)
+    } else {
+        drop(state);
+        let device = &rt.devices[owner];
+        (device, device.lock()?, 0)
+    };
+    let kernel = blit_kernel(device, name)?;
+    let launch = blit_launch(size as u64);
+    let op = dispatch(rt, device, &mut state, key, kernel, &launch, kernarg)?;
+    if blocking {
+        state.wait_op(rt, op)?;
+        clear_last(&mut state, key, op);
+    }
+    Ok(())
+}
+
 fn as_bytes<T: Copy>(value: &T) -> Vec<u8> {
     // SAFETY: T is a plain #[repr(C)] struct of integers without padding.
     unsafe { std::slice::from_raw_parts((value as *const T).cast::<u8>(), size_of::<T>()) }.to_vec()
@@ -371,36 +400,21 @@ pub unsafe fn memcpy(
         (Side::Device(a), Side::Device(b))
             if a == b && copy_kind != kind::DEVICE_TO_DEVICE_NO_CU =>
         {
-            let owner = &rt.devices[a];
-            if owner.ordinal != device.ordinal {
-                drop(state);
-                state = owner.lock()?;
-            }
             let args = blit::CopyArgs {
                 src: src as u64,
                 dst: dst as u64,
                 size: size as u64,
             };
-            let kernel = blit_kernel(owner, blit::COPY_BUFFER)?;
-            let key = if owner.ordinal == device.ordinal {
-                key
-            } else {
-                0
-            };
-            let op = dispatch(
+            let target = (device, state, key);
+            blit(
                 rt,
-                owner,
-                &mut state,
-                key,
-                kernel,
-                &blit_launch(size as u64),
+                target,
+                a,
+                blit::COPY_BUFFER,
                 &as_bytes(&args),
-            )?;
-            if blocking {
-                state.wait_op(rt, op)?;
-                clear_last(&mut state, key, op);
-            }
-            Ok(())
+                size,
+                blocking,
+            )
         }
         (Side::Device(_), Side::Device(_))
         | (Side::Device(_), Side::Pinned)
@@ -524,34 +538,23 @@ pub fn memset(
     let Some(Kind::Device(owner)) = memory::find(dst, size).map(|a| a.kind) else {
         return Err(error::INVALID_VALUE);
     };
-    let device = if owner == device.ordinal {
-        device
-    } else {
-        &rt.devices[owner]
-    };
-    let key = if owner == device.ordinal { key } else { 0 };
-    let mut state = device.lock()?;
+    let state = device.lock()?;
     let args = blit::FillArgs {
         dst: dst as u64,
         size: size as u64,
         value: (value as u32) & 0xFF,
         reserved: 0,
     };
-    let kernel = blit_kernel(device, blit::FILL_BUFFER)?;
-    let op = dispatch(
+    let target = (device, state, key);
+    blit(
         rt,
-        device,
-        &mut state,
-        key,
-        kernel,
-        &blit_launch(size as u64),
+        target,
+        owner,
+        blit::FILL_BUFFER,
         &as_bytes(&args),
-    )?;
-    if blocking {
-        state.wait_op(rt, op)?;
-        clear_last(&mut state, key, op);
-    }
-    Ok(())
+        size,
+        blocking,
+    )
 }
 
 /// `hipStreamCreate`: a new stream of the current device.
