@@ -36,6 +36,8 @@ pub const DESCRIPTOR_SIZE: usize = 64;
 pub const NAME_FIELD: usize = 128;
 /// Bytes of the host-symbol field (the name plus its NUL must fit).
 pub const HOST_SYMBOL_FIELD: usize = 64;
+/// The `kernel_code_entry_byte_offset` every built descriptor carries.
+const ENTRY_BYTE_OFFSET: i64 = 256;
 
 const OFF_NAME: usize = 0;
 const OFF_HOST_SYMBOL: usize = 128;
@@ -121,21 +123,9 @@ impl KernelDescriptor {
     pub fn kernarg_size(&self) -> u32 {
         u32_at(&self.0, kd::KERNARG_SIZE)
     }
-    /// `kernel_code_entry_byte_offset`.
-    pub fn entry_byte_offset(&self) -> i64 {
-        u64_at(&self.0, kd::KERNEL_CODE_ENTRY_BYTE_OFFSET).cast_signed()
-    }
     /// `compute_pgm_rsrc1`.
     pub fn rsrc1(&self) -> u32 {
         u32_at(&self.0, kd::COMPUTE_PGM_RSRC1)
-    }
-    /// `compute_pgm_rsrc2`.
-    pub fn rsrc2(&self) -> u32 {
-        u32_at(&self.0, kd::COMPUTE_PGM_RSRC2)
-    }
-    /// `compute_pgm_rsrc3`.
-    pub fn rsrc3(&self) -> u32 {
-        u32_at(&self.0, kd::COMPUTE_PGM_RSRC3)
     }
     /// `kernel_code_properties`.
     pub fn code_properties(&self) -> u16 {
@@ -235,12 +225,9 @@ pub struct KernelBuilder {
     kernarg_size: u32,
     group_segment_size: u32,
     private_segment_size: u32,
-    entry_offset: i64,
     vgprs: u32,
     sgprs: u32,
     wave32: bool,
-    rsrc2: u32,
-    rsrc3: u32,
 }
 
 impl KernelBuilder {
@@ -258,12 +245,9 @@ impl KernelBuilder {
             kernarg_size: 0,
             group_segment_size: 0,
             private_segment_size: 0,
-            entry_offset: 256,
             vgprs: 32,
             sgprs: 32,
             wave32: true,
-            rsrc2: 0,
-            rsrc3: 0,
         }
     }
     /// The CPU implementation by name (`dlsym(RTLD_DEFAULT)` at dispatch time).
@@ -299,11 +283,6 @@ impl KernelBuilder {
         self.private_segment_size = bytes;
         self
     }
-    /// `kernel_code_entry_byte_offset`.
-    pub fn entry_offset(mut self, offset: i64) -> Self {
-        self.entry_offset = offset;
-        self
-    }
     /// Architected VGPRs per work-item (rounded up to the allocation granule).
     pub fn vgprs(mut self, count: u32) -> Self {
         self.vgprs = count;
@@ -319,12 +298,6 @@ impl KernelBuilder {
         self.wave32 = wave32;
         self
     }
-    /// Raw `compute_pgm_rsrc2` and `compute_pgm_rsrc3`.
-    pub fn rsrc2_rsrc3(mut self, rsrc2: u32, rsrc3: u32) -> Self {
-        self.rsrc2 = rsrc2;
-        self.rsrc3 = rsrc3;
-        self
-    }
 
     /// `compute_pgm_rsrc1` for the VGPR/SGPR counts: VGPR granule
     /// `ceil(vgprs / (wave32 ? 8 : 4)) - 1` in [5:0] and SGPR granule
@@ -337,7 +310,8 @@ impl KernelBuilder {
         vgpr_granule.min(0x3F) | (sgpr_granule.min(0xE) << 6)
     }
 
-    /// The kernel descriptor bytes.
+    /// The kernel descriptor bytes (`kernel_code_entry_byte_offset` is always 256;
+    /// `compute_pgm_rsrc2` and `compute_pgm_rsrc3` are 0).
     pub fn descriptor(&self) -> KernelDescriptor {
         let mut bytes = [0u8; DESCRIPTOR_SIZE];
         let mut put = |offset: usize, value: &[u8]| {
@@ -354,11 +328,9 @@ impl KernelBuilder {
         put(kd::KERNARG_SIZE, &self.kernarg_size.to_le_bytes());
         put(
             kd::KERNEL_CODE_ENTRY_BYTE_OFFSET,
-            &self.entry_offset.to_le_bytes(),
+            &ENTRY_BYTE_OFFSET.to_le_bytes(),
         );
-        put(kd::COMPUTE_PGM_RSRC3, &self.rsrc3.to_le_bytes());
         put(kd::COMPUTE_PGM_RSRC1, &self.rsrc1().to_le_bytes());
-        put(kd::COMPUTE_PGM_RSRC2, &self.rsrc2.to_le_bytes());
         let properties: u16 = if self.wave32 { kd::PROPERTY_WAVE32 } else { 0 };
         put(kd::KERNEL_CODE_PROPERTIES, &properties.to_le_bytes());
         KernelDescriptor(bytes)

@@ -85,11 +85,6 @@ impl DxState {
         }
     }
 
-    /// The scenario this state simulates.
-    pub fn scenario(&self) -> &Scenario {
-        &self.scenario
-    }
-
     /// Handles currently open, with the index of their adapter.
     pub fn open_handles(&self) -> &BTreeMap<D3dkmtHandle, usize> {
         &self.open

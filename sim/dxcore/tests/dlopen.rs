@@ -9,7 +9,7 @@ use std::ffi::c_void;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use wslsim_scenario::harness::{self, Case, Library, Target};
+use wslsim_scenario::harness::{self, Case, Library, Target, check, u32_at};
 
 /// `D3DKMT_ENUMADAPTERS3`: Filter u64 @0, NumAdapters u32 @8, pAdapters @16.
 #[repr(C)]
@@ -35,14 +35,6 @@ type Close = unsafe extern "C" fn(*const u32) -> i32;
 const SUCCESS: i32 = 0;
 const INVALID_PARAMETER: i32 = 0xC000_000D_u32.cast_signed();
 const UNSUCCESSFUL: i32 = 0xC000_0001_u32.cast_signed();
-
-fn check<T: PartialEq + std::fmt::Debug>(what: &str, actual: T, wanted: T) -> Result<(), String> {
-    if actual == wanted {
-        Ok(())
-    } else {
-        Err(format!("{what}: got {actual:?}, expected {wanted:?}"))
-    }
-}
 
 struct Dxcore {
     enumerate: Enum,
@@ -98,10 +90,6 @@ impl Dxcore {
         // SAFETY: a valid D3DKMT_CLOSEADAPTER.
         Ok(unsafe { close(&adapter) })
     }
-}
-
-fn u32_at(bytes: &[u8], offset: usize) -> u32 {
-    u32::from_le_bytes(bytes[offset..offset + 4].try_into().unwrap())
 }
 
 fn utf32_at(bytes: &[u8], offset: usize) -> String {

@@ -7,7 +7,7 @@
 // API function it implements (valid handles; pointers valid for what the API reads or writes).
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
@@ -310,7 +310,7 @@ pub unsafe extern "C" fn hipGetStreamDeviceId(stream: *mut c_void) -> c_int {
     catch_unwind(|| {
         runtime::runtime()
             .and_then(|rt| ops::resolve_stream(rt, stream))
-            .map_or(-1, |(d, _)| d.ordinal as c_int)
+            .map_or(-1, |(d, _, _)| d.ordinal as c_int)
     })
     .unwrap_or(-1)
 }
@@ -367,19 +367,22 @@ pub unsafe extern "C" fn hipLaunchKernel(
     stream: *mut c_void,
 ) -> HipError {
     api_rt(|rt| {
-        let (device, key) = ops::resolve_stream(rt, stream)?;
-        let launch = ops::launch_config(device, blocks, threads, shmem)?;
-        let kernel = modules::kernel_for_stub(rt, function as usize, device.ordinal)?;
+        let lookup = |device| {
+            Ok((
+                modules::kernel_for_stub(rt, function as usize, device)?,
+                None,
+            ))
+        };
         // SAFETY: `args` holds one pointer per kernel parameter (the hipLaunchKernel contract).
         unsafe {
             ops::launch_kernel(
                 rt,
-                device,
-                key,
-                &kernel,
-                &launch,
+                stream,
+                blocks,
+                threads,
+                shmem,
+                lookup,
                 args.cast_const().cast(),
-                None,
             )
         }
     })
@@ -477,7 +480,6 @@ pub unsafe extern "C" fn hipModuleLaunchKernel(
     extra: *mut *mut c_void,
 ) -> HipError {
     api_rt(|rt| {
-        let (device, key) = ops::resolve_stream(rt, stream)?;
         let blocks = Dim3 {
             x: grid_x,
             y: grid_y,
@@ -488,24 +490,26 @@ pub unsafe extern "C" fn hipModuleLaunchKernel(
             y: block_y,
             z: block_z,
         };
-        let launch = ops::launch_config(device, blocks, threads, shmem as usize)?;
-        let kernel = modules::kernel_for_function(rt, function as usize, device.ordinal)?;
-        let kernarg = if params.is_null() && !extra.is_null() {
-            // SAFETY: the HIP_LAUNCH_PARAM list contract.
-            Some(unsafe { extra_kernargs(extra)? })
-        } else {
-            None
+        let lookup = |device| {
+            let kernel = modules::kernel_for_function(rt, function as usize, device)?;
+            let kernarg = if params.is_null() && !extra.is_null() {
+                // SAFETY: the HIP_LAUNCH_PARAM list contract.
+                Some(unsafe { extra_kernargs(extra)? })
+            } else {
+                None
+            };
+            Ok((kernel, kernarg))
         };
         // SAFETY: `params` holds one pointer per parameter when given (the C contract).
         unsafe {
             ops::launch_kernel(
                 rt,
-                device,
-                key,
-                &kernel,
-                &launch,
+                stream,
+                blocks,
+                threads,
+                shmem as usize,
+                lookup,
                 params.cast_const().cast(),
-                kernarg,
             )
         }
     })
@@ -552,12 +556,11 @@ pub unsafe extern "C" fn hipDriverGetVersion(version: *mut c_int) -> HipError {
 
 /// Interned C strings for the `const char*` results that must outlive the call.
 fn intern(name: &str) -> *const c_char {
-    static NAMES: Mutex<Option<HashSet<&'static CStr>>> = Mutex::new(None);
+    static NAMES: Mutex<BTreeSet<&'static CStr>> = Mutex::new(BTreeSet::new());
     let Ok(owned) = CString::new(name) else {
         return std::ptr::null();
     };
-    let mut guard = NAMES.lock().unwrap_or_else(|e| e.into_inner());
-    let set = guard.get_or_insert_with(HashSet::new);
+    let mut set = NAMES.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(existing) = set.get(owned.as_c_str()) {
         return existing.as_ptr();
     }

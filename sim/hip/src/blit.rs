@@ -7,7 +7,9 @@
 
 use std::ffi::c_void;
 
-use wslsim_codeobj::{CodeObjectBuilder, KernelBuilder};
+use wslsim_codeobj::KernelBuilder;
+
+use crate::fatbin::{FatBinary, FatKernel};
 
 /// `wslsim_launch_t` (28 bytes, `docs/SIMULATOR.md`): the second argument of a kernel's CPU
 /// implementation.
@@ -97,9 +99,10 @@ pub fn kernel_names() -> &'static [&'static str] {
 
 type KernelImpl = unsafe extern "C" fn(*const c_void, *const WslsimLaunch);
 
-/// The blit code object (CPU implementations are this library's functions).
-pub fn code_object() -> Vec<u8> {
-    let mut builder = CodeObjectBuilder::new();
+/// The blit program: its code object (CPU implementations are this library's functions) and
+/// its kernels, none with an argument layout.
+pub fn program() -> FatBinary {
+    let mut kernels = Vec::new();
     for name in BLIT_KERNELS {
         let (imp, kernarg): (KernelImpl, u32) = match name {
             COPY_BUFFER | "__amd_rocclr_copyBufferAligned" => {
@@ -118,16 +121,40 @@ pub fn code_object() -> Vec<u8> {
             .build();
         // Names are fixed literals well inside the 128-byte field.
         if let Ok(kernel) = kernel {
-            builder = builder.kernel(kernel);
+            kernels.push(kernel);
         }
     }
-    builder.to_bytes()
+    FatBinary {
+        code_object: wslsim_codeobj::encode(&kernels),
+        kernels: kernels
+            .into_iter()
+            .map(|kernel| FatKernel {
+                kernel,
+                args: Vec::new(),
+            })
+            .collect(),
+    }
 }
 
 fn flat_grid(launch: &WslsimLaunch) -> u64 {
     u64::from(launch.grid[0].max(1))
         * u64::from(launch.grid[1].max(1))
         * u64::from(launch.grid[2].max(1))
+}
+
+/// Calls `f(offset, len)` for every [`BLIT_CHUNK`]-byte chunk of a `size`-byte blit, in the
+/// order the work-items take them: work-item `i` of `n` takes chunks `i, i+n, ...`.
+fn for_each_chunk(launch: &WslsimLaunch, size: u64, mut f: impl FnMut(u64, usize)) {
+    let items = flat_grid(launch);
+    let chunks = size.div_ceil(BLIT_CHUNK);
+    for item in 0..items {
+        let mut chunk = item;
+        while chunk < chunks {
+            let offset = chunk * BLIT_CHUNK;
+            f(offset, BLIT_CHUNK.min(size - offset) as usize);
+            chunk += items;
+        }
+    }
 }
 
 /// `__amd_rocclr_copyBuffer`: work-item `i` of `n` copies the 16-byte chunks `i, i+n, ...`.
@@ -140,24 +167,16 @@ pub unsafe extern "C" fn copy_buffer_impl(kernarg: *const c_void, launch: *const
     let _ = std::panic::catch_unwind(|| {
         // SAFETY: the dispatch passes its kernarg segment and launch description.
         let (args, launch) = unsafe { (kernarg.cast::<CopyArgs>().read_unaligned(), *launch) };
-        let items = flat_grid(&launch);
-        let chunks = args.size.div_ceil(BLIT_CHUNK);
-        for item in 0..items {
-            let mut chunk = item;
-            while chunk < chunks {
-                let offset = chunk * BLIT_CHUNK;
-                let len = BLIT_CHUNK.min(args.size - offset);
-                // SAFETY: both ranges lie inside the buffers named by the kernargs.
-                unsafe {
-                    std::ptr::copy(
-                        (args.src + offset) as *const u8,
-                        (args.dst + offset) as *mut u8,
-                        len as usize,
-                    );
-                }
-                chunk += items;
+        for_each_chunk(&launch, args.size, |offset, len| {
+            // SAFETY: both ranges lie inside the buffers named by the kernargs.
+            unsafe {
+                std::ptr::copy(
+                    (args.src + offset) as *const u8,
+                    (args.dst + offset) as *mut u8,
+                    len,
+                );
             }
-        }
+        });
     });
 }
 
@@ -170,24 +189,10 @@ pub unsafe extern "C" fn fill_buffer_impl(kernarg: *const c_void, launch: *const
     let _ = std::panic::catch_unwind(|| {
         // SAFETY: the dispatch passes its kernarg segment and launch description.
         let (args, launch) = unsafe { (kernarg.cast::<FillArgs>().read_unaligned(), *launch) };
-        let items = flat_grid(&launch);
-        let chunks = args.size.div_ceil(BLIT_CHUNK);
-        for item in 0..items {
-            let mut chunk = item;
-            while chunk < chunks {
-                let offset = chunk * BLIT_CHUNK;
-                let len = BLIT_CHUNK.min(args.size - offset);
-                // SAFETY: the range lies inside the buffer named by the kernargs.
-                unsafe {
-                    std::ptr::write_bytes(
-                        (args.dst + offset) as *mut u8,
-                        args.value as u8,
-                        len as usize,
-                    )
-                };
-                chunk += items;
-            }
-        }
+        for_each_chunk(&launch, args.size, |offset, len| {
+            // SAFETY: the range lies inside the buffer named by the kernargs.
+            unsafe { std::ptr::write_bytes((args.dst + offset) as *mut u8, args.value as u8, len) };
+        });
     });
 }
 

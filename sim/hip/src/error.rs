@@ -18,8 +18,6 @@ pub const NOT_INITIALIZED: HipError = 3;
 pub const DEINITIALIZED: HipError = 4;
 /// `hipErrorInvalidConfiguration`.
 pub const INVALID_CONFIGURATION: HipError = 9;
-/// `hipErrorInvalidSymbol`.
-pub const INVALID_SYMBOL: HipError = 13;
 /// `hipErrorInvalidDevicePointer`.
 pub const INVALID_DEVICE_POINTER: HipError = 17;
 /// `hipErrorInvalidMemcpyDirection`.
@@ -44,14 +42,10 @@ pub const NOT_READY: HipError = 600;
 pub const LAUNCH_OUT_OF_RESOURCES: HipError = 701;
 /// `hipErrorLaunchTimeOut`.
 pub const LAUNCH_TIMEOUT: HipError = 702;
-/// `hipErrorLaunchFailure`.
-pub const LAUNCH_FAILURE: HipError = 719;
 /// `hipErrorNotSupported`.
 pub const NOT_SUPPORTED: HipError = 801;
 /// `hipErrorUnknown`.
 pub const UNKNOWN: HipError = 999;
-/// `hipErrorRuntimeOther`.
-pub const RUNTIME_OTHER: HipError = 1053;
 
 /// (code, name, description) of every code `hipGetErrorName`/`hipGetErrorString` know.
 const ERRORS: &[(HipError, &CStr, &CStr)] = &[

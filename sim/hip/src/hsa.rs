@@ -179,9 +179,6 @@ macro_rules! hsa_functions {
             $( pub $name: unsafe extern "C" fn($($arg),*) $(-> $ret)?, )*
         }
 
-        /// The names of [`Hsa`]'s entry points.
-        pub const HSA_FUNCTION_NAMES: &[&str] = &[$( stringify!($name), )*];
-
         impl Hsa {
             /// Resolves every entry point from `handle`; fails naming the first one missing.
             ///

@@ -19,6 +19,7 @@ pub mod memory;
 pub mod modules;
 pub mod ops;
 pub mod props;
+mod register_table;
 pub mod runtime;
 pub mod table;
 

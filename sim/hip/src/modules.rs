@@ -7,20 +7,17 @@ use std::ffi::{CString, c_void};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::{self, HipError};
-use crate::fatbin::{ArgSlot, FatBinary};
+use crate::fatbin::{ArgSlot, FatBinary, FatKernel};
 use crate::hsa::{self, Agent, CodeObjectReader, Executable, Hsa};
 use crate::runtime::{self, Runtime, warn};
 
 /// A kernel as loaded on one device.
 #[derive(Clone, Debug)]
 pub struct LoadedKernel {
-    /// Kernel name (without ".kd").
-    pub name: String,
     /// `HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT`.
     pub kernel_object: u64,
-    /// Kernarg segment size and alignment.
+    /// Kernarg segment size.
     pub kernarg_size: u32,
-    pub kernarg_alignment: u32,
     /// Static group and private segment sizes.
     pub group_segment_size: u32,
     pub private_segment_size: u32,
@@ -37,19 +34,15 @@ pub struct LoadedModule {
     pub kernels: HashMap<String, Arc<LoadedKernel>>,
 }
 
-/// Loads `code` for `agent`: reader, executable, load, freeze, then one symbol lookup and its
-/// queries per kernel. `layouts[i]` is kernel i's argument layout (missing = none).
+/// Loads `program`'s code object for `agent`: reader, executable, load, freeze, then one
+/// symbol lookup and its queries per kernel.
 pub fn load_code_object(
     hsa: &Hsa,
     agent: Agent,
     profile: u32,
-    code: &[u8],
-    layouts: &[Vec<ArgSlot>],
+    program: &FatBinary,
 ) -> Result<LoadedModule, HipError> {
-    let kernels = wslsim_codeobj::parse(code).map_err(|e| {
-        warn(&format!("invalid code object: {e}"));
-        error::INVALID_IMAGE
-    })?;
+    let code = &program.code_object;
     let fail = |status: hsa::Status, what: &str| {
         warn(&format!("{what} failed: {}", hsa.status_text(status)));
         error::INVALID_IMAGE
@@ -99,7 +92,7 @@ pub fn load_code_object(
         unload(hsa, &module);
         return Err(fail(status, "hsa_executable_freeze"));
     }
-    for (index, kernel) in kernels.iter().enumerate() {
+    for FatKernel { kernel, args } in &program.kernels {
         let Ok(symbol_name) = CString::new(kernel.symbol_name()) else {
             continue;
         };
@@ -140,16 +133,15 @@ pub fn load_code_object(
             warn(&format!("no kernel object for {}", kernel.name));
             return Err(error::INVALID_IMAGE);
         }
+        // values[1], the kernarg alignment, is queried as ROCclr does but not needed.
         module.kernels.insert(
             kernel.name.clone(),
             Arc::new(LoadedKernel {
-                name: kernel.name.clone(),
                 kernel_object,
                 kernarg_size: values[0],
-                kernarg_alignment: values[1],
                 group_segment_size: values[2],
                 private_segment_size: values[3],
-                args: layouts.get(index).cloned().unwrap_or_default(),
+                args: args.clone(),
             }),
         );
     }
@@ -169,21 +161,10 @@ pub fn unload(hsa: &Hsa, module: &LoadedModule) {
     }
 }
 
-/// Where a module came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Origin {
-    /// `__hipRegisterFatBinary`.
-    FatBinary,
-    /// `hipModuleLoadData`.
-    ModuleLoad,
-}
-
 /// A fat binary or module and its per-device executables.
 pub struct Module {
     /// What was registered.
     pub fatbin: FatBinary,
-    /// How.
-    pub origin: Origin,
     /// Per device ordinal, once loaded.
     pub loaded: Vec<Option<LoadedModule>>,
 }
@@ -222,22 +203,12 @@ fn with_registry<T>(f: impl FnOnce(&mut Registry) -> T) -> T {
     f(guard.get_or_insert_with(Registry::default))
 }
 
-fn layouts(fatbin: &FatBinary) -> Vec<Vec<ArgSlot>> {
-    fatbin.kernels.iter().map(|k| k.args.clone()).collect()
-}
-
 fn load_everywhere(rt: &Runtime, module: &mut Module) -> Result<(), HipError> {
-    let layouts = layouts(&module.fatbin);
     module.loaded.resize_with(rt.devices.len(), || None);
     for device in &rt.devices {
         if module.loaded[device.ordinal].is_none() {
-            let loaded = load_code_object(
-                &rt.hsa,
-                device.agent,
-                device.info.profile,
-                &module.fatbin.code_object,
-                &layouts,
-            )?;
+            let loaded =
+                load_code_object(&rt.hsa, device.agent, device.info.profile, &module.fatbin)?;
             module.loaded[device.ordinal] = Some(loaded);
         }
     }
@@ -261,7 +232,6 @@ pub fn register_fatbin(fatbin: FatBinary) -> *mut *mut c_void {
     let handle: *mut *mut c_void = Box::into_raw(Box::new(std::ptr::null_mut()));
     let mut module = Module {
         fatbin,
-        origin: Origin::FatBinary,
         loaded: Vec::new(),
     };
     if let Some(rt) = runtime::runtime_if_ready()
@@ -315,7 +285,6 @@ pub fn unregister_fatbin(handle: usize) -> bool {
 pub fn load_module(rt: &Runtime, fatbin: FatBinary) -> Result<*mut c_void, HipError> {
     let mut module = Module {
         fatbin,
-        origin: Origin::ModuleLoad,
         loaded: Vec::new(),
     };
     if let Err(e) = load_everywhere(rt, &mut module) {
@@ -377,15 +346,12 @@ pub fn get_function(handle: usize, name: &str) -> Result<*mut c_void, HipError> 
 
 fn loaded_kernel(
     rt: &Runtime,
-    r: &mut Registry,
+    modules: &mut HashMap<usize, Module>,
     id: usize,
     name: &str,
     device: usize,
 ) -> Result<Arc<LoadedKernel>, HipError> {
-    let module = r
-        .modules
-        .get_mut(&id)
-        .ok_or(error::INVALID_DEVICE_FUNCTION)?;
+    let module = modules.get_mut(&id).ok_or(error::INVALID_DEVICE_FUNCTION)?;
     if module.loaded.get(device).is_none_or(Option::is_none) {
         load_everywhere(rt, module)?;
     }
@@ -408,9 +374,8 @@ pub fn kernel_for_stub(
         let (id, name) = r
             .functions
             .get(&host_function)
-            .cloned()
             .ok_or(error::INVALID_DEVICE_FUNCTION)?;
-        loaded_kernel(rt, r, id, &name, device)
+        loaded_kernel(rt, &mut r.modules, *id, name, device)
     })
 }
 
@@ -425,8 +390,7 @@ pub fn kernel_for_function(
             .function_handles
             .get(&function)
             .ok_or(error::INVALID_HANDLE)?;
-        let (id, name) = (f.module, f.name.clone());
-        loaded_kernel(rt, r, id, &name, device)
+        loaded_kernel(rt, &mut r.modules, f.module, &f.name, device)
     })
 }
 

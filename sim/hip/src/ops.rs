@@ -2,9 +2,9 @@
 //! (staged, pinned, blit), fills, stream and event synchronisation.
 
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::ffi::c_void;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::blit;
 use crate::error::{self, HipError};
@@ -57,16 +57,22 @@ pub mod kind {
     pub const DEVICE_TO_DEVICE_NO_CU: u32 = 1024;
 }
 
-/// Resolves a `hipStream_t` to its device and stream key (null and `hipStreamPerThread` are
-/// the current device's null stream).
-pub fn resolve_stream(rt: &Runtime, stream: *mut c_void) -> Result<(&Device, usize), HipError> {
+/// A resolved stream: its device, that device's locked state, and the stream key (0 = the
+/// null stream).
+pub type StreamLock<'a> = (&'a Device, MutexGuard<'a, DeviceState>, usize);
+
+/// Resolves a `hipStream_t` (null and `hipStreamPerThread` are the current device's null
+/// stream) and returns it with its device's state locked.
+pub fn resolve_stream(rt: &Runtime, stream: *mut c_void) -> Result<StreamLock<'_>, HipError> {
     let handle = stream as usize;
     if handle == 0 || handle == 2 {
-        return Ok((rt.device(current_device())?, 0));
+        let device = rt.device(current_device())?;
+        return Ok((device, device.lock()?, 0));
     }
     for device in &rt.devices {
-        if device.lock()?.streams.contains_key(&handle) {
-            return Ok((device, handle));
+        let state = device.lock()?;
+        if state.streams.contains_key(&handle) {
+            return Ok((device, state, handle));
         }
     }
     Err(error::INVALID_HANDLE)
@@ -207,31 +213,43 @@ pub fn dispatch(
     Ok(op)
 }
 
-/// `hipLaunchKernel` / `hipModuleLaunchKernel` after the kernel is known: packs the kernargs
-/// and dispatches.
+/// `hipLaunchKernel` / `hipModuleLaunchKernel`: resolves `stream`, checks the configuration
+/// against its device, gets the kernel loaded on that device from `lookup` (with the kernarg
+/// bytes to use instead of `args`, if any), packs the kernargs and dispatches.
 ///
 /// # Safety
 ///
-/// `args` holds one readable pointer per explicit argument of the kernel (or `kernarg` is
-/// given instead).
-pub unsafe fn launch_kernel(
+/// `args` holds one readable pointer per explicit argument of the kernel (unless `lookup`
+/// returns kernarg bytes).
+pub unsafe fn launch_kernel<'k>(
     rt: &Runtime,
-    device: &Device,
-    stream: usize,
-    kernel: &LoadedKernel,
-    launch: &Launch,
+    stream: *mut c_void,
+    blocks: Dim3,
+    threads: Dim3,
+    shmem: usize,
+    lookup: impl FnOnce(usize) -> Result<(Arc<LoadedKernel>, Option<&'k [u8]>), HipError>,
     args: *const *const u8,
-    kernarg: Option<&[u8]>,
 ) -> Result<(), HipError> {
+    let (device, mut state, key) = resolve_stream(rt, stream)?;
+    let launch = launch_config(device, blocks, threads, shmem)?;
+    let (kernel, kernarg) = lookup(device.ordinal)?;
     let size = (kernel.kernarg_size as usize).max(kernarg.map_or(0, <[u8]>::len));
-    let mut bytes = vec![0u8; size];
+    // Kernargs that fit a kernarg slot are packed on the stack; larger ones still reach
+    // `dispatch`, which refuses them.
+    let mut stack = [0u8; KERNARG_SLOT];
+    let mut heap = Vec::new();
+    let bytes = if size <= KERNARG_SLOT {
+        &mut stack[..size]
+    } else {
+        heap.resize(size, 0);
+        &mut heap[..]
+    };
     match kernarg {
         Some(given) => bytes[..given.len()].copy_from_slice(given),
         // SAFETY: forwarded contract.
-        None => unsafe { crate::fatbin::pack_kernargs(&mut bytes, &kernel.args, args)? },
+        None => unsafe { crate::fatbin::pack_kernargs(bytes, &kernel.args, args)? },
     }
-    let mut state = device.lock()?;
-    dispatch(rt, device, &mut state, stream, kernel, launch, &bytes).map(drop)
+    dispatch(rt, device, &mut state, key, &kernel, &launch, bytes).map(drop)
 }
 
 fn blit_kernel<'a>(device: &'a Device, name: &str) -> Result<&'a LoadedKernel, HipError> {
@@ -257,7 +275,7 @@ fn blit_launch(bytes: u64) -> Launch {
 /// device goes to that device's null stream. Waits for it when `blocking`.
 fn blit(
     rt: &Runtime,
-    (device, state, key): (&Device, MutexGuard<'_, DeviceState>, usize),
+    (device, state, key): StreamLock<'_>,
     owner: usize,
     name: &str,
     kernarg: &[u8],
@@ -281,9 +299,9 @@ fn blit(
     Ok(())
 }
 
-fn as_bytes<T: Copy>(value: &T) -> Vec<u8> {
+fn as_bytes<T: Copy>(value: &T) -> &[u8] {
     // SAFETY: T is a plain #[repr(C)] struct of integers without padding.
-    unsafe { std::slice::from_raw_parts((value as *const T).cast::<u8>(), size_of::<T>()) }.to_vec()
+    unsafe { std::slice::from_raw_parts((value as *const T).cast::<u8>(), size_of::<T>()) }
 }
 
 /// Where one side of a copy lives.
@@ -325,7 +343,7 @@ fn async_copy(
         .and_then(|op| state.pending_signal(rt, op));
     let (mut op, signal, _) = state.acquire(rt)?;
     op.is_copy = true;
-    let deps: Vec<Signal> = dep.into_iter().collect();
+    let deps = dep.as_slice();
     // SAFETY: both ranges are valid for `size` bytes (checked by the caller); the agents own
     // them; `deps` holds deps.len() signals.
     let status = unsafe {
@@ -376,7 +394,7 @@ pub unsafe fn memcpy(
     if !matches!(copy_kind, 0..=4 | kind::DEVICE_TO_DEVICE_NO_CU) {
         return Err(error::INVALID_MEMCPY_DIRECTION);
     }
-    let (device, key) = resolve_stream(rt, stream)?;
+    let (device, mut state, key) = resolve_stream(rt, stream)?;
     if size == 0 {
         return Ok(());
     }
@@ -395,7 +413,6 @@ pub unsafe fn memcpy(
     if !valid {
         return Err(error::INVALID_VALUE);
     }
-    let mut state = device.lock()?;
     match (d, s) {
         (Side::Device(a), Side::Device(b))
             if a == b && copy_kind != kind::DEVICE_TO_DEVICE_NO_CU =>
@@ -405,13 +422,12 @@ pub unsafe fn memcpy(
                 dst: dst as u64,
                 size: size as u64,
             };
-            let target = (device, state, key);
             blit(
                 rt,
-                target,
+                (device, state, key),
                 a,
                 blit::COPY_BUFFER,
-                &as_bytes(&args),
+                as_bytes(&args),
                 size,
                 blocking,
             )
@@ -433,12 +449,24 @@ pub unsafe fn memcpy(
             }
             Ok(())
         }
-        (Side::Device(_), Side::Pageable) => {
-            staged_to_device(rt, &mut state, key, dst, agent_of(rt, d), src, size)
-        }
-        (Side::Pageable, Side::Device(_)) => {
-            staged_to_host(rt, &mut state, key, dst, src, agent_of(rt, s), size)
-        }
+        (Side::Device(_), Side::Pageable) => staged_copy(
+            rt,
+            &mut state,
+            key,
+            Staged::ToDevice,
+            src,
+            (dst, agent_of(rt, d)),
+            size,
+        ),
+        (Side::Pageable, Side::Device(_)) => staged_copy(
+            rt,
+            &mut state,
+            key,
+            Staged::ToHost,
+            dst,
+            (src, agent_of(rt, s)),
+            size,
+        ),
         _ => {
             state.sync_stream(rt, key)?;
             // SAFETY: host ranges valid for `size` bytes (contract).
@@ -456,67 +484,55 @@ fn clear_last(state: &mut DeviceState, stream: usize, op: OpRef) {
     }
 }
 
-/// Pageable host → device: per chunk of at most [`STAGING_SIZE`], a CPU `memcpy` into the
-/// staging buffer, one `hsa_amd_memory_async_copy`, and a wait before the buffer is reused.
-fn staged_to_device(
-    rt: &Runtime,
-    state: &mut DeviceState,
-    stream: usize,
-    dst: usize,
-    dst_agent: Agent,
-    src: usize,
-    size: usize,
-) -> Result<(), HipError> {
-    let staging = state.staging.0 as usize;
-    let mut done = 0;
-    while done < size {
-        let n = (size - done).min(STAGING_SIZE);
-        // SAFETY: the source is valid for `size` bytes (caller) and the staging buffer for
-        // STAGING_SIZE.
-        unsafe { std::ptr::copy_nonoverlapping((src + done) as *const u8, staging as *mut u8, n) };
-        let op = async_copy(
-            rt,
-            state,
-            stream,
-            (dst + done, dst_agent),
-            (staging, rt.cpu_agent),
-            n,
-        )?;
-        state.wait_op(rt, op)?;
-        clear_last(state, stream, op);
-        done += n;
-    }
-    Ok(())
+/// The direction of a copy through the staging buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Staged {
+    /// Pageable host → device.
+    ToDevice,
+    /// Device → pageable host.
+    ToHost,
 }
 
-/// Device → pageable host: per chunk, one `hsa_amd_memory_async_copy` into the staging
-/// buffer, a wait, then a CPU `memcpy` out.
-fn staged_to_host(
+/// A copy between pageable host memory at `host` and device memory through the staging
+/// buffer, per chunk of at most [`STAGING_SIZE`]: to the device, a CPU `memcpy` into the
+/// buffer, one `hsa_amd_memory_async_copy` and a wait before the buffer is reused; to the
+/// host, the async copy into the buffer, a wait, then a CPU `memcpy` out.
+fn staged_copy(
     rt: &Runtime,
     state: &mut DeviceState,
     stream: usize,
-    dst: usize,
-    src: usize,
-    src_agent: Agent,
+    direction: Staged,
+    host: usize,
+    device: (usize, Agent),
     size: usize,
 ) -> Result<(), HipError> {
     let staging = state.staging.0 as usize;
     let mut done = 0;
     while done < size {
         let n = (size - done).min(STAGING_SIZE);
-        let op = async_copy(
-            rt,
-            state,
-            stream,
-            (staging, rt.cpu_agent),
-            (src + done, src_agent),
-            n,
-        )?;
+        let chunk = (device.0 + done, device.1);
+        let buffer = (staging, rt.cpu_agent);
+        let (dst, src) = match direction {
+            Staged::ToDevice => {
+                // SAFETY: the host range is valid for `size` bytes (caller) and the staging
+                // buffer for STAGING_SIZE.
+                unsafe {
+                    std::ptr::copy_nonoverlapping((host + done) as *const u8, staging as *mut u8, n)
+                };
+                (chunk, buffer)
+            }
+            Staged::ToHost => (buffer, chunk),
+        };
+        let op = async_copy(rt, state, stream, dst, src, n)?;
         state.wait_op(rt, op)?;
         clear_last(state, stream, op);
-        // SAFETY: the destination is valid for `size` bytes (caller) and the staging buffer
-        // holds `n` copied bytes.
-        unsafe { std::ptr::copy_nonoverlapping(staging as *const u8, (dst + done) as *mut u8, n) };
+        if direction == Staged::ToHost {
+            // SAFETY: the host range is valid for `size` bytes (caller) and the staging buffer
+            // holds `n` copied bytes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(staging as *const u8, (host + done) as *mut u8, n)
+            };
+        }
         done += n;
     }
     Ok(())
@@ -531,27 +547,25 @@ pub fn memset(
     stream: *mut c_void,
     blocking: bool,
 ) -> Result<(), HipError> {
-    let (device, key) = resolve_stream(rt, stream)?;
+    let target = resolve_stream(rt, stream)?;
     if size == 0 {
         return Ok(());
     }
     let Some(Kind::Device(owner)) = memory::find(dst, size).map(|a| a.kind) else {
         return Err(error::INVALID_VALUE);
     };
-    let state = device.lock()?;
     let args = blit::FillArgs {
         dst: dst as u64,
         size: size as u64,
         value: (value as u32) & 0xFF,
         reserved: 0,
     };
-    let target = (device, state, key);
     blit(
         rt,
         target,
         owner,
         blit::FILL_BUFFER,
-        &as_bytes(&args),
+        as_bytes(&args),
         size,
         blocking,
     )
@@ -560,7 +574,7 @@ pub fn memset(
 /// `hipStreamCreate`: a new stream of the current device.
 pub fn stream_create(rt: &Runtime) -> Result<*mut c_void, HipError> {
     let device = rt.device(current_device())?;
-    let handle = Box::into_raw(Box::new(device.ordinal as u64)).cast::<c_void>();
+    let handle = Box::into_raw(Box::new(0u64)).cast::<c_void>();
     device
         .lock()?
         .streams
@@ -570,11 +584,10 @@ pub fn stream_create(rt: &Runtime) -> Result<*mut c_void, HipError> {
 
 /// `hipStreamDestroy`: waits for the stream, then forgets it.
 pub fn stream_destroy(rt: &Runtime, stream: usize) -> Result<(), HipError> {
-    let (device, key) = resolve_stream(rt, stream as *mut c_void)?;
+    let (_, mut state, key) = resolve_stream(rt, stream as *mut c_void)?;
     if key == 0 {
         return Err(error::INVALID_HANDLE);
     }
-    let mut state = device.lock()?;
     state.sync_stream(rt, key)?;
     state.streams.remove(&key);
     // SAFETY: made by Box::into_raw in stream_create and now forgotten.
@@ -584,8 +597,8 @@ pub fn stream_destroy(rt: &Runtime, stream: usize) -> Result<(), HipError> {
 
 /// `hipStreamSynchronize`.
 pub fn stream_synchronize(rt: &Runtime, stream: *mut c_void) -> Result<(), HipError> {
-    let (device, key) = resolve_stream(rt, stream)?;
-    device.lock()?.sync_stream(rt, key)
+    let (_, mut state, key) = resolve_stream(rt, stream)?;
+    state.sync_stream(rt, key)
 }
 
 /// `hipDeviceSynchronize`: waits for every stream of the current device.
@@ -594,9 +607,9 @@ pub fn device_synchronize(rt: &Runtime) -> Result<(), HipError> {
 }
 
 /// Event state: the `CLOCK_MONOTONIC` time at which it was recorded.
-static EVENTS: Mutex<Option<HashMap<usize, Option<u64>>>> = Mutex::new(None);
+static EVENTS: Mutex<BTreeMap<usize, Option<u64>>> = Mutex::new(BTreeMap::new());
 
-fn events() -> MutexGuard<'static, Option<HashMap<usize, Option<u64>>>> {
+fn events() -> MutexGuard<'static, BTreeMap<usize, Option<u64>>> {
     EVENTS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -613,18 +626,13 @@ fn now_ns() -> u64 {
 /// `hipEventCreate`.
 pub fn event_create() -> *mut c_void {
     let handle = Box::into_raw(Box::new(0u64)).cast::<c_void>();
-    events()
-        .get_or_insert_with(HashMap::new)
-        .insert(handle as usize, None);
+    events().insert(handle as usize, None);
     handle
 }
 
 /// `hipEventDestroy`.
 pub fn event_destroy(event: usize) -> Result<(), HipError> {
-    events()
-        .get_or_insert_with(HashMap::new)
-        .remove(&event)
-        .ok_or(error::INVALID_HANDLE)?;
+    events().remove(&event).ok_or(error::INVALID_HANDLE)?;
     // SAFETY: made by Box::into_raw in event_create and now forgotten.
     drop(unsafe { Box::from_raw(event as *mut u64) });
     Ok(())
@@ -633,24 +641,18 @@ pub fn event_destroy(event: usize) -> Result<(), HipError> {
 /// `hipEventRecord`: in the simulator the record waits for the stream's outstanding work and
 /// then takes the host time, so elapsed times cover the work between two records.
 pub fn event_record(rt: &Runtime, event: *mut c_void, stream: *mut c_void) -> Result<(), HipError> {
-    if !events()
-        .get_or_insert_with(HashMap::new)
-        .contains_key(&(event as usize))
-    {
+    if !events().contains_key(&(event as usize)) {
         return Err(error::INVALID_HANDLE);
     }
     stream_synchronize(rt, stream)?;
     let t = now_ns();
-    events()
-        .get_or_insert_with(HashMap::new)
-        .insert(event as usize, Some(t));
+    events().insert(event as usize, Some(t));
     Ok(())
 }
 
 /// `hipEventSynchronize` / `hipEventQuery`: a recorded event is complete.
 pub fn event_synchronize(event: *mut c_void) -> Result<(), HipError> {
     events()
-        .get_or_insert_with(HashMap::new)
         .get(&(event as usize))
         .map(drop)
         .ok_or(error::INVALID_HANDLE)
@@ -658,8 +660,7 @@ pub fn event_synchronize(event: *mut c_void) -> Result<(), HipError> {
 
 /// `hipEventElapsedTime` in milliseconds.
 pub fn event_elapsed(start: *mut c_void, stop: *mut c_void) -> Result<f32, HipError> {
-    let mut guard = events();
-    let map = guard.get_or_insert_with(HashMap::new);
+    let map = events();
     let a = map.get(&(start as usize)).ok_or(error::INVALID_HANDLE)?;
     let b = map.get(&(stop as usize)).ok_or(error::INVALID_HANDLE)?;
     match (a, b) {

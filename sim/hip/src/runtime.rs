@@ -17,7 +17,7 @@ pub const SIGNAL_POOL_SIZE: usize = 64;
 pub const KERNARG_SLOT: usize = 4096;
 /// The staging buffer for pageable host memory (ROCclr's staged-transfer size).
 pub const STAGING_SIZE: usize = 1 << 20;
-/// Packets in the hardware queue (clamped to the agent's limits).
+/// Packets in the hardware queue (more if the agent's minimum queue size is larger).
 pub const QUEUE_SIZE: u32 = 4096;
 /// Longest a wait may take before HIP reports the operation as failed.
 const WAIT_LIMIT: Duration = Duration::from_secs(120);
@@ -149,11 +149,6 @@ pub fn runtime_if_ready() -> Option<&'static Runtime> {
         return None;
     }
     RUNTIME.get().and_then(|r| r.as_ref().ok())
-}
-
-/// Whether the teardown at exit ran.
-pub fn torn_down() -> bool {
-    TORN_DOWN.load(Ordering::Acquire)
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -487,10 +482,7 @@ fn create_device(
     device_pool: MemoryPool,
     host_pool: MemoryPool,
 ) -> Result<Device, HipError> {
-    let size = QUEUE_SIZE.clamp(
-        info.queue_min_size.max(1),
-        info.queue_max_size.max(QUEUE_SIZE),
-    );
+    let size = QUEUE_SIZE.max(info.queue_min_size);
     let mut queue: *mut HsaQueue = std::ptr::null_mut();
     // SAFETY: documented signature; no error callback; valid out-pointer.
     let status = unsafe {
@@ -526,8 +518,7 @@ fn create_device(
         "kernarg pool",
     )?;
     let staging = allocate_host(hsa, host_pool, agent, STAGING_SIZE, "staging buffer")?;
-    let blit_code = crate::blit::code_object();
-    let blit = crate::modules::load_code_object(hsa, agent, info.profile, &blit_code, &[])?;
+    let blit = crate::modules::load_code_object(hsa, agent, info.profile, &crate::blit::program())?;
     let mut streams = HashMap::new();
     streams.insert(0, StreamState::default());
     Ok(Device {

@@ -158,53 +158,14 @@ pub extern "C" fn rocprofiler_register_import_hip_compiler() -> u32 {
     REGISTER_VERSION
 }
 
-type RegisterFn = unsafe extern "C" fn(
-    *const c_char,
-    extern "C" fn() -> u32,
-    u32,
-    *mut *mut c_void,
-    u64,
-    *mut u64,
-) -> c_int;
-
-/// Hands one table to rocprofiler-register (`dlopen("librocprofiler-register.so.0",
-/// RTLD_NOW | RTLD_GLOBAL)`; skipped silently if absent). Returns the register status, or
-/// `None` when the library or its export is missing.
+/// Hands one table to rocprofiler-register (skipped silently if it is absent). Returns the
+/// register status, or `None` when the library or its export is missing.
 fn register_table(
     name: &CStr,
     import: extern "C" fn() -> u32,
     table: *mut c_void,
 ) -> Option<c_int> {
-    // SAFETY: dlopen/dlsym with NUL-terminated literals; the handle stays open for the process
-    // (the register library keeps the table pointer).
-    let register = unsafe {
-        let handle = libc::dlopen(
-            c"librocprofiler-register.so.0".as_ptr(),
-            libc::RTLD_NOW | libc::RTLD_GLOBAL,
-        );
-        if handle.is_null() {
-            return None;
-        }
-        libc::dlsym(handle, c"rocprofiler_register_library_api_table".as_ptr())
-    };
-    if register.is_null() {
-        return None;
-    }
-    // SAFETY: the export has rocprofiler-register's documented C signature.
-    let register: RegisterFn = unsafe { std::mem::transmute::<*mut c_void, RegisterFn>(register) };
-    let mut tables = [table];
-    let mut id = 0u64;
-    // SAFETY: valid name, a table array of one, and an identifier out-pointer.
-    Some(unsafe {
-        register(
-            name.as_ptr(),
-            import,
-            REGISTER_VERSION,
-            tables.as_mut_ptr(),
-            1,
-            &mut id,
-        )
-    })
+    crate::register_table::register_table(name, import, REGISTER_VERSION, &mut [table])
 }
 
 /// Runs an export body; a panic becomes the type's failure value (nothing unwinds into C).
@@ -341,11 +302,6 @@ fn log_registration(name: &str, status: Option<c_int>) {
             ),
         }
     }
-}
-
-/// The runtime table itself (tests; no registration).
-pub fn runtime_table_unregistered() -> &'static HipDispatchTable {
-    &RUNTIME_TABLE
 }
 
 api_exports! {

@@ -436,10 +436,8 @@ fn launch_geometry_is_checked() {
 #[test]
 fn dispatch_and_barrier_packets() {
     let kernel = LoadedKernel {
-        name: "k".into(),
         kernel_object: 0xABCD_0000,
         kernarg_size: 24,
-        kernarg_alignment: 8,
         group_segment_size: 256,
         private_segment_size: 16,
         args: Vec::new(),
@@ -485,7 +483,7 @@ fn dispatch_and_barrier_packets() {
 
 #[test]
 fn blit_kernels_compute_and_stay_within_16_workgroups() {
-    let kernels = wslsim_codeobj::parse(&blit::code_object()).unwrap();
+    let kernels = wslsim_codeobj::parse(&blit::program().code_object).unwrap();
     let copy = kernels
         .iter()
         .find(|k| k.name == "__amd_rocclr_copyBuffer")

@@ -117,53 +117,26 @@ pub extern "C" fn rocprofiler_register_import_roctx() -> u32 {
     VERSION
 }
 
-type RegisterFn = unsafe extern "C" fn(
-    *const c_char,
-    extern "C" fn() -> u32,
-    u32,
-    *mut *mut c_void,
-    u64,
-    *mut u64,
-) -> c_int;
+#[path = "../../hip/src/register_table.rs"]
+mod register_table;
 
 /// Hands the three tables to rocprofiler-register, once, before their first use.
 fn ensure_registered() {
     REGISTER.call_once(|| {
-        // SAFETY: dlopen/dlsym with NUL-terminated literals; the handle stays open for the
-        // process (the register library keeps the table pointers).
-        let register = unsafe {
-            let handle = libc::dlopen(
-                c"librocprofiler-register.so.0".as_ptr(),
-                libc::RTLD_NOW | libc::RTLD_GLOBAL,
-            );
-            if handle.is_null() {
-                return;
-            }
-            libc::dlsym(handle, c"rocprofiler_register_library_api_table".as_ptr())
-        };
-        if register.is_null() {
-            return;
-        }
-        // SAFETY: the symbol has rocprofiler-register's documented C signature.
-        let register: RegisterFn = unsafe { std::mem::transmute(register) };
         let mut tables: [*mut c_void; 3] = [
             CORE.0.get().cast(),
             CONTROL.0.get().cast(),
             NAME.0.get().cast(),
         ];
-        let mut id = 0u64;
-        // SAFETY: valid name, table array of 3 and identifier out-pointer.
-        let status = unsafe {
-            register(
-                c"roctx".as_ptr(),
-                rocprofiler_register_import_roctx,
-                VERSION,
-                tables.as_mut_ptr(),
-                3,
-                &mut id,
-            )
-        };
-        if std::env::var_os("ROCTX_LOG_REGISTRATION").is_some() {
+        let status = register_table::register_table(
+            c"roctx",
+            rocprofiler_register_import_roctx,
+            VERSION,
+            &mut tables,
+        );
+        if let Some(status) = status
+            && std::env::var_os("ROCTX_LOG_REGISTRATION").is_some()
+        {
             eprintln!("roctx (sim): rocprofiler_register_library_api_table -> {status}");
         }
     });

@@ -321,3 +321,23 @@ fn run_case(exe: &Path, library: &Path, work: &Path, case: &Case) -> Result<(), 
     }
     Ok(())
 }
+
+/// A case's comparison: fails with a message naming `what` unless `actual == wanted`.
+pub fn check<T: PartialEq + std::fmt::Debug>(
+    what: &str,
+    actual: T,
+    wanted: T,
+) -> Result<(), String> {
+    if actual == wanted {
+        Ok(())
+    } else {
+        Err(format!("{what}: got {actual:?}, expected {wanted:?}"))
+    }
+}
+
+/// The little-endian `u32` at `offset` of `bytes` (panics past the end).
+pub fn u32_at(bytes: &[u8], offset: usize) -> u32 {
+    let mut raw = [0; 4];
+    raw.copy_from_slice(&bytes[offset..offset + 4]);
+    u32::from_le_bytes(raw)
+}

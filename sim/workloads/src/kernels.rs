@@ -197,7 +197,7 @@ pub static VECTOR_ADD: KernelDef = KernelDef {
 
 /// Three device buffers of 32 floats and one-workgroup `vector_add` launches on them: the
 /// smallest real dispatch, for the workloads that count or lose dispatches rather than compute.
-/// Selects device 0 and registers nothing (call `program::register(&[&VECTOR_ADD])` first).
+/// Registers [`VECTOR_ADD`] (once per process) and selects device 0.
 pub struct TinyVectorAdd {
     buffers: [*mut c_void; 3],
 }
@@ -205,8 +205,11 @@ pub struct TinyVectorAdd {
 impl TinyVectorAdd {
     const ITEMS: usize = 32;
 
-    /// `hipSetDevice(0)` and three `hipMalloc`s (exits on failure, as every workload call does).
+    /// `program::register(&[&VECTOR_ADD])` unless already done here, `hipSetDevice(0)` and
+    /// three `hipMalloc`s (exits on failure, as every workload call does).
     pub fn new() -> TinyVectorAdd {
+        static REGISTERED: std::sync::Once = std::sync::Once::new();
+        REGISTERED.call_once(|| crate::program::register(&[&VECTOR_ADD]));
         let hip = hip();
         // SAFETY: plain call.
         crate::loader::check("hipSetDevice", unsafe { (hip.set_device)(0) });

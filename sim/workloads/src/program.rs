@@ -31,7 +31,7 @@ const _: () = assert!(size_of::<Wrapper>() == 48);
 
 /// The kernarg-layout blob for `kernels` (magic "WSKA", version 1, per kernel the argument
 /// count and `{offset, size}` pairs).
-pub fn kernarg_layout(kernels: &[&KernelDef]) -> Vec<u8> {
+fn kernarg_layout(kernels: &[&KernelDef]) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(b"WSKA");
     out.extend_from_slice(&1u32.to_le_bytes());
@@ -49,7 +49,7 @@ pub fn kernarg_layout(kernels: &[&KernelDef]) -> Vec<u8> {
 }
 
 /// The code object for `kernels`.
-pub fn code_object(kernels: &[&KernelDef]) -> Vec<u8> {
+fn code_object(kernels: &[&KernelDef]) -> Vec<u8> {
     let mut builder = CodeObjectBuilder::new();
     for k in kernels {
         let kernel = KernelBuilder::new(k.name)
@@ -76,11 +76,10 @@ extern "C" fn unregister_at_exit() {
     }
 }
 
-/// Registers the program's kernels the way a hipcc-generated constructor does:
-/// `__hipRegisterFatBinary`, then `__hipRegisterFunction` for each kernel (host stub → device
-/// name), then `atexit(__hipUnregisterFatBinary)`. The wrapper and its blobs live for the
-/// whole process, like the compiler's globals.
-pub fn register(kernels: &[&KernelDef]) {
+/// The fat-binary wrapper for `kernels` (what `__hipRegisterFatBinary` and
+/// `hipModuleLoadData` receive). The wrapper and its blobs live for the whole process, like the
+/// compiler's globals.
+pub fn fat_binary(kernels: &[&KernelDef]) -> *const c_void {
     let code: &'static [u8] = Box::leak(code_object(kernels).into_boxed_slice());
     let layout: &'static [u8] = Box::leak(kernarg_layout(kernels).into_boxed_slice());
     let wrapper: &'static Wrapper = Box::leak(Box::new(Wrapper {
@@ -92,9 +91,16 @@ pub fn register(kernels: &[&KernelDef]) {
         kernarg_layout_size: layout.len() as u64,
         reserved: 0,
     }));
+    (wrapper as *const Wrapper).cast()
+}
+
+/// Registers the program's kernels the way a hipcc-generated constructor does:
+/// `__hipRegisterFatBinary` with their [`fat_binary`], then `__hipRegisterFunction` for each
+/// kernel (host stub → device name), then `atexit(__hipUnregisterFatBinary)`.
+pub fn register(kernels: &[&KernelDef]) {
     let hip = hip();
     // SAFETY: a valid wrapper that outlives the process's use of it.
-    let handle = unsafe { (hip.register_fat_binary)((wrapper as *const Wrapper).cast()) };
+    let handle = unsafe { (hip.register_fat_binary)(fat_binary(kernels)) };
     if handle.is_null() {
         crate::fail("__hipRegisterFatBinary refused the program's fat binary");
     }

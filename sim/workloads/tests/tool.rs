@@ -16,7 +16,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-use common::{Tally, run, scratch, staged_lib_dir};
+use common::{Tally, run, scratch, setup_failed, staged_lib_dir};
 
 fn rustc() -> OsString {
     std::env::var_os("RUSTC")
@@ -154,11 +154,7 @@ fn main() -> ExitCode {
     };
     let (lib, dir, tool, hip, core, amd) = match setup() {
         Ok(s) => s,
-        Err(why) => {
-            println!("setup failed: {why}");
-            println!("0 passed, 1 failed");
-            return ExitCode::FAILURE;
-        }
+        Err(why) => return setup_failed(&why),
     };
     println!("mini tool: {}", tool.display());
     let out = dir.join("report.txt");
@@ -356,12 +352,5 @@ fn main() -> ExitCode {
         None,
     );
 
-    println!("{} passed, {} failed", t.passed, t.failed);
-    if t.failed == 0 {
-        let _ = std::fs::remove_dir_all(&dir);
-        ExitCode::SUCCESS
-    } else {
-        println!("artifacts kept in {}", dir.display());
-        ExitCode::FAILURE
-    }
+    t.finish(&dir)
 }

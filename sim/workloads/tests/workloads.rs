@@ -10,7 +10,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::ExitCode;
 
-use common::{Run, Tally, run, scratch, staged_lib_dir};
+use common::{Run, Tally, run, scratch, setup_failed, staged_lib_dir};
 
 fn bin(name: &str) -> &'static Path {
     Path::new(match name {
@@ -78,11 +78,7 @@ fn main() -> ExitCode {
     }
     let lib = match staged_lib_dir() {
         Ok(lib) => lib,
-        Err(why) => {
-            println!("setup failed: {why}");
-            println!("0 passed, 1 failed");
-            return ExitCode::FAILURE;
-        }
+        Err(why) => return setup_failed(&why),
     };
     let dir = scratch("sim-workloads");
     let mut t = Tally::default();
@@ -255,12 +251,5 @@ fn main() -> ExitCode {
     }
     t.check("missing libraries", p, Some(&r));
 
-    println!("{} passed, {} failed", t.passed, t.failed);
-    if t.failed == 0 {
-        let _ = std::fs::remove_dir_all(&dir);
-        ExitCode::SUCCESS
-    } else {
-        println!("artifacts kept in {}", dir.display());
-        ExitCode::FAILURE
-    }
+    t.finish(&dir)
 }

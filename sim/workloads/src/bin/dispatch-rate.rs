@@ -3,13 +3,12 @@
 //! last line printed is `calls=<N> ns=<duration of launches + synchronize in ns>
 //! cpu_ns=<CPU time of all threads of the process>`.
 
-use sim_workloads::kernels::{TinyVectorAdd, VECTOR_ADD};
+use sim_workloads::kernels::TinyVectorAdd;
 use sim_workloads::loader::{check, hip, load_runtimes};
 
 fn main() {
     let n: u64 = sim_workloads::arg_or(1, 10_000);
     load_runtimes();
-    sim_workloads::program::register(&[&VECTOR_ADD]);
     let kernel = TinyVectorAdd::new();
     let start = std::time::Instant::now();
     for _ in 0..n {

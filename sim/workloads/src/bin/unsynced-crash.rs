@@ -3,13 +3,12 @@
 //! finishes meanwhile), then a SIGSEGV. A profiler that only records completions when the
 //! application synchronizes loses all N; one that collects them on its own keeps them.
 
-use sim_workloads::kernels::{TinyVectorAdd, VECTOR_ADD};
+use sim_workloads::kernels::TinyVectorAdd;
 use sim_workloads::loader::load_runtimes;
 
 fn main() {
     let n: u32 = sim_workloads::arg_or(1, 3);
     load_runtimes();
-    sim_workloads::program::register(&[&VECTOR_ADD]);
     let kernel = TinyVectorAdd::new();
     for _ in 0..n {
         kernel.launch();

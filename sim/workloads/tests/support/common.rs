@@ -6,7 +6,7 @@
 use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 /// Staged runtime files the workloads need, with cargo's file name for the staleness check.
@@ -197,6 +197,25 @@ impl Tally {
             }
         }
     }
+
+    /// Prints `N passed, N failed`; removes `dir` if every check passed, else names it.
+    pub fn finish(&self, dir: &Path) -> ExitCode {
+        println!("{} passed, {} failed", self.passed, self.failed);
+        if self.failed == 0 {
+            let _ = std::fs::remove_dir_all(dir);
+            ExitCode::SUCCESS
+        } else {
+            println!("artifacts kept in {}", dir.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Reports a setup failure as one failed check.
+pub fn setup_failed(why: &str) -> ExitCode {
+    println!("setup failed: {why}");
+    println!("0 passed, 1 failed");
+    ExitCode::FAILURE
 }
 
 /// A scratch directory under cargo's per-target temporary directory.

@@ -101,22 +101,6 @@ fn memcpy(dst: *mut c_void, src: *const c_void, n: usize, kind: u32) {
     );
 }
 
-/// The fat-binary wrapper of the `vector_add` program (for hipModuleLoadData).
-fn vector_add_image() -> &'static [u64; 6] {
-    let code: &'static [u8] =
-        Box::leak(sim_workloads::program::code_object(&[&VECTOR_ADD]).into_boxed_slice());
-    let layout: &'static [u8] =
-        Box::leak(sim_workloads::program::kernarg_layout(&[&VECTOR_ADD]).into_boxed_slice());
-    Box::leak(Box::new([
-        u64::from(u32::from_le_bytes(*b"WSFB")) | (1u64 << 32),
-        code.as_ptr() as u64,
-        code.len() as u64,
-        layout.as_ptr() as u64,
-        layout.len() as u64,
-        0,
-    ]))
-}
-
 /// Pinned memory, streams, async copies, fills, events, modules, error paths.
 pub fn tour() -> i32 {
     // SAFETY: every call below passes valid pointers of the sizes it states, and every
@@ -267,7 +251,10 @@ pub fn tour() -> i32 {
         let mut module = std::ptr::null_mut();
         expect(
             "hipModuleLoadData",
-            f::<LoadDataFn>("hipModuleLoadData")(&mut module, vector_add_image().as_ptr().cast()),
+            f::<LoadDataFn>("hipModuleLoadData")(
+                &mut module,
+                sim_workloads::program::fat_binary(&[&VECTOR_ADD]),
+            ),
             0,
         );
         let get: GetFunctionFn = f("hipModuleGetFunction");
