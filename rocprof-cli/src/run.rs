@@ -10,19 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use trace_records::agents::{AgentIndex, AgentLabels, AgentsDocument};
 use trace_records::csv::{CsvSelection, OutputPrefix, write_csv};
-use trace_records::{ApiDomain, ProcessTrace};
+use trace_records::{ApiDomain, ProcessTrace, env};
 use wsl_topology::Settings;
 
-/// rocprofv3's truth strings for `--flag[=value]` options.
-pub fn parse_bool(v: &str) -> Result<bool, String> {
-    match v.to_ascii_lowercase().as_str() {
-        "y" | "yes" | "t" | "true" | "on" | "1" => Ok(true),
-        "n" | "no" | "f" | "false" | "off" | "0" => Ok(false),
-        _ => Err(format!(
-            "'{v}' is not a boolean (use true/false, yes/no, on/off, 1/0)"
-        )),
-    }
-}
+pub use trace_records::env::parse_bool;
 
 macro_rules! flags {
     ($( $(#[$m:meta])* $field:ident : $long:literal $(, short = $short:literal)? ; )*) => {
@@ -177,15 +168,15 @@ impl RunOptions {
     fn env(&self) -> Vec<(&'static str, &'static str)> {
         let s = self.selection();
         [
-            ("ROCPROF_HIP_RUNTIME_API_TRACE", s.hip_runtime),
-            ("ROCPROF_HIP_COMPILER_API_TRACE", s.hip_compiler),
-            ("ROCPROF_HSA_CORE_API_TRACE", s.hsa_core),
-            ("ROCPROF_HSA_AMD_EXT_API_TRACE", s.hsa_amd),
-            ("ROCPROF_HSA_IMAGE_EXT_API_TRACE", s.hsa_image),
-            ("ROCPROF_HSA_FINALIZER_EXT_API_TRACE", s.hsa_finalizer),
-            ("ROCPROF_KERNEL_TRACE", s.kernels),
-            ("ROCPROF_MEMORY_COPY_TRACE", s.copies),
-            ("ROCPROF_MARKER_API_TRACE", s.markers),
+            (env::HIP_RUNTIME_API_TRACE, s.hip_runtime),
+            (env::HIP_COMPILER_API_TRACE, s.hip_compiler),
+            (env::HSA_CORE_API_TRACE, s.hsa_core),
+            (env::HSA_AMD_EXT_API_TRACE, s.hsa_amd),
+            (env::HSA_IMAGE_EXT_API_TRACE, s.hsa_image),
+            (env::HSA_FINALIZER_EXT_API_TRACE, s.hsa_finalizer),
+            (env::KERNEL_TRACE, s.kernels),
+            (env::MEMORY_COPY_TRACE, s.copies),
+            (env::MARKER_API_TRACE, s.markers),
         ]
         .into_iter()
         .map(|(k, v)| (k, if v { "1" } else { "0" }))
@@ -255,7 +246,7 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
     let mut cmd = std::process::Command::new(&app[0]);
     cmd.args(&app[1..]);
     cmd.env("LD_PRELOAD", prepended("LD_PRELOAD", tool.into_os_string()))
-        .env("ROCPROF_RECORD_DIR", &record_dir);
+        .env(env::RECORD_DIR, &record_dir);
     for (k, v) in opts.env() {
         cmd.env(k, v);
     }

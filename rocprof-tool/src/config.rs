@@ -1,9 +1,7 @@
 //! The tool's configuration, read once from the environment (`ROCPROF_*`, rocprofv3's names).
 
 use std::path::PathBuf;
-
-/// Where the CLI wants the record logs (`<dir>/<pid>.rplog`).
-pub const ENV_RECORD_DIR: &str = "ROCPROF_RECORD_DIR";
+use trace_records::env;
 
 /// What to trace.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -30,12 +28,9 @@ pub struct Config {
     pub record_dir: PathBuf,
 }
 
-/// rocprofv3's truth strings.
+/// rocprofv3's truth strings (surrounding blanks ignored); anything else is false.
 pub fn truthy(v: &str) -> bool {
-    matches!(
-        v.trim().to_ascii_lowercase().as_str(),
-        "1" | "y" | "yes" | "t" | "true" | "on"
-    )
+    env::parse_bool(v.trim()) == Ok(true)
 }
 
 impl Config {
@@ -43,18 +38,18 @@ impl Config {
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Self {
         let flag = |k: &str| get(k).is_some_and(|v| truthy(&v));
         Self {
-            hip_runtime: flag("ROCPROF_HIP_RUNTIME_API_TRACE"),
-            hip_compiler: flag("ROCPROF_HIP_COMPILER_API_TRACE"),
-            hsa_core: flag("ROCPROF_HSA_CORE_API_TRACE"),
-            hsa_amd_ext: flag("ROCPROF_HSA_AMD_EXT_API_TRACE"),
-            hsa_image: flag("ROCPROF_HSA_IMAGE_EXT_API_TRACE"),
-            hsa_finalizer: flag("ROCPROF_HSA_FINALIZER_EXT_API_TRACE"),
-            kernels: flag("ROCPROF_KERNEL_TRACE"),
-            copies: flag("ROCPROF_MEMORY_COPY_TRACE"),
-            markers: flag("ROCPROF_MARKER_API_TRACE"),
-            record_dir: get(ENV_RECORD_DIR)
+            hip_runtime: flag(env::HIP_RUNTIME_API_TRACE),
+            hip_compiler: flag(env::HIP_COMPILER_API_TRACE),
+            hsa_core: flag(env::HSA_CORE_API_TRACE),
+            hsa_amd_ext: flag(env::HSA_AMD_EXT_API_TRACE),
+            hsa_image: flag(env::HSA_IMAGE_EXT_API_TRACE),
+            hsa_finalizer: flag(env::HSA_FINALIZER_EXT_API_TRACE),
+            kernels: flag(env::KERNEL_TRACE),
+            copies: flag(env::MEMORY_COPY_TRACE),
+            markers: flag(env::MARKER_API_TRACE),
+            record_dir: get(env::RECORD_DIR)
                 .filter(|v| !v.is_empty())
-                .or_else(|| get("ROCPROF_OUTPUT_PATH").filter(|v| !v.is_empty()))
+                .or_else(|| get(env::OUTPUT_PATH).filter(|v| !v.is_empty()))
                 .map_or_else(|| PathBuf::from("."), PathBuf::from),
         }
     }

@@ -53,7 +53,7 @@ extern "C" fn constructor() {
 fn init() {
     let config = Config::from_env();
     // Loaded without `rocprof` and without any tracing option: stay inert.
-    if !config.any() && std::env::var_os(config::ENV_RECORD_DIR).is_none() {
+    if !config.any() && std::env::var_os(trace_records::env::RECORD_DIR).is_none() {
         return;
     }
     hsa_intercept::clock::start();

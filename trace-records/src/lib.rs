@@ -9,6 +9,7 @@
 
 pub mod agents;
 pub mod csv;
+pub mod env;
 pub mod log;
 pub mod record;
 pub mod stats;

@@ -1,0 +1,37 @@
+//! The environment the `rocprof` CLI hands the profiled process (rocprofv3's variable names),
+//! read by the tool library inside it: both sides name the variables from here.
+
+/// Where the tool writes its record logs (`<dir>/<pid>.rplog`).
+pub const RECORD_DIR: &str = "ROCPROF_RECORD_DIR";
+/// rocprofv3's output path, the record directory's fallback.
+pub const OUTPUT_PATH: &str = "ROCPROF_OUTPUT_PATH";
+/// HIP runtime API tracing.
+pub const HIP_RUNTIME_API_TRACE: &str = "ROCPROF_HIP_RUNTIME_API_TRACE";
+/// HIP compiler API tracing.
+pub const HIP_COMPILER_API_TRACE: &str = "ROCPROF_HIP_COMPILER_API_TRACE";
+/// HSA core API tracing.
+pub const HSA_CORE_API_TRACE: &str = "ROCPROF_HSA_CORE_API_TRACE";
+/// HSA AMD-extension API tracing.
+pub const HSA_AMD_EXT_API_TRACE: &str = "ROCPROF_HSA_AMD_EXT_API_TRACE";
+/// HSA image-extension API tracing.
+pub const HSA_IMAGE_EXT_API_TRACE: &str = "ROCPROF_HSA_IMAGE_EXT_API_TRACE";
+/// HSA finalizer-extension API tracing.
+pub const HSA_FINALIZER_EXT_API_TRACE: &str = "ROCPROF_HSA_FINALIZER_EXT_API_TRACE";
+/// Kernel dispatch tracing.
+pub const KERNEL_TRACE: &str = "ROCPROF_KERNEL_TRACE";
+/// Memory copy tracing.
+pub const MEMORY_COPY_TRACE: &str = "ROCPROF_MEMORY_COPY_TRACE";
+/// ROCTx marker tracing.
+pub const MARKER_API_TRACE: &str = "ROCPROF_MARKER_API_TRACE";
+
+/// rocprofv3's truth strings (case-insensitive): `Ok(true)` for y/yes/t/true/on/1, `Ok(false)`
+/// for n/no/f/false/off/0, otherwise an explanation.
+pub fn parse_bool(v: &str) -> Result<bool, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "y" | "yes" | "t" | "true" | "on" | "1" => Ok(true),
+        "n" | "no" | "f" | "false" | "off" | "0" => Ok(false),
+        _ => Err(format!(
+            "'{v}' is not a boolean (use true/false, yes/no, on/off, 1/0)"
+        )),
+    }
+}
