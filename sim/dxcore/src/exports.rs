@@ -5,8 +5,6 @@
 //! (a panic becomes STATUS_UNSUCCESSFUL).
 #![allow(non_snake_case)]
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-
 use wslsim_scenario::ntstatus;
 
 use crate::ffi::*;
@@ -14,19 +12,10 @@ use crate::state::{Answer, with_state};
 
 const LIB: &str = "dxcore";
 
-/// Runs an export body: catches panics and logs `dxcore <name> <args> -> <status>`.
+/// Runs an export body: catches panics and logs `dxcore <name> <args> -> <status>` (every
+/// export here has arguments to log).
 pub(crate) fn export(name: &str, body: impl FnOnce() -> (NtStatus, String)) -> NtStatus {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok((status, args)) => {
-            wslsim_scenario::log_call(LIB, format_args!("{name} {args} -> {}", ntstatus(status)));
-            status
-        }
-        Err(_) => {
-            let status = STATUS_UNSUCCESSFUL;
-            wslsim_scenario::log_call(LIB, format_args!("{name} panicked -> {}", ntstatus(status)));
-            status
-        }
-    }
+    wslsim_scenario::run_export(LIB, name, STATUS_UNSUCCESSFUL, ntstatus, body)
 }
 
 /// Enumerates the WDDM adapters: with `pAdapters` null, only counts them; otherwise opens a

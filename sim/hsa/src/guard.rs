@@ -36,15 +36,7 @@ pub fn say_once(message: String) {
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds (the HSA system timestamp domain).
-pub fn monotonic_ns() -> u64 {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec to a valid pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
-}
+pub use wslsim_scenario::monotonic_ns;
 
 /// Writes `value` to the caller's `out` pointer (`HSA_STATUS_ERROR_INVALID_ARGUMENT` if null).
 ///

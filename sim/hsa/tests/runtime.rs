@@ -15,6 +15,7 @@ use std::time::SystemTime;
 
 use wslsim_codeobj::{CodeObjectBuilder, KernelBuilder};
 use wslsim_scenario::harness::Library;
+use wslsim_scenario::monotonic_ns;
 
 const CASE_ENV: &str = "HSA_RT_CASE";
 
@@ -133,16 +134,6 @@ fn open_runtime() -> Result<(Library, Api), String> {
     let lib = Library::open("libhsa-runtime64.so.1")?;
     let api = Api::load(&lib)?;
     Ok((lib, api))
-}
-
-fn monotonic_ns() -> u64 {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: writes one timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
 }
 
 macro_rules! check {

@@ -7,7 +7,6 @@
 
 use std::ffi::c_void;
 use std::fmt::Display;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::ffi::{HsaClockCounters, HsaStructureSizes, HsaSystemProperties};
 use crate::state::with_state;
@@ -21,22 +20,12 @@ pub(crate) fn export(name: &str, body: impl FnOnce() -> (HsaKmtStatus, String)) 
 }
 
 /// [`export`] for any result type: a panic returns (and logs) `on_panic`.
-pub(crate) fn export_value<T: Display>(
+pub(crate) fn export_value<T: Copy + Display>(
     name: &str,
     on_panic: T,
     body: impl FnOnce() -> (T, String),
 ) -> T {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok((result, args)) => {
-            let space = if args.is_empty() { "" } else { " " };
-            wslsim_scenario::log_call(LIB, format_args!("{name}{space}{args} -> {result}"));
-            result
-        }
-        Err(_) => {
-            wslsim_scenario::log_call(LIB, format_args!("{name} panicked -> {on_panic}"));
-            on_panic
-        }
-    }
+    wslsim_scenario::run_export(LIB, name, on_panic, |result| result, body)
 }
 
 /// Opens (a reference to) the KFD.
@@ -213,12 +202,13 @@ pub unsafe extern "C" fn hsaKmtGetClockCounters(
         if counters.is_null() {
             return (status::INVALID_PARAMETER, format!("node={node_id} null"));
         }
-        let num_nodes = with_state(|state| state.scenario().num_kmt_nodes());
-        if node_id >= num_nodes {
-            return (status::INVALID_NODE_UNIT, format!("node={node_id}"));
-        }
+        // Every KMT node but the CPU node 0 is a GPU node, so the GPU knows the node count.
         let gpu = crate::gpu::gpu();
-        let clock = gpu.node(node_id).map(|node| *node.clock());
+        let clock = match gpu.node(node_id) {
+            Some(node) => Some(*node.clock()),
+            None if node_id == 0 => None,
+            None => return (status::INVALID_NODE_UNIT, format!("node={node_id}")),
+        };
         let now = crate::gpu::clock::monotonic_ns();
         let sample = HsaClockCounters {
             gpu_clock_counter: clock.map_or(0, |clock| clock.ticks_at(now)),

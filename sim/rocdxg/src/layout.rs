@@ -7,6 +7,8 @@
 //! placement. Nothing here is derived from a Rust struct layout, so a test can compare it with
 //! the offsets gcc computed from the real header (`abi/HsaNodeProperties_<n>.tsv`).
 
+use wslsim_scenario::NODE_NAME_ELEMENTS;
+
 use crate::record::NodeRecord;
 
 /// The four `sizeof(HsaNodeProperties)` values with a known field set.
@@ -49,24 +51,26 @@ impl std::fmt::Debug for Field {
     }
 }
 
-fn put_u8(out: &mut [u8], value: u8) {
-    out.copy_from_slice(&[value]);
+/// A scalar member's value, written little-endian.
+trait Scalar: Copy {
+    fn put_le(self, out: &mut [u8]);
 }
 
-fn put_u16(out: &mut [u8], value: u16) {
-    out.copy_from_slice(&value.to_le_bytes());
+macro_rules! scalar {
+    ($($ty:ty),*) => {
+        $(impl Scalar for $ty {
+            fn put_le(self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_le_bytes());
+            }
+        })*
+    };
 }
 
-fn put_u32(out: &mut [u8], value: u32) {
-    out.copy_from_slice(&value.to_le_bytes());
-}
+scalar!(u8, u16, u32, i32, u64);
 
-fn put_i32(out: &mut [u8], value: i32) {
-    out.copy_from_slice(&value.to_le_bytes());
-}
-
-fn put_u64(out: &mut [u8], value: u64) {
-    out.copy_from_slice(&value.to_le_bytes());
+/// A scalar into its exactly `size_of::<T>()` bytes.
+fn put<T: Scalar>(out: &mut [u8], value: T) {
+    value.put_le(out);
 }
 
 /// UTF-16 units into a zeroed `u16[N]`, always leaving a terminating NUL.
@@ -83,11 +87,22 @@ fn put_bytes(out: &mut [u8], bytes: &[u8]) {
     out[..used].copy_from_slice(&bytes[..used]);
 }
 
+/// `field!(C name, record member: type, since)` for a scalar (its size is the type's), or
+/// `field!(C name, [element type; count], since, put)` for an array.
 macro_rules! field {
-    ($name:literal, $elem:literal x $count:literal, $since:literal, $put:expr) => {
+    ($name:literal, $member:ident: $ty:ty, $since:literal) => {
         Field {
             name: $name,
-            elem: $elem,
+            elem: size_of::<$ty>(),
+            count: 1,
+            since: $since,
+            put: |r, o| put::<$ty>(o, r.$member),
+        }
+    };
+    ($name:literal, [$elem:ty; $count:expr], $since:literal, $put:expr) => {
+        Field {
+            name: $name,
+            elem: size_of::<$elem>(),
             count: $count,
             since: $since,
             put: $put,
@@ -98,68 +113,62 @@ macro_rules! field {
 /// `HsaNodeProperties` members in declaration order (hsakmttypes.h, newest development layout;
 /// wsl-platform.md §1.7 and §1.8 for which layout added what).
 pub const NODE_FIELDS: &[Field] = &[
-    field!("NumCPUCores", 4 x 1, 368, |r, o| put_u32(o, r.num_cpu_cores)),
-    field!("NumFComputeCores", 4 x 1, 368, |r, o| put_u32(o, r.num_fcompute_cores)),
-    field!("NumNeuralCores", 4 x 1, 368, |r, o| put_u32(o, r.num_neural_cores)),
-    field!("NumMemoryBanks", 4 x 1, 368, |r, o| put_u32(o, r.num_memory_banks)),
-    field!("NumCaches", 4 x 1, 368, |r, o| put_u32(o, r.num_caches)),
-    field!("NumIOLinks", 4 x 1, 368, |r, o| put_u32(o, r.num_io_links)),
-    field!("CComputeIdLo", 4 x 1, 368, |r, o| put_u32(o, r.ccompute_id_lo)),
-    field!("FComputeIdLo", 4 x 1, 368, |r, o| put_u32(o, r.fcompute_id_lo)),
-    field!("Capability", 4 x 1, 368, |r, o| put_u32(o, r.capability)),
-    field!("Capability2", 4 x 1, 368, |r, o| put_u32(o, r.capability2)),
-    field!("MaxWavesPerSIMD", 4 x 1, 368, |r, o| put_u32(o, r.max_waves_per_simd)),
-    field!("LDSSizeInKB", 4 x 1, 368, |r, o| put_u32(o, r.lds_size_in_kb)),
-    field!("GDSSizeInKB", 4 x 1, 368, |r, o| put_u32(o, r.gds_size_in_kb)),
-    field!("WaveFrontSize", 4 x 1, 368, |r, o| put_u32(o, r.wave_front_size)),
-    field!("NumShaderBanks", 4 x 1, 368, |r, o| put_u32(o, r.num_shader_banks)),
-    field!("NumArrays", 4 x 1, 368, |r, o| put_u32(o, r.num_arrays)),
-    field!("NumCUPerArray", 4 x 1, 368, |r, o| put_u32(o, r.num_cu_per_array)),
-    field!("NumSIMDPerCU", 4 x 1, 368, |r, o| put_u32(o, r.num_simd_per_cu)),
-    field!("MaxSlotsScratchCU", 4 x 1, 368, |r, o| put_u32(o, r.max_slots_scratch_cu)),
-    field!("EngineId", 4 x 1, 368, |r, o| put_u32(o, r.engine_id)),
-    field!("OverrideEngineId", 4 x 1, 368, |r, o| put_u32(o, r.override_engine_id)),
-    field!("VendorId", 2 x 1, 368, |r, o| put_u16(o, r.vendor_id)),
-    field!("DeviceId", 2 x 1, 368, |r, o| put_u16(o, r.device_id)),
-    field!("LocationId", 4 x 1, 368, |r, o| put_u32(o, r.location_id)),
-    field!("LocalMemSize", 8 x 1, 368, |r, o| put_u64(o, r.local_mem_size)),
-    field!("MaxEngineClockMhzFCompute", 4 x 1, 368, |r, o| {
-        put_u32(o, r.max_engine_clock_mhz_fcompute)
+    field!("NumCPUCores", num_cpu_cores: u32, 368),
+    field!("NumFComputeCores", num_fcompute_cores: u32, 368),
+    field!("NumNeuralCores", num_neural_cores: u32, 368),
+    field!("NumMemoryBanks", num_memory_banks: u32, 368),
+    field!("NumCaches", num_caches: u32, 368),
+    field!("NumIOLinks", num_io_links: u32, 368),
+    field!("CComputeIdLo", ccompute_id_lo: u32, 368),
+    field!("FComputeIdLo", fcompute_id_lo: u32, 368),
+    field!("Capability", capability: u32, 368),
+    field!("Capability2", capability2: u32, 368),
+    field!("MaxWavesPerSIMD", max_waves_per_simd: u32, 368),
+    field!("LDSSizeInKB", lds_size_in_kb: u32, 368),
+    field!("GDSSizeInKB", gds_size_in_kb: u32, 368),
+    field!("WaveFrontSize", wave_front_size: u32, 368),
+    field!("NumShaderBanks", num_shader_banks: u32, 368),
+    field!("NumArrays", num_arrays: u32, 368),
+    field!("NumCUPerArray", num_cu_per_array: u32, 368),
+    field!("NumSIMDPerCU", num_simd_per_cu: u32, 368),
+    field!("MaxSlotsScratchCU", max_slots_scratch_cu: u32, 368),
+    field!("EngineId", engine_id: u32, 368),
+    field!("OverrideEngineId", override_engine_id: u32, 368),
+    field!("VendorId", vendor_id: u16, 368),
+    field!("DeviceId", device_id: u16, 368),
+    field!("LocationId", location_id: u32, 368),
+    field!("LocalMemSize", local_mem_size: u64, 368),
+    field!("MaxEngineClockMhzFCompute", max_engine_clock_mhz_fcompute: u32, 368),
+    field!("MaxEngineClockMhzCCompute", max_engine_clock_mhz_ccompute: u32, 368),
+    field!("DrmRenderMinor", drm_render_minor: i32, 368),
+    field!("MarketingName", [u16; NODE_NAME_ELEMENTS], 368, |r, o| {
+        put_utf16(o, &r.marketing_name)
     }),
-    field!("MaxEngineClockMhzCCompute", 4 x 1, 368, |r, o| {
-        put_u32(o, r.max_engine_clock_mhz_ccompute)
+    field!("AMDName", [u8; NODE_NAME_ELEMENTS], 368, |r, o| {
+        put_bytes(o, &r.amd_name)
     }),
-    field!("DrmRenderMinor", 4 x 1, 368, |r, o| put_i32(o, r.drm_render_minor)),
-    field!("MarketingName", 2 x 64, 368, |r, o| put_utf16(o, &r.marketing_name)),
-    field!("AMDName", 1 x 64, 368, |r, o| put_bytes(o, &r.amd_name)),
-    field!("uCodeEngineVersions", 4 x 1, 368, |r, o| {
-        put_u32(o, r.ucode_engine_versions)
-    }),
-    field!("DebugProperties", 8 x 1, 368, |r, o| put_u64(o, r.debug_properties)),
-    field!("HiveID", 8 x 1, 368, |r, o| put_u64(o, r.hive_id)),
-    field!("NumSdmaEngines", 4 x 1, 368, |r, o| put_u32(o, r.num_sdma_engines)),
-    field!("NumSdmaXgmiEngines", 4 x 1, 368, |r, o| put_u32(o, r.num_sdma_xgmi_engines)),
-    field!("NumSdmaQueuesPerEngine", 1 x 1, 368, |r, o| {
-        put_u8(o, r.num_sdma_queues_per_engine)
-    }),
-    field!("NumCpQueues", 1 x 1, 368, |r, o| put_u8(o, r.num_cp_queues)),
-    field!("NumGws", 1 x 1, 368, |r, o| put_u8(o, r.num_gws)),
-    field!("Integrated", 1 x 1, 368, |r, o| put_u8(o, r.integrated)),
-    field!("Domain", 4 x 1, 368, |r, o| put_u32(o, r.domain)),
-    field!("UniqueID", 8 x 1, 368, |r, o| put_u64(o, r.unique_id)),
-    field!("VGPRSizePerCU", 4 x 1, 368, |r, o| put_u32(o, r.vgpr_size_per_cu)),
-    field!("SGPRSizePerCU", 4 x 1, 368, |r, o| put_u32(o, r.sgpr_size_per_cu)),
-    field!("NumXcc", 4 x 1, 368, |r, o| put_u32(o, r.num_xcc)),
-    field!("KFDGpuID", 4 x 1, 368, |r, o| put_u32(o, r.kfd_gpu_id)),
-    field!("FamilyID", 4 x 1, 368, |r, o| put_u32(o, r.family_id)),
-    field!("CwsrSize", 4 x 1, 376, |r, o| put_u32(o, r.cwsr_size)),
-    field!("CtlStackSize", 4 x 1, 376, |r, o| put_u32(o, r.ctl_stack_size)),
-    field!("LuidLowPart", 4 x 1, 392, |r, o| put_u32(o, r.luid_low_part)),
-    field!("LuidHighPart", 4 x 1, 392, |r, o| put_i32(o, r.luid_high_part)),
-    field!("WallClockKHz", 8 x 1, 392, |r, o| put_u64(o, r.wall_clock_khz)),
-    field!("FabricHandleSupported", 4 x 1, 396, |r, o| {
-        put_u32(o, r.fabric_handle_supported)
-    }),
+    field!("uCodeEngineVersions", ucode_engine_versions: u32, 368),
+    field!("DebugProperties", debug_properties: u64, 368),
+    field!("HiveID", hive_id: u64, 368),
+    field!("NumSdmaEngines", num_sdma_engines: u32, 368),
+    field!("NumSdmaXgmiEngines", num_sdma_xgmi_engines: u32, 368),
+    field!("NumSdmaQueuesPerEngine", num_sdma_queues_per_engine: u8, 368),
+    field!("NumCpQueues", num_cp_queues: u8, 368),
+    field!("NumGws", num_gws: u8, 368),
+    field!("Integrated", integrated: u8, 368),
+    field!("Domain", domain: u32, 368),
+    field!("UniqueID", unique_id: u64, 368),
+    field!("VGPRSizePerCU", vgpr_size_per_cu: u32, 368),
+    field!("SGPRSizePerCU", sgpr_size_per_cu: u32, 368),
+    field!("NumXcc", num_xcc: u32, 368),
+    field!("KFDGpuID", kfd_gpu_id: u32, 368),
+    field!("FamilyID", family_id: u32, 368),
+    field!("CwsrSize", cwsr_size: u32, 376),
+    field!("CtlStackSize", ctl_stack_size: u32, 376),
+    field!("LuidLowPart", luid_low_part: u32, 392),
+    field!("LuidHighPart", luid_high_part: i32, 392),
+    field!("WallClockKHz", wall_clock_khz: u64, 392),
+    field!("FabricHandleSupported", fabric_handle_supported: u32, 396),
 ];
 
 /// `HsaSystemProperties` members (all u32), for the layout check against the tsv files.

@@ -3,7 +3,7 @@
 //! [`NodeRecord`] has one field per C member (the C name in snake case). It is built from the
 //! scenario (the CPU node 0, or a GPU node) and turned into bytes by `layout::Layout::encode`.
 
-use wslsim_scenario::{Cpu, GpuNode, NODE_NAME_ELEMENTS};
+use wslsim_scenario::{Cpu, GpuNode};
 
 /// The values of every `HsaNodeProperties` member the sim knows (the 396-byte field set).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -38,9 +38,9 @@ pub struct NodeRecord {
     pub max_engine_clock_mhz_fcompute: u32,
     pub max_engine_clock_mhz_ccompute: u32,
     pub drm_render_minor: i32,
-    /// UTF-16, NUL-terminated (at most 63 units used).
+    /// UTF-16, without the NUL (the layout writes at most 63 units and a terminating NUL).
     pub marketing_name: Vec<u16>,
-    /// Bytes, NUL-terminated (at most 63 used).
+    /// Bytes, without the NUL (the layout writes at most 63 and a terminating NUL).
     pub amd_name: Vec<u8>,
     /// `HSA_ENGINE_VERSION.Value`.
     pub ucode_engine_versions: u32,
@@ -70,14 +70,10 @@ pub struct NodeRecord {
 /// FComputeIdLo of the first GPU node; each further GPU node adds 0x1000.
 pub const FCOMPUTE_ID_BASE: u32 = 0x8000_1000;
 
-/// UTF-16 units of `text`, cut so that a terminating NUL still fits 64 elements.
+/// UTF-16 units of `text` (the scenario parser rejects names that leave no room for the NUL;
+/// the layout cuts any longer one anyway).
 fn utf16_name(text: &str) -> Vec<u16> {
-    text.encode_utf16().take(NODE_NAME_ELEMENTS - 1).collect()
-}
-
-/// Bytes of `text`, cut so that a terminating NUL still fits 64 elements.
-fn byte_name(text: &str) -> Vec<u8> {
-    text.bytes().take(NODE_NAME_ELEMENTS - 1).collect()
+    text.encode_utf16().collect()
 }
 
 impl NodeRecord {
@@ -125,7 +121,7 @@ impl NodeRecord {
             max_engine_clock_mhz_ccompute: node.ccompute_clock_mhz,
             drm_render_minor: node.drm_render_minor,
             marketing_name: utf16_name(&node.marketing_name),
-            amd_name: byte_name(&node.amd_name),
+            amd_name: node.amd_name.as_bytes().to_vec(),
             // HSA_ENGINE_VERSION: uCodeSDMA in bits 0-9, uCodeRes (0) in bits 10-19.
             ucode_engine_versions: u32::from(node.sdma_ucode) & 0x3FF,
             debug_properties: node.debug_properties,

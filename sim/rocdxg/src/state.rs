@@ -14,13 +14,6 @@ use crate::status::{self, HsaKmtStatus};
 /// Hz reported by `hsaKmtGetNodeWallclockFrequency` for the CPU node 0.
 pub const CPU_WALLCLOCK_HZ: u64 = 1_000_000_000;
 
-/// The topology snapshot taken by `hsaKmtAcquireSystemProperties`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Snapshot {
-    /// NumNodes reported with it.
-    pub num_nodes: u32,
-}
-
 /// Everything the simulated thunk remembers between calls.
 #[derive(Debug)]
 pub struct ThunkState {
@@ -28,7 +21,9 @@ pub struct ThunkState {
     layout: Layout,
     open_count: u32,
     opened_before: bool,
-    snapshot: Option<Snapshot>,
+    /// Whether a topology snapshot taken by `hsaKmtAcquireSystemProperties` is held (it
+    /// reports the scenario's fixed node count, so there is nothing else to remember).
+    snapshot_held: bool,
     negotiated: u32,
 }
 
@@ -46,7 +41,7 @@ impl ThunkState {
             layout,
             open_count: 0,
             opened_before: false,
-            snapshot: None,
+            snapshot_held: false,
             negotiated: 0,
         }
     }
@@ -56,19 +51,9 @@ impl ThunkState {
         &self.scenario
     }
 
-    /// The `HsaNodeProperties` layout the thunk was "built with".
-    pub fn layout(&self) -> &Layout {
-        &self.layout
-    }
-
     /// How many `hsaKmtOpenKFD` calls are not yet closed.
     pub fn open_count(&self) -> u32 {
         self.open_count
-    }
-
-    /// The snapshot currently held, if any.
-    pub fn snapshot(&self) -> Option<Snapshot> {
-        self.snapshot
     }
 
     /// The node size accepted by the last successful `DxgAbiCheck` (0: none).
@@ -122,7 +107,7 @@ impl ThunkState {
             return Err(self.scenario.thunk.acquire_status);
         }
         let num_nodes = self.scenario.num_kmt_nodes();
-        self.snapshot = Some(Snapshot { num_nodes });
+        self.snapshot_held = true;
         Ok(HsaSystemProperties {
             num_nodes,
             ..HsaSystemProperties::default()
@@ -131,8 +116,10 @@ impl ThunkState {
 
     /// `hsaKmtGetNodeProperties` (pointer already checked): the exact bytes to copy out.
     pub fn node_properties(&self, node_id: u32) -> Result<Vec<u8>, HsaKmtStatus> {
-        let snapshot = self.snapshot.ok_or(status::ERROR)?;
-        if node_id >= snapshot.num_nodes {
+        if !self.snapshot_held {
+            return Err(status::ERROR);
+        }
+        if node_id >= self.scenario.num_kmt_nodes() {
             return Err(status::INVALID_NODE_UNIT);
         }
         let failure = self.scenario.thunk.node_status.get(&node_id).copied();
@@ -156,14 +143,14 @@ impl ThunkState {
 
     /// `hsaKmtReleaseSystemProperties`.
     pub fn release(&mut self) -> HsaKmtStatus {
-        if self.snapshot.is_none() {
+        if !self.snapshot_held {
             return status::ERROR;
         }
         let failure = self.scenario.thunk.release_status;
         if failure != status::SUCCESS {
             return failure;
         }
-        self.snapshot = None;
+        self.snapshot_held = false;
         status::SUCCESS
     }
 

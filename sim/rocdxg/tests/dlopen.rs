@@ -10,7 +10,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use wslsim_scenario::harness::{self, Case, Library, Target};
+use wslsim_scenario::harness::{self, Case, Library, Target, check, u32_at};
+use wslsim_scenario::monotonic_ns;
 
 type NoArgs = unsafe extern "C" fn() -> i32;
 /// `HsaSystemProperties*`: NumNodes, PlatformOem, PlatformId, PlatformRev.
@@ -52,15 +53,6 @@ fn load(library: &Library) -> Result<Thunk, String> {
             abi_check: library.function("DxgAbiCheck").ok(),
             wallclock: library.function("hsaKmtGetNodeWallclockFrequency")?,
         })
-    }
-}
-
-/// Fails with a message unless `actual == wanted`.
-fn check<T: PartialEq + std::fmt::Debug>(what: &str, actual: T, wanted: T) -> Result<(), String> {
-    if actual == wanted {
-        Ok(())
-    } else {
-        Err(format!("{what}: got {actual:?}, expected {wanted:?}"))
     }
 }
 
@@ -151,10 +143,6 @@ impl Thunk {
         check("second hsaKmtCloseKFD", self.close()?, 20)?;
         Ok(records)
     }
-}
-
-fn u32_at(bytes: &[u8], offset: usize) -> u32 {
-    u32::from_le_bytes(bytes[offset..offset + 4].try_into().unwrap())
 }
 
 fn u64_at(bytes: &[u8], offset: usize) -> u64 {
@@ -319,16 +307,6 @@ fn load_gpu(library: &Library) -> Result<Gpu, String> {
             pm4: library.function("wslsim_gpu_pm4")?,
         })
     }
-}
-
-fn monotonic_ns() -> u64 {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: writes one timespec to a valid location.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
 }
 
 unsafe extern "C-unwind" fn count_call(ctx: *mut c_void) {

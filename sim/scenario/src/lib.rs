@@ -144,5 +144,45 @@ pub unsafe fn on_library_load(lib: &str, anchor: *const c_void, hidden: &[String
     }
 }
 
+/// `CLOCK_MONOTONIC` in nanoseconds: the host time every simulated library (and its tests)
+/// stamps and compares GPU work with.
+pub fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec to a valid, exclusively borrowed location.
+    // CLOCK_MONOTONIC is always available on Linux, so the result is not checked.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    (now.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(now.tv_nsec as u64)
+}
+
+/// The body of a simulated library's C export: runs `body`, which returns the export's result
+/// and its call-log arguments, without letting a panic cross the C boundary, and logs one line
+/// `<lib> <name> <args> -> <result>` (no space before empty `args`), or
+/// `<lib> <name> panicked -> <on_panic>` when `body` panicked (the export then returns
+/// `on_panic`). `show` formats a result for the log.
+pub fn run_export<T: Copy, D: std::fmt::Display>(
+    lib: &str,
+    name: &str,
+    on_panic: T,
+    show: impl Fn(T) -> D,
+    body: impl FnOnce() -> (T, String),
+) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok((result, args)) => {
+            let space = if args.is_empty() { "" } else { " " };
+            log_call(lib, format_args!("{name}{space}{args} -> {}", show(result)));
+            result
+        }
+        Err(_) => {
+            log_call(lib, format_args!("{name} panicked -> {}", show(on_panic)));
+            on_panic
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -5,18 +5,7 @@
 use std::time::Duration;
 
 /// `CLOCK_MONOTONIC` in nanoseconds.
-pub fn monotonic_ns() -> u64 {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec to a valid, exclusively borrowed location.
-    let result = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-    debug_assert_eq!(result, 0, "CLOCK_MONOTONIC is always available on Linux");
-    (now.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(now.tv_nsec as u64)
-}
+pub use wslsim_scenario::monotonic_ns;
 
 /// The wall clock of one GPU node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,11 +22,6 @@ impl GpuClock {
     pub fn new(offset_ns: u64, khz: u64) -> GpuClock {
         let khz = if khz == 0 { DEFAULT_WALLCLOCK_KHZ } else { khz };
         GpuClock { offset_ns, khz }
-    }
-
-    /// Ticks per second.
-    pub fn hz(&self) -> u64 {
-        self.khz.saturating_mul(1000)
     }
 
     /// The tick count at host time `monotonic_ns` (rounded down: the tick in progress).

@@ -66,16 +66,14 @@ impl Kernel {
     pub fn waves(&self) -> u64 {
         let wave = u64::from(self.wave_size.max(1));
         // Per dimension: (size of a workgroup, how many have it): full ones and one partial.
-        let kinds: Vec<[(u64, u64); 2]> = (0..3)
-            .map(|d| {
-                let grid = u64::from(self.grid[d]);
-                let size = u64::from(self.workgroup[d].max(1));
-                [
-                    (size, grid / size),
-                    (grid % size, u64::from(grid % size != 0)),
-                ]
-            })
-            .collect();
+        let kinds: [[(u64, u64); 2]; 3] = std::array::from_fn(|d| {
+            let grid = u64::from(self.grid[d]);
+            let size = u64::from(self.workgroup[d].max(1));
+            [
+                (size, grid / size),
+                (grid % size, u64::from(grid % size != 0)),
+            ]
+        });
         let mut waves = 0_u64;
         for &(x, nx) in &kinds[0] {
             for &(y, ny) in &kinds[1] {

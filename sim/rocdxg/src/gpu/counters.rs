@@ -245,14 +245,6 @@ impl Activity {
             _ => (0, Spread::Split),
         }
     }
-
-    /// What SQ select `select` sums to over all instances (`instances` of them).
-    pub fn sq_total(&self, select: u32, instances: usize) -> u64 {
-        match self.sq(select) {
-            (value, Spread::Split) => value,
-            (value, Spread::Each) => value.saturating_mul(instances as u64),
-        }
-    }
 }
 
 /// Stream ids of the session's independent random streams.
@@ -347,11 +339,6 @@ impl Session {
     /// The GRBM zero burst of this session, in ns of GPU time, if it has one.
     pub fn burst_ns(&self) -> Option<u64> {
         self.burst_ns
-    }
-
-    /// GPU time of the session's first counted dispatch.
-    pub fn first_counted_ns(&self) -> Option<u64> {
-        self.first_counted_ns
     }
 
     /// Foreign waves landing in `window_ns` of modelled counting window: a Poisson number of

@@ -8,9 +8,11 @@ use std::ffi::{c_char, c_void};
 use std::mem::{offset_of, size_of};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use wslsim_scenario::log_args;
+
 use super::cost::Kernel;
 use super::pm4::{Failure, HostMemory};
-use super::{DispatchError, Pm4Error, gpu, vendor_packet_enabled};
+use super::{DispatchError, Pm4Error, Timing, gpu, vendor_packet_enabled};
 use crate::kmt::{export, export_value};
 use crate::status::{self, HsaKmtStatus};
 
@@ -91,6 +93,15 @@ const _: () = assert!(size_of::<WslsimTiming>() == 16);
 const _: () = assert!(offset_of!(WslsimTiming, start_tick) == 0);
 const _: () = assert!(offset_of!(WslsimTiming, end_tick) == 8);
 
+impl From<Timing> for WslsimTiming {
+    fn from(timing: Timing) -> WslsimTiming {
+        WslsimTiming {
+            start_tick: timing.start_tick,
+            end_tick: timing.end_tick,
+        }
+    }
+}
+
 fn dims<T: std::fmt::Display>(values: &[T; 3]) -> String {
     format!("{}x{}x{}", values[0], values[1], values[2])
 }
@@ -115,12 +126,12 @@ pub unsafe extern "C" fn wslsim_gpu_dispatch(
 ) -> HsaKmtStatus {
     export("wslsim_gpu_dispatch", || {
         if d.is_null() || out.is_null() {
-            return (status::INVALID_PARAMETER, format!("node={node} null"));
+            return (status::INVALID_PARAMETER, log_args!("node={node} null"));
         }
         // SAFETY: non-null, and the caller guarantees it is readable; no alignment assumed.
         let descriptor = unsafe { d.read_unaligned() };
         let kernel = descriptor.kernel();
-        let args = wslsim_scenario::log_args!(
+        let args = log_args!(
             "node={node} grid={} workgroup={} wave={}",
             dims(&kernel.grid),
             dims(&kernel.workgroup),
@@ -140,21 +151,17 @@ pub unsafe extern "C" fn wslsim_gpu_dispatch(
         };
         match target.dispatch(&kernel, run) {
             Ok(dispatched) => {
-                let timing = WslsimTiming {
-                    start_tick: dispatched.timing.start_tick,
-                    end_tick: dispatched.timing.end_tick,
-                };
                 // SAFETY: non-null, and the caller guarantees it is writable; no alignment
                 // assumed.
-                unsafe { out.write_unaligned(timing) };
+                unsafe { out.write_unaligned(dispatched.timing.into()) };
                 (
                     status::SUCCESS,
-                    format!("{args} waves={}", dispatched.cost.waves),
+                    log_args!("{args} waves={}", dispatched.cost.waves),
                 )
             }
             Err(DispatchError::Invalid(_)) => (status::INVALID_PARAMETER, args),
-            Err(DispatchError::Reentered) => (status::ERROR, format!("{args} re-entered")),
-            Err(DispatchError::Panicked) => (status::ERROR, format!("{args} run panicked")),
+            Err(DispatchError::Reentered) => (status::ERROR, log_args!("{args} re-entered")),
+            Err(DispatchError::Panicked) => (status::ERROR, log_args!("{args} run panicked")),
         }
     })
 }
@@ -178,9 +185,9 @@ pub unsafe extern "C" fn wslsim_gpu_copy(
     out: *mut WslsimTiming,
 ) -> HsaKmtStatus {
     export("wslsim_gpu_copy", || {
-        let args = wslsim_scenario::log_args!("node={node} bytes={bytes}");
+        let args = log_args!("node={node} bytes={bytes}");
         if out.is_null() || (bytes > 0 && (dst.is_null() || src.is_null())) {
-            return (status::INVALID_PARAMETER, format!("{args} null"));
+            return (status::INVALID_PARAMETER, log_args!("{args} null"));
         }
         let Ok(length) = usize::try_from(bytes) else {
             return (status::INVALID_PARAMETER, args);
@@ -196,12 +203,8 @@ pub unsafe extern "C" fn wslsim_gpu_copy(
                 unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), length) };
             }
         });
-        let timing = WslsimTiming {
-            start_tick: timing.start_tick,
-            end_tick: timing.end_tick,
-        };
         // SAFETY: non-null, and the caller guarantees it is writable; no alignment assumed.
-        unsafe { out.write_unaligned(timing) };
+        unsafe { out.write_unaligned(timing.into()) };
         (status::SUCCESS, args)
     })
 }
@@ -253,11 +256,11 @@ pub unsafe extern "C" fn wslsim_gpu_pm4(
     err_len: u32,
 ) -> HsaKmtStatus {
     export("wslsim_gpu_pm4", || {
-        let args = wslsim_scenario::log_args!("node={node} dwords={dwords}");
+        let args = log_args!("node={node} dwords={dwords}");
         let fail = |status: HsaKmtStatus, reason: String| {
             // SAFETY: forwarded from this function's contract.
             unsafe { write_reason(err, err_len, &reason) };
-            (status, format!("{args} error={reason:?}"))
+            (status, log_args!("{args} error={reason:?}"))
         };
         // SAFETY: forwarded from this function's contract.
         unsafe { write_reason(err, err_len, "") };
@@ -269,7 +272,7 @@ pub unsafe extern "C" fn wslsim_gpu_pm4(
             );
         };
         if !vendor_packet_enabled() {
-            return (status::SUCCESS, format!("{args} dropped"));
+            return (status::SUCCESS, log_args!("{args} dropped"));
         }
         if ib.is_null() {
             return fail(status::INVALID_PARAMETER, "null command buffer".into());
@@ -279,7 +282,7 @@ pub unsafe extern "C" fn wslsim_gpu_pm4(
         // SAFETY: the caller guarantees every address the buffer names is valid.
         let mut memory = unsafe { HostMemory::new() };
         match target.pm4(buffer, &mut memory) {
-            Ok(_) => (status::SUCCESS, args),
+            Ok(()) => (status::SUCCESS, args),
             Err(Pm4Error::Rejected(reject)) => fail(status::INVALID_PARAMETER, reject.to_string()),
             Err(Pm4Error::Failed(failure @ Failure::Timeout(_))) => {
                 fail(status::WAIT_TIMEOUT, failure.to_string())
@@ -302,6 +305,6 @@ pub unsafe extern "C" fn wslsim_gpu_pm4(
 pub unsafe extern "C" fn wslsim_gpu_ticks(node: u32) -> u64 {
     export_value("wslsim_gpu_ticks", 0, || {
         let ticks = gpu().node(node).map_or(0, |target| target.clock().now());
-        (ticks, format!("node={node}"))
+        (ticks, log_args!("node={node}"))
     })
 }

@@ -24,6 +24,7 @@ pub mod regs;
 pub mod rng;
 
 use std::cell::Cell;
+use std::convert::Infallible;
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -34,7 +35,7 @@ use wslsim_scenario::{Gpu as GpuKnobs, Scenario};
 use self::clock::{GpuClock, monotonic_ns};
 use self::cost::{DispatchCost, Kernel, copy_ns};
 use self::counters::{Geometry, PerfBlock, Session};
-use self::pm4::{Context, Failure, Memory, Program, Reject};
+use self::pm4::{Context, Failure, Memory, Reject};
 use self::regs::RegisterFile;
 
 /// The variable libhsakmt reads to decide whether vendor PM4 packets are honoured.
@@ -148,19 +149,9 @@ impl NodeGpu {
         })
     }
 
-    /// The KMT node id.
-    pub fn node_id(&self) -> u32 {
-        self.node_id
-    }
-
     /// The node's GPU clock.
     pub fn clock(&self) -> &GpuClock {
         &self.clock
-    }
-
-    /// The node's geometry.
-    pub fn geometry(&self) -> &Geometry {
-        &self.geometry
     }
 
     /// Runs `f` on the command processor's registers (waiting for the timeline's mutex).
@@ -170,6 +161,32 @@ impl NodeGpu {
 
     fn reentered(&self) -> bool {
         RUNNING_ON.with(|running| running.get() == self.node_id)
+    }
+
+    /// One piece of work on a timeline whose previous work ends at tick `*busy_until`: it
+    /// starts at `max(now, busy_until)`, `work` does it and returns its modelled duration in
+    /// ns, and it ends at `max(start + duration, now)`. Waits until the end, then books the
+    /// timeline until then. An `Err` from `work` is returned at once: nothing is waited for or
+    /// booked.
+    fn timed<E>(
+        &self,
+        busy_until: &mut u64,
+        work: impl FnOnce() -> Result<u64, E>,
+    ) -> Result<Timing, E> {
+        let start = self
+            .clock
+            .ticks_at_or_after(monotonic_ns())
+            .max(*busy_until);
+        let duration_ns = work()?;
+        let end = start
+            .saturating_add(self.clock.ticks_for(duration_ns))
+            .max(self.clock.now());
+        self.clock.wait_until(end);
+        *busy_until = end;
+        Ok(Timing {
+            start_tick: start,
+            end_tick: end,
+        })
     }
 
     /// Executes one kernel dispatch: validates `kernel`, takes the command processor, calls
@@ -186,80 +203,53 @@ impl NodeGpu {
         }
         let cost = DispatchCost::of(kernel, &self.geometry, &self.knobs);
         let mut cp = lock(&self.cp);
-        let start = self
-            .clock
-            .ticks_at_or_after(monotonic_ns())
-            .max(cp.busy_until);
-        let ran = {
-            let _inside = RunningOn::enter(self.node_id);
-            run()
-        };
-        ran.map_err(|()| DispatchError::Panicked)?;
-        let end = start
-            .saturating_add(self.clock.ticks_for(cost.duration_ns))
-            .max(self.clock.now());
-        self.clock.wait_until(end);
-        cp.busy_until = end;
-        let start_ns = self.clock.gpu_ns(start);
+        let timing = self
+            .timed(&mut cp.busy_until, || {
+                let _inside = RunningOn::enter(self.node_id);
+                run().map(|()| cost.duration_ns)
+            })
+            .map_err(|()| DispatchError::Panicked)?;
+        let start_ns = self.clock.gpu_ns(timing.start_tick);
         cp.registers
             .perf
             .count_dispatch(start_ns, cost.duration_ns, &cost.activity);
-        Ok(Dispatched {
-            timing: Timing {
-                start_tick: start,
-                end_tick: end,
-            },
-            cost,
-        })
+        Ok(Dispatched { timing, cost })
     }
 
     /// One SDMA copy of `bytes`: `copy` moves the bytes, the engine's timeline the time.
     pub fn copy(&self, bytes: u64, copy: impl FnOnce()) -> Timing {
         let mut busy_until = lock(&self.sdma);
-        let start = self
-            .clock
-            .ticks_at_or_after(monotonic_ns())
-            .max(*busy_until);
-        copy();
-        let end = start
-            .saturating_add(self.clock.ticks_for(copy_ns(bytes, &self.knobs)))
-            .max(self.clock.now());
-        self.clock.wait_until(end);
-        *busy_until = end;
-        Timing {
-            start_tick: start,
-            end_tick: end,
-        }
+        let Ok(timing) = self.timed(&mut busy_until, || {
+            copy();
+            Ok::<_, Infallible>(copy_ns(bytes, &self.knobs))
+        });
+        timing
     }
 
     /// Validates and executes a PM4 command buffer (chained IBs read through `memory`).
-    pub fn pm4(&self, buffer: &[u32], memory: &mut dyn Memory) -> Result<Program, Pm4Error> {
+    pub fn pm4(&self, buffer: &[u32], memory: &mut dyn Memory) -> Result<(), Pm4Error> {
         let program = pm4::decode(buffer, self.knobs.pm4_frame_dwords, &*memory)
             .map_err(Pm4Error::Rejected)?;
         if self.reentered() {
             return Err(Pm4Error::Reentered);
         }
         let mut cp = lock(&self.cp);
-        let start = self
-            .clock
-            .ticks_at_or_after(monotonic_ns())
-            .max(cp.busy_until);
-        cp.registers
-            .perf
-            .count_command_processor(self.knobs.pm4_overhead_ns);
-        let clock = self.clock;
-        let ticks = move || clock.now();
-        let context = Context {
-            ticks: &ticks,
-            wait_timeout: Duration::from_millis(self.knobs.wait_timeout_ms),
-        };
-        let result = pm4::execute(&program, &mut cp.registers, memory, &context);
-        let end = start
-            .saturating_add(self.clock.ticks_for(self.knobs.pm4_overhead_ns))
-            .max(self.clock.now());
-        self.clock.wait_until(end);
-        cp.busy_until = end;
-        result.map(|()| program).map_err(Pm4Error::Failed)
+        let cp = &mut *cp;
+        let mut result = Ok(());
+        let Ok(_) = self.timed(&mut cp.busy_until, || {
+            cp.registers
+                .perf
+                .count_command_processor(self.knobs.pm4_overhead_ns);
+            let clock = self.clock;
+            let ticks = move || clock.now();
+            let context = Context {
+                ticks: &ticks,
+                wait_timeout: Duration::from_millis(self.knobs.wait_timeout_ms),
+            };
+            result = pm4::execute(&program, &mut cp.registers, memory, &context);
+            Ok::<_, Infallible>(self.knobs.pm4_overhead_ns)
+        });
+        result.map_err(Pm4Error::Failed)
     }
 }
 

@@ -368,7 +368,7 @@ impl Decoder<'_> {
                     Reject::Malformed(reason) => Reject::Malformed(format!(
                         "{}: {}: {reason}",
                         place(depth, ib, index),
-                        opcode_name(op)
+                        opcode_name(op).map_or_else(|| unknown_opcode(op), str::to_owned)
                     )),
                     overflow => overflow,
                 })?;
@@ -564,17 +564,20 @@ fn memory_address(lo: u32, hi: u32) -> Result<u64, Reject> {
 
 /// An opcode's name and number, e.g. `COPY_DATA (opcode 0x40)` (just `opcode 0x99` if unknown).
 fn describe(op: u32) -> String {
-    let name = opcode_name(op);
-    if name.starts_with("opcode ") {
-        name
-    } else {
-        format!("{name} (opcode {op:#04x})")
+    match opcode_name(op) {
+        Some(name) => format!("{name} (opcode {op:#04x})"),
+        None => unknown_opcode(op),
     }
 }
 
-/// A readable name for an opcode in messages.
-pub fn opcode_name(op: u32) -> String {
-    let name = match op {
+/// How messages name an opcode without a name: `opcode 0x99`.
+fn unknown_opcode(op: u32) -> String {
+    format!("opcode {op:#04x}")
+}
+
+/// The name of a supported opcode, for messages (`None` for any other).
+pub fn opcode_name(op: u32) -> Option<&'static str> {
+    Some(match op {
         opcode::NOP => "NOP",
         opcode::WRITE_DATA => "WRITE_DATA",
         opcode::WAIT_REG_MEM => "WAIT_REG_MEM",
@@ -584,9 +587,8 @@ pub fn opcode_name(op: u32) -> String {
         opcode::ACQUIRE_MEM => "ACQUIRE_MEM",
         opcode::SET_SH_REG => "SET_SH_REG",
         opcode::SET_UCONFIG_REG => "SET_UCONFIG_REG",
-        _ => return format!("opcode {op:#04x}"),
-    };
-    name.to_owned()
+        _ => return None,
+    })
 }
 
 /// What execution needs besides the registers and memory.

@@ -36,11 +36,6 @@ pub const CP_PERFMON_CNTL: u32 = 0xD808;
 /// COMPUTE_PERFCOUNT_ENABLE (SH space, SET_SH_REG offset 0x20B).
 pub const COMPUTE_PERFCOUNT_ENABLE: u32 = 0x2E0B;
 
-/// Whether `reg` is in a register space the command processor may touch.
-pub fn is_known(reg: u32) -> bool {
-    CONFIG_SPACE.contains(&reg) || UCONFIG_SPACE.contains(&reg)
-}
-
 /// `GRBM_GFX_INDEX` decoded: `None` in a field means "broadcast".
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GfxIndex {
@@ -91,7 +86,7 @@ impl RegisterFile {
             _ => {
                 if let Some(slot) = GRBM_PERFCOUNTER_SELECT.iter().position(|&r| r == reg) {
                     self.perf.set_grbm_select(slot, value);
-                } else if let Some(slot) = sq_select_slot(reg) {
+                } else if let Some(slot) = sq_slot(reg, SQ_PERFCOUNTER0_SELECT) {
                     self.perf.set_sq_select(slot, value);
                 }
             }
@@ -108,7 +103,7 @@ impl RegisterFile {
         if let Some(slot) = GRBM_PERFCOUNTER_HI.iter().position(|&r| r == reg) {
             return (self.perf.read_grbm(slot) >> 32) as u32;
         }
-        if let Some(slot) = sq_lo_slot(reg) {
+        if let Some(slot) = sq_slot(reg, SQ_PERFCOUNTER0_LO) {
             let index = GfxIndex::decode(self.stored(GRBM_GFX_INDEX));
             let wgp = index.instance.unwrap_or(0) >> 2;
             let instance =
@@ -128,14 +123,10 @@ impl RegisterFile {
     }
 }
 
-/// The SQ slot whose select register is `reg` (`SQ_PERFCOUNTER(2i)_SELECT`).
-fn sq_select_slot(reg: u32) -> Option<usize> {
-    let n = reg.checked_sub(SQ_PERFCOUNTER0_SELECT)? as usize;
-    (n < 2 * SQ_SLOTS && n.is_multiple_of(2)).then_some(n / 2)
-}
-
-/// The SQ slot whose counter register is `reg` (`SQ_PERFCOUNTERk_LO`).
-fn sq_lo_slot(reg: u32) -> Option<usize> {
-    let n = reg.checked_sub(SQ_PERFCOUNTER0_LO)? as usize;
+/// The SQ slot `i` whose register is `reg` in a bank of slots every other dword from `base`:
+/// `SQ_PERFCOUNTER(2i)_SELECT` for [`SQ_PERFCOUNTER0_SELECT`], `SQ_PERFCOUNTERi_LO` for
+/// [`SQ_PERFCOUNTER0_LO`].
+fn sq_slot(reg: u32, base: u32) -> Option<usize> {
+    let n = reg.checked_sub(base)? as usize;
     (n < 2 * SQ_SLOTS && n.is_multiple_of(2)).then_some(n / 2)
 }

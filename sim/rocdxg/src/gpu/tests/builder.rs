@@ -3,6 +3,7 @@
 //! (`GpuPmcBuilder`, intercept-pmc-att.md §5.4) for GRBM and SQ counters on one XCC.
 
 use crate::gpu::counters::Geometry;
+use crate::gpu::counters::perfmon::{DISABLE_AND_RESET, START_COUNTING, STOP_COUNTING};
 use crate::gpu::pm4::{Compare, Event, Op, Source, Target, event, opcode, packet3};
 use crate::gpu::regs::{self, GRBM_BROADCAST};
 
@@ -11,13 +12,7 @@ pub const SQ_CONTROL: u32 = 0x55;
 /// `SQ_PERFCOUNTER_CTRL2` enable (FORCE_EN | VMID_EN = 0xFFFF; the bit positions are not
 /// documented, the simulator only stores the value).
 pub const SQ_CONTROL2: u32 = 0x0001_FFFF;
-/// `CP_PERFMON_CNTL` values.
-pub const PERFMON_RESET: u32 = 0;
-/// Start counting.
-pub const PERFMON_START: u32 = 1;
-/// Stop (freeze).
-pub const PERFMON_STOP: u32 = 2;
-/// Count + sample enable: aqlprofile's read value.
+/// `CP_PERFMON_CNTL` count + sample enable: aqlprofile's read value.
 pub const PERFMON_READ: u32 = 0x401;
 
 /// A PM4 command buffer under construction.
@@ -291,7 +286,7 @@ pub fn pmc_start(counters: &[Counter]) -> Pm4 {
     let mut pm4 = Pm4::new();
     pm4.wait_idle();
     pm4.set_uconfig(regs::GRBM_GFX_INDEX, GRBM_BROADCAST);
-    pm4.set_uconfig(regs::CP_PERFMON_CNTL, PERFMON_RESET);
+    pm4.set_uconfig(regs::CP_PERFMON_CNTL, DISABLE_AND_RESET);
     if counters.iter().any(|c| c.block == Block::Sq) {
         pm4.set_uconfig(regs::SQ_PERFCOUNTER_CTRL2, SQ_CONTROL2);
     }
@@ -315,8 +310,8 @@ pub fn pmc_start(counters: &[Counter]) -> Pm4 {
     }
     pm4.set_uconfig(regs::GRBM_GFX_INDEX, GRBM_BROADCAST);
     pm4.set_sh(regs::COMPUTE_PERFCOUNT_ENABLE, 1);
-    pm4.set_uconfig(regs::CP_PERFMON_CNTL, PERFMON_RESET);
-    pm4.set_uconfig(regs::CP_PERFMON_CNTL, PERFMON_START);
+    pm4.set_uconfig(regs::CP_PERFMON_CNTL, DISABLE_AND_RESET);
+    pm4.set_uconfig(regs::CP_PERFMON_CNTL, START_COUNTING);
     pm4.wait_idle();
     pm4
 }
@@ -325,7 +320,7 @@ pub fn pmc_start(counters: &[Counter]) -> Pm4 {
 pub fn pmc_stop() -> Pm4 {
     let mut pm4 = Pm4::new();
     pm4.set_uconfig(regs::GRBM_GFX_INDEX, GRBM_BROADCAST);
-    pm4.set_uconfig(regs::CP_PERFMON_CNTL, PERFMON_STOP);
+    pm4.set_uconfig(regs::CP_PERFMON_CNTL, STOP_COUNTING);
     pm4.wait_idle();
     pm4
 }

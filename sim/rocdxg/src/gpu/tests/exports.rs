@@ -7,13 +7,15 @@ use std::time::Duration;
 use wslsim_scenario::{Counters, Scenario};
 
 use super::builder::{self, Block, Pm4, counters, pmc_read, pmc_start, pmc_stop};
+use super::clean;
 use crate::ffi::HsaClockCounters;
-use crate::gpu::counters::{Geometry, grbm, sq};
+use crate::gpu::NodeGpu;
+use crate::gpu::counters::{Geometry, Session, grbm, sq};
 use crate::gpu::ffi::{
     WslsimDispatch, WslsimTiming, wslsim_gpu_copy, wslsim_gpu_dispatch, wslsim_gpu_pm4,
     wslsim_gpu_ticks,
 };
-use crate::gpu::pm4::{opcode, packet3};
+use crate::gpu::pm4::{HostMemory, opcode, packet3};
 use crate::gpu::{parse_seed, set_vendor_packet_for_tests, vendor_packet_honoured};
 use crate::kmt::hsaKmtGetClockCounters;
 use crate::status;
@@ -391,12 +393,7 @@ fn a_wait_that_never_holds_times_out() {
 #[test]
 fn aqlprofile_four_counters_through_the_exports() {
     let scenario = Scenario {
-        counters: Counters {
-            contamination_per_ms: 0.0,
-            grbm_zero_session_probability: 0.0,
-            sq_zero_probability: 0.0,
-            ..Counters::default()
-        },
+        counters: clean(),
         ..Scenario::default()
     };
     let _guard = install(scenario);
@@ -444,51 +441,58 @@ fn seeds_parse_in_decimal_and_hex() {
 
 #[test]
 fn a_session_with_a_grbm_burst_reads_zero_grbm_from_its_first_dispatch() {
-    if std::env::var_os(crate::gpu::SEED_ENV).is_some() {
-        return; // the scenario seed below would be overridden
-    }
     // Seed 32 is the first seed whose default session has a burst (seed 0 has none).
+    let has_burst = |seed| {
+        Session::new(&Counters::default(), seed, 1)
+            .burst_ns()
+            .is_some()
+    };
+    assert!(
+        (0..32).all(|seed| !has_burst(seed)),
+        "seeds 0..=31 have no burst"
+    );
+    assert!(has_burst(32));
+    // The node is built with seed 32 directly, so WSLSIM_SEED cannot override it.
     let scenario = Scenario {
-        seed: 32,
         counters: Counters {
-            contamination_per_ms: 0.0,
-            sq_zero_probability: 0.0,
-            ..Counters::default()
+            grbm_zero_session_probability: Counters::default().grbm_zero_session_probability,
+            ..clean()
         },
         ..Scenario::default()
     };
-    let _guard = install(scenario);
-    set_vendor_packet_for_tests(Some(true));
+    let node = NodeGpu::new(&scenario, 1, 32).unwrap();
     let geometry = Geometry::radeon_890m();
     let counters = counters(&[(Block::Grbm, grbm::GUI_ACTIVE), (Block::Sq, sq::WAVES)]);
     let mut output = vec![0_u64; builder::read_slots(&counters, &geometry)];
     let read = pmc_read(&counters, &geometry, output.as_mut_ptr() as u64);
-    assert_eq!(pm4(1, &pmc_start(&counters).dwords).0, 0);
-    let (status, timing) = dispatch(1, &descriptor(262_144, None, std::ptr::null_mut()));
-    assert_eq!(status, 0);
-    assert_eq!(pm4(1, &read.dwords).0, 0);
+    let start = pmc_start(&counters);
+    let kernel = descriptor(262_144, None, std::ptr::null_mut()).kernel();
+    let submit = |buffer: &[u32]| {
+        // SAFETY: the only address the buffers name is `output`, alive and large enough for
+        // every slot the read writes.
+        let mut memory = unsafe { HostMemory::new() };
+        node.pm4(buffer, &mut memory)
+    };
+    assert_eq!(submit(&start.dwords), Ok(()));
+    let dispatched = node.dispatch(&kernel, || Ok(())).unwrap();
+    assert_eq!(submit(&read.dwords), Ok(()));
     assert_eq!(
         builder::per_counter(&counters, &geometry, &output),
         [0, 8_192]
     );
-    let burst = crate::gpu::gpu()
-        .node(1)
-        .unwrap()
+    let burst = node
         .with_registers(|r| r.perf.session().burst_ns())
         .unwrap();
     assert!((9_000_000..=291_000_000).contains(&burst), "{burst}");
     // Once the burst has passed (in GPU time since the first counted dispatch), GRBM counts.
-    let resume = timing.start_tick + burst.div_ceil(10);
-    while ticks(1) <= resume {
+    let resume = dispatched.timing.start_tick + burst.div_ceil(10);
+    while node.clock().now() <= resume {
         std::thread::sleep(Duration::from_millis(5));
     }
     output.iter_mut().for_each(|slot| *slot = 0);
-    assert_eq!(pm4(1, &pmc_start(&counters).dwords).0, 0);
-    assert_eq!(
-        dispatch(1, &descriptor(262_144, None, std::ptr::null_mut())).0,
-        0
-    );
-    assert_eq!(pm4(1, &read.dwords).0, 0);
+    assert_eq!(submit(&start.dwords), Ok(()));
+    node.dispatch(&kernel, || Ok(())).unwrap();
+    assert_eq!(submit(&read.dwords), Ok(()));
     assert_eq!(
         builder::per_counter(&counters, &geometry, &output),
         [216_401, 8_192]

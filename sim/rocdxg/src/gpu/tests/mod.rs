@@ -8,7 +8,20 @@ mod pm4;
 
 use std::collections::{BTreeMap, HashMap};
 
+use wslsim_scenario::Counters;
+
 use crate::gpu::pm4::Memory;
+
+/// The default counters without the WSL2 pitfalls: no contamination, no GRBM zero burst, no
+/// SQ zero read-back.
+pub fn clean() -> Counters {
+    Counters {
+        contamination_per_ms: 0.0,
+        grbm_zero_session_probability: 0.0,
+        sq_zero_probability: 0.0,
+        ..Counters::default()
+    }
+}
 
 /// Memory for tests: a sparse dword map plus the ranges that may be read as IBs.
 #[derive(Clone, Debug, Default)]

@@ -481,9 +481,13 @@ fn eight_sq_counters_overflow_the_frame() {
         reason,
         "PM4 command buffer overflow: 619 dwords exceed the 512-dword frame"
     );
-    // Six SQ counters still fit, seven do not.
-    for (n, fits) in [(6, true), (7, false)] {
+    // Six SQ counters (469 dwords) still fit, seven (544) do not: each SQ counter takes
+    // 3 + 8 x 9 = 75 dwords, plus the same framing as the 8-counter read above.
+    let framing = 619 - 8 * 75;
+    for (n, dwords, fits) in [(6, 469, true), (7, 544, false)] {
         let read = pmc_read(&counters[..n], &geometry, OUT);
+        assert_eq!(read.dwords.len(), dwords, "{n} SQ counters");
+        assert_eq!(dwords, n * 75 + framing, "{n} SQ counters");
         assert_eq!(
             decode(&read.dwords, FRAME, &FakeMemory::default()).is_ok(),
             fits,
