@@ -292,7 +292,6 @@ impl DxcoreFns {
 #[derive(Debug)]
 pub struct Dxcore {
     fns: DxcoreFns,
-    name: &'static str,
     _lib: Library,
 }
 
@@ -305,7 +304,74 @@ impl Dxcore {
     /// whose exports have the documented signatures.
     pub unsafe fn open() -> Result<Self, Error> {
         // SAFETY: forwarded to the caller.
-        let (lib, name) = unsafe { open_library() }?;
+        unsafe { DxcoreLibrary::open()?.resolve() }
+    }
+
+    /// Whether libdxcore loads and exports `D3DKMTEnumAdapters3` (the first of [`SYMBOLS`]).
+    /// On success the library stays loaded, so that [`DxcoreLibrary::resolve`] can complete
+    /// what [`Dxcore::open`] would do without loading it again; dropping it closes it.
+    ///
+    /// # Safety
+    /// As for [`Dxcore::open`].
+    pub unsafe fn probe() -> Result<DxcoreLibrary, Error> {
+        // SAFETY: forwarded to the caller.
+        let lib = unsafe { DxcoreLibrary::open() }?;
+        let symbol = SYMBOLS[0];
+        // SAFETY: only the presence of the symbol is checked; it is never called.
+        let found = unsafe { lib.lib.get::<*mut c_void>(symbol.to_bytes_with_nul()) }
+            .ok()
+            .is_some_and(|s| !s.is_null());
+        if found {
+            Ok(lib)
+        } else {
+            Err(Error::MissingSymbols {
+                library: lib.name.to_owned(),
+                symbols: vec![symbol.to_str().unwrap_or("?")],
+            })
+        }
+    }
+
+    /// The resolved entry points; valid while `self` lives.
+    pub fn fns(&self) -> &DxcoreFns {
+        &self.fns
+    }
+}
+
+/// libdxcore loaded by [`Dxcore::probe`], its exports not yet resolved. Dropping it closes the
+/// library once.
+#[derive(Debug)]
+pub struct DxcoreLibrary {
+    lib: Library,
+    name: &'static str,
+}
+
+impl DxcoreLibrary {
+    /// Loads [`LIBRARY_NAME`], falling back to [`WSL_LIBRARY_PATH`].
+    ///
+    /// # Safety
+    /// Loading runs the library's initialisers.
+    unsafe fn open() -> Result<Self, Error> {
+        let flags = libc::RTLD_NOW | libc::RTLD_LOCAL;
+        let mut reasons = Vec::new();
+        for name in [LIBRARY_NAME, WSL_LIBRARY_PATH] {
+            // SAFETY: forwarded to the caller.
+            match unsafe { Library::open(Some(name), flags) } {
+                Ok(lib) => return Ok(Self { lib, name }),
+                Err(e) => reasons.push(e.to_string()),
+            }
+        }
+        Err(Error::Open {
+            reason: reasons.join("; "),
+        })
+    }
+
+    /// Resolves the three exports, as [`Dxcore::open`] does; the library moves into the result
+    /// (and is closed if resolution fails).
+    ///
+    /// # Safety
+    /// The library must be a D3DKMT library whose exports have the documented signatures.
+    pub unsafe fn resolve(self) -> Result<Dxcore, Error> {
+        let Self { lib, name } = self;
         // SAFETY: the symbols come from the library the caller vouched for, which is kept
         // alive next to the table.
         let fns = unsafe {
@@ -315,60 +381,8 @@ impl Dxcore {
                     .and_then(|s| NonNull::new(*s))
             })
         }?;
-        Ok(Self {
-            fns,
-            name,
-            _lib: lib,
-        })
+        Ok(Dxcore { fns, _lib: lib })
     }
-
-    /// Whether libdxcore loads and exports `D3DKMTEnumAdapters3` (the library is closed again).
-    ///
-    /// # Safety
-    /// As for [`Dxcore::open`].
-    pub unsafe fn probe() -> Result<(), Error> {
-        // SAFETY: forwarded to the caller.
-        let (lib, name) = unsafe { open_library() }?;
-        // SAFETY: only the presence of the symbol is checked; it is never called.
-        let found = unsafe { lib.get::<*mut c_void>(b"D3DKMTEnumAdapters3\0") }
-            .ok()
-            .is_some_and(|s| !s.is_null());
-        if found {
-            Ok(())
-        } else {
-            Err(Error::MissingSymbols {
-                library: name.to_owned(),
-                symbols: vec!["D3DKMTEnumAdapters3"],
-            })
-        }
-    }
-
-    /// The resolved entry points; valid while `self` lives.
-    pub fn fns(&self) -> &DxcoreFns {
-        &self.fns
-    }
-
-    /// The name or path that loaded.
-    pub fn name(&self) -> &'static str {
-        self.name
-    }
-}
-
-/// # Safety
-/// Loading runs the library's initialisers.
-unsafe fn open_library() -> Result<(Library, &'static str), Error> {
-    let flags = libc::RTLD_NOW | libc::RTLD_LOCAL;
-    let mut reasons = Vec::new();
-    for name in [LIBRARY_NAME, WSL_LIBRARY_PATH] {
-        // SAFETY: forwarded to the caller.
-        match unsafe { Library::open(Some(name), flags) } {
-            Ok(lib) => return Ok((lib, name)),
-            Err(e) => reasons.push(e.to_string()),
-        }
-    }
-    Err(Error::Open {
-        reason: reasons.join("; "),
-    })
 }
 
 /// Every `#[repr(C)]` layout this crate defines, for `cargo xtask abi-dump`.

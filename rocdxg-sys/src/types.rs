@@ -206,7 +206,12 @@ node_properties_layout! {
 }
 
 /// Every `sizeof(HsaNodeProperties)` this crate can describe, smallest first.
-pub const KNOWN_NODE_PROPERTIES_SIZES: [usize; 4] = [368, 376, 392, 396];
+pub const KNOWN_NODE_PROPERTIES_SIZES: [usize; 4] = [
+    size_of::<HsaNodeProperties368>(),
+    size_of::<HsaNodeProperties376>(),
+    size_of::<HsaNodeProperties392>(),
+    size_of::<HsaNodeProperties396>(),
+];
 
 #[cfg(test)]
 mod tests {

@@ -40,6 +40,67 @@ pub struct Agent {
     pub gpu: Option<GpuProperties>,
 }
 
+impl Agent {
+    /// A GPU agent published after `published`, whose ordinals it continues: vendor `AMD`, no
+    /// model, no cores; an empty `product_name` becomes `unknown`.
+    pub fn gpu(
+        published: &[Agent],
+        node_id: u32,
+        name: String,
+        product_name: &str,
+        gpu: GpuProperties,
+    ) -> Self {
+        let (logical_node_id, logical_node_type_id) = next_ordinals(published, AgentKind::Gpu);
+        Self {
+            kind: AgentKind::Gpu,
+            logical_node_id,
+            node_id,
+            logical_node_type_id,
+            name,
+            product_name: gpu_product_name(product_name).to_owned(),
+            vendor_name: "AMD".into(),
+            model_name: String::new(),
+            cpu_cores_count: 0,
+            gpu: Some(gpu),
+        }
+    }
+
+    /// A CPU agent published after `published`, whose ordinals it continues: vendor `CPU`, no
+    /// model; an empty `name` becomes `CPU`, and the product name is the name.
+    pub fn cpu(published: &[Agent], node_id: u32, name: &str, cpu_cores_count: u32) -> Self {
+        let (logical_node_id, logical_node_type_id) = next_ordinals(published, AgentKind::Cpu);
+        let name = if name.is_empty() { "CPU" } else { name };
+        Self {
+            kind: AgentKind::Cpu,
+            logical_node_id,
+            node_id,
+            logical_node_type_id,
+            name: name.to_owned(),
+            product_name: name.to_owned(),
+            vendor_name: "CPU".into(),
+            model_name: String::new(),
+            cpu_cores_count,
+            gpu: None,
+        }
+    }
+}
+
+/// The `logical_node_id` and `logical_node_type_id` of the next agent of `kind` after
+/// `published`.
+fn next_ordinals(published: &[Agent], kind: AgentKind) -> (u32, u32) {
+    let of_kind = published.iter().filter(|a| a.kind == kind).count();
+    (published.len() as u32, of_kind as u32)
+}
+
+/// The product name a GPU agent is published with: `product`, or `unknown` when it is empty.
+pub(crate) fn gpu_product_name(product: &str) -> &str {
+    if product.is_empty() {
+        "unknown"
+    } else {
+        product
+    }
+}
+
 /// The properties of a GPU agent, as derived from its node topology.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[allow(missing_docs)]
@@ -200,23 +261,10 @@ pub fn apply_node_topology(node_id: u32, p: &NodeProps) -> Result<GpuProperties,
 
 /// The CPU agent published first on WSL, mirroring the HSA runtime's CPU node 0.
 pub fn synthesized_cpu(model: Option<&str>, cores: i64) -> Agent {
-    let name = model
-        .map(|m| m.trim_matches([' ', '\t', '\r', '\n', '\x0b', '\x0c']))
-        .filter(|m| !m.is_empty())
-        .unwrap_or("CPU")
-        .to_owned();
-    Agent {
-        kind: AgentKind::Cpu,
-        logical_node_id: 0,
-        node_id: 0,
-        logical_node_type_id: 0,
-        product_name: name.clone(),
-        name,
-        vendor_name: "CPU".into(),
-        model_name: String::new(),
-        cpu_cores_count: u32::try_from(cores).unwrap_or(0),
-        gpu: None,
-    }
+    let name = model.map_or("", |m| {
+        m.trim_matches([' ', '\t', '\r', '\n', '\x0b', '\x0c'])
+    });
+    Agent::cpu(&[], 0, name, u32::try_from(cores).unwrap_or(0))
 }
 
 /// The "model name" of the first processor in `/proc/cpuinfo` text.
@@ -353,32 +401,11 @@ impl fmt::Display for Omission {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fixture() -> NodeProps {
-        NodeProps {
-            simd_count: 32,
-            simd_per_cu: 2,
-            shader_engines: 1,
-            arrays_per_engine: 2,
-            cu_per_array: 8,
-            wave_front_size: 32,
-            max_waves_per_simd: 16,
-            num_xcc: 1,
-            engine_id: rocdxg_sys::HSA_ENGINE_ID::new(11, 5, 0, 42),
-            sdma_ucode: 17,
-            vendor_id: 0x1002,
-            device_id: 0x150e,
-            location_id: 0x0300,
-            family_id: 145,
-            unique_id: 0x0123_4567_89AB_CDEF,
-            max_engine_clock_mhz_fcompute: 2900,
-            ..Default::default()
-        }
-    }
+    use crate::kmt::fake::gfx1150_props;
 
     #[test]
     fn derives_counts_from_the_gfx1150_fixture() {
-        let g = apply_node_topology(1, &fixture()).unwrap();
+        let g = apply_node_topology(1, &gfx1150_props()).unwrap();
         assert_eq!(
             (
                 g.simd_count,
@@ -419,7 +446,7 @@ mod tests {
             simd_count: 256,
             simd_per_cu: 2,
             shader_engines: 4,
-            ..fixture()
+            ..gfx1150_props()
         };
         let g = apply_node_topology(1, &p).unwrap();
         assert_eq!((g.array_count, g.cu_count, g.cu_per_engine), (8, 128, 32));
@@ -435,7 +462,7 @@ mod tests {
             |p| p.wave_front_size = 0,
         ];
         for zero in zeroed {
-            let mut p = fixture();
+            let mut p = gfx1150_props();
             zero(&mut p);
             assert!(apply_node_topology(1, &p).is_err());
         }
@@ -446,7 +473,7 @@ mod tests {
         let p = NodeProps {
             num_xcc: 0,
             cu_per_array: 64,
-            ..fixture()
+            ..gfx1150_props()
         };
         let g = apply_node_topology(1, &p).unwrap();
         assert_eq!((g.num_xcc, g.cu_per_simd_array), (1, 8));

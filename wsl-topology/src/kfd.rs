@@ -1,6 +1,6 @@
 //! The native-Linux enumerator: KFD sysfs topology (`.../topology/nodes/<id>/properties`).
 
-use crate::agent::{Agent, AgentKind, Omission, OmissionKind, Subject, apply_node_topology};
+use crate::agent::{Agent, Omission, OmissionKind, Subject, apply_node_topology};
 use crate::gfx::GfxTarget;
 use crate::layout::NodeProps;
 use std::collections::HashMap;
@@ -52,23 +52,9 @@ pub fn enumerate(root: &Path) -> (Vec<Agent>, Vec<Omission>) {
         let get = |k: &str| props.get(k).copied().unwrap_or(0);
         let get32 = |k: &str| u32::try_from(get(k)).unwrap_or(u32::MAX);
         let name_file = std::fs::read_to_string(dir.join("name")).unwrap_or_default();
-        let kind_index = |kind| agents.iter().filter(|a: &&Agent| a.kind == kind).count() as u32;
-        let logical_node_id = agents.len() as u32;
         if get("simd_count") == 0 {
-            let name = name_file.trim();
-            let name = if name.is_empty() { "CPU" } else { name };
-            agents.push(Agent {
-                kind: AgentKind::Cpu,
-                logical_node_id,
-                node_id,
-                logical_node_type_id: kind_index(AgentKind::Cpu),
-                name: name.into(),
-                product_name: name.into(),
-                vendor_name: "CPU".into(),
-                model_name: String::new(),
-                cpu_cores_count: get32("cpu_cores_count"),
-                gpu: None,
-            });
+            let cpu = Agent::cpu(&agents, node_id, name_file.trim(), get32("cpu_cores_count"));
+            agents.push(cpu);
             continue;
         }
         let arrays_per_engine = get32("simd_arrays_per_engine");
@@ -133,23 +119,8 @@ pub fn enumerate(root: &Path) -> (Vec<Agent>, Vec<Omission>) {
             }
         };
         gpu.gfx_target_version = target.version();
-        let product = name_file.trim();
-        agents.push(Agent {
-            kind: AgentKind::Gpu,
-            logical_node_id,
-            node_id,
-            logical_node_type_id: kind_index(AgentKind::Gpu),
-            name: target.to_string(),
-            product_name: if product.is_empty() {
-                "unknown".into()
-            } else {
-                product.into()
-            },
-            vendor_name: "AMD".into(),
-            model_name: String::new(),
-            cpu_cores_count: 0,
-            gpu: Some(gpu),
-        });
+        let agent = Agent::gpu(&agents, node_id, target.to_string(), name_file.trim(), gpu);
+        agents.push(agent);
     }
     (agents, omissions)
 }
@@ -157,6 +128,7 @@ pub fn enumerate(root: &Path) -> (Vec<Agent>, Vec<Omission>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::AgentKind;
     use std::fs;
 
     const GPU: &str = "cpu_cores_count 0\nsimd_count 192\nmem_banks_count 1\nmax_waves_per_simd 16\nlds_size_in_kb 64\nwave_front_size 32\narray_count 12\nsimd_arrays_per_engine 2\ncu_per_simd_array 8\nsimd_per_cu 2\nmax_slots_scratch_cu 32\ngfx_target_version 110000\nvendor_id 4098\ndevice_id 29772\nlocation_id 768\ndomain 0\nfw_version 2270\nsdma_fw_version 21\nunique_id 1234567\nnum_xcc 1\nmax_engine_clk_fcompute 2500\nfamily_id 145\n";

@@ -17,7 +17,7 @@ use std::fmt;
 /// Bytes of storage each record is read into (record + slack).
 pub const NODE_STORAGE: usize = 1024;
 
-#[repr(C, align(8))]
+#[repr(align(8))]
 struct NodeStorage([u8; NODE_STORAGE]);
 
 /// A canary pattern: position-dependent bytes no plausible field value repeats.
@@ -174,10 +174,6 @@ pub unsafe fn read_topology(fns: &ThunkFns, library: &str, layout: NodeLayout) -
             // SAFETY: `check` is the thunk's DxgAbiCheck, given a valid struct.
             let status = unsafe { abi_check(check, layout) };
             if !status.is_success() {
-                tracing::error!(
-                    "wsl topology: {library} rejected the {}-byte HsaNodeProperties layout in use (DxgAbiCheck status={status}); no GPU agents will be read from the KMT topology, because a record written to another layout would be misread. Use the layout the thunk accepts (ROCPROF_HSAKMT_LAYOUT, which `rocprof` probes for you), or install a matched ROCm runtime and thunk.",
-                    layout.size()
-                );
                 read.handshake = Handshake::Rejected(layout, status);
                 read.failure = Some(ReadFailure::Rejected(layout, status));
                 return read;
@@ -186,36 +182,76 @@ pub unsafe fn read_topology(fns: &ThunkFns, library: &str, layout: NodeLayout) -
         }
     }
 
+    let read_one = |node_id| {
+        // SAFETY: `walk_snapshot` calls this with the snapshot held and node_id < NumNodes.
+        unsafe { read_node(fns, layout, node_id, &mut read) }
+    };
+    // SAFETY: entry points of the loaded thunk; the caller runs this before hsa_init.
+    let walked = unsafe { walk_snapshot(fns, read_one) };
+    match walked {
+        Ok(total_nodes) => {
+            read.total_nodes = total_nodes;
+            tracing::info!(
+                "wsl topology: {} of {} KMT nodes report FCompute cores",
+                read.gpu_nodes.len(),
+                read.total_nodes
+            );
+        }
+        Err(failure) => read.failure = Some(failure.into()),
+    }
+    read
+}
+
+/// Why [`walk_snapshot`] could not walk the nodes.
+#[derive(Debug, Clone, Copy)]
+enum SnapshotFailure {
+    /// `hsaKmtOpenKFD` failed (nothing else was called).
+    Open(HSAKMT_STATUS),
+    /// `hsaKmtAcquireSystemProperties` failed (closed again).
+    Acquire(HSAKMT_STATUS),
+}
+
+impl From<SnapshotFailure> for ReadFailure {
+    fn from(f: SnapshotFailure) -> Self {
+        match f {
+            SnapshotFailure::Open(s) => Self::Open(s),
+            SnapshotFailure::Acquire(s) => Self::Acquire(s),
+        }
+    }
+}
+
+/// Opens the thunk (`KERNEL_ALREADY_OPENED` counts as success), acquires its topology snapshot,
+/// calls `per_node` for every node id below `NumNodes`, releases the snapshot, and closes the
+/// thunk again whenever the open succeeded: `hsaKmtOpenKFD, hsaKmtAcquireSystemProperties,
+/// per_node × N, hsaKmtReleaseSystemProperties, hsaKmtCloseKFD`. Returns `NumNodes`.
+///
+/// # Safety
+/// As for [`read_topology`].
+unsafe fn walk_snapshot(
+    fns: &ThunkFns,
+    mut per_node: impl FnMut(u32),
+) -> Result<u32, SnapshotFailure> {
     // SAFETY: entry points of the loaded thunk, called in the documented order.
     let status = unsafe { (fns.hsaKmtOpenKFD)() };
     if !(status.is_success() || status == HSAKMT_STATUS::KERNEL_ALREADY_OPENED) {
-        tracing::warn!("wsl topology: hsaKmtOpenKFD failed (status={status})");
-        read.failure = Some(ReadFailure::Open(status));
-        return read;
+        return Err(SnapshotFailure::Open(status));
     }
     let mut system = HsaSystemProperties::default();
     // SAFETY: `system` is a valid, writable HsaSystemProperties.
     let status = unsafe { (fns.hsaKmtAcquireSystemProperties)(&mut system) };
-    if status.is_success() {
-        read.total_nodes = system.NumNodes;
-        for node_id in 0..read.total_nodes {
-            // SAFETY: the snapshot is held; the node id is below NumNodes.
-            unsafe { read_node(fns, layout, node_id, &mut read) };
+    let walked = if status.is_success() {
+        for node_id in 0..system.NumNodes {
+            per_node(node_id);
         }
         // SAFETY: releases the snapshot acquired above.
         let _ = unsafe { (fns.hsaKmtReleaseSystemProperties)() };
-        tracing::info!(
-            "wsl topology: {} of {} KMT nodes report FCompute cores",
-            read.gpu_nodes.len(),
-            read.total_nodes
-        );
+        Ok(system.NumNodes)
     } else {
-        tracing::warn!("wsl topology: hsaKmtAcquireSystemProperties failed (status={status})");
-        read.failure = Some(ReadFailure::Acquire(status));
-    }
+        Err(SnapshotFailure::Acquire(status))
+    };
     // SAFETY: balances the successful open (22 included).
     let _ = unsafe { (fns.hsaKmtCloseKFD)() };
-    read
+    walked
 }
 
 /// # Safety
@@ -238,18 +274,11 @@ unsafe fn read_node(fns: &ThunkFns, layout: NodeLayout, node_id: u32, read: &mut
     // SAFETY: `buf` is NODE_STORAGE writable bytes, longer than any known record.
     let status = unsafe { (fns.hsaKmtGetNodeProperties)(node_id, buf.0.as_mut_ptr().cast()) };
     if !status.is_success() {
-        tracing::warn!(
-            "wsl topology: hsaKmtGetNodeProperties(node={node_id}) failed (status={status})"
-        );
         read.issues.push(NodeIssue::GetFailed { node_id, status });
         return;
     }
     let written = Written::measure(|i| !CANARY.intact(&buf, i));
     if written != Written::Bytes(layout.size()) {
-        tracing::warn!(
-            "wsl topology: node {node_id}: the thunk wrote {written} of HsaNodeProperties where the layout in use has {} bytes; refusing the node rather than misreading it. The thunk and the layout in use do not match (set ROCPROF_HSAKMT_LAYOUT to the thunk's size, or let `rocprof` probe it).",
-            layout.size()
-        );
         read.issues.push(NodeIssue::LayoutMismatch {
             node_id,
             expected: layout,
@@ -318,50 +347,45 @@ pub unsafe fn probe_layout(fns: &ThunkFns) -> LayoutProbe {
             probe.refused.push((layout, status.0));
         }
     }
-    // SAFETY: entry points of the loaded thunk, in the documented order.
-    let status = unsafe { (fns.hsaKmtOpenKFD)() };
-    if !(status.is_success() || status == HSAKMT_STATUS::KERNEL_ALREADY_OPENED) {
-        probe.measure_error = Some(format!("hsaKmtOpenKFD failed (status={status})"));
-        return probe;
-    }
-    let mut system = HsaSystemProperties::default();
-    // SAFETY: `system` is writable.
-    let status = unsafe { (fns.hsaKmtAcquireSystemProperties)(&mut system) };
-    if status.is_success() {
-        let mut sizes = Vec::new();
-        for node_id in 0..system.NumNodes {
-            let mut a = CANARY.fill();
-            let mut b = CANARY_COMPLEMENT.fill();
-            // SAFETY: both buffers are NODE_STORAGE writable bytes; the snapshot is held.
-            let ok = unsafe {
-                (fns.hsaKmtGetNodeProperties)(node_id, a.0.as_mut_ptr().cast()).is_success()
-                    && (fns.hsaKmtGetNodeProperties)(node_id, b.0.as_mut_ptr().cast()).is_success()
-            };
-            if ok {
-                let w =
-                    Written::measure(|i| !CANARY.intact(&a, i) || !CANARY_COMPLEMENT.intact(&b, i));
-                sizes.push(w.bytes());
+    let mut sizes = Vec::new();
+    let measure_one = |node_id| {
+        let mut a = CANARY.fill();
+        let mut b = CANARY_COMPLEMENT.fill();
+        // SAFETY: both buffers are NODE_STORAGE writable bytes; `walk_snapshot` calls this with
+        // the snapshot held and node_id < NumNodes.
+        let ok = unsafe {
+            (fns.hsaKmtGetNodeProperties)(node_id, a.0.as_mut_ptr().cast()).is_success()
+                && (fns.hsaKmtGetNodeProperties)(node_id, b.0.as_mut_ptr().cast()).is_success()
+        };
+        if ok {
+            let w = Written::measure(|i| !CANARY.intact(&a, i) || !CANARY_COMPLEMENT.intact(&b, i));
+            sizes.push(w.bytes());
+        }
+    };
+    // SAFETY: entry points of the loaded thunk, as the caller guarantees.
+    let walked = unsafe { walk_snapshot(fns, measure_one) };
+    match walked {
+        Ok(_) => {
+            sizes.dedup();
+            match sizes.as_slice() {
+                [] => probe.measure_error = Some("no node could be read".into()),
+                [size] => probe.measured = Some(*size),
+                _ => {
+                    probe.measure_error = Some(format!(
+                        "nodes were written with different sizes: {sizes:?}"
+                    ))
+                }
             }
         }
-        // SAFETY: releases the snapshot acquired above.
-        let _ = unsafe { (fns.hsaKmtReleaseSystemProperties)() };
-        sizes.dedup();
-        match sizes.as_slice() {
-            [] => probe.measure_error = Some("no node could be read".into()),
-            [size] => probe.measured = Some(*size),
-            _ => {
-                probe.measure_error = Some(format!(
-                    "nodes were written with different sizes: {sizes:?}"
-                ))
-            }
+        Err(SnapshotFailure::Open(status)) => {
+            probe.measure_error = Some(format!("hsaKmtOpenKFD failed (status={status})"));
         }
-    } else {
-        probe.measure_error = Some(format!(
-            "hsaKmtAcquireSystemProperties failed (status={status})"
-        ));
+        Err(SnapshotFailure::Acquire(status)) => {
+            probe.measure_error = Some(format!(
+                "hsaKmtAcquireSystemProperties failed (status={status})"
+            ));
+        }
     }
-    // SAFETY: balances the open.
-    let _ = unsafe { (fns.hsaKmtCloseKFD)() };
     probe
 }
 

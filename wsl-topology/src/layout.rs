@@ -29,10 +29,10 @@ impl NodeLayout {
     /// `sizeof(HsaNodeProperties)` in this layout.
     pub const fn size(self) -> usize {
         match self {
-            Self::L368 => 368,
-            Self::L376 => 376,
-            Self::L392 => 392,
-            Self::L396 => 396,
+            Self::L368 => size_of::<HsaNodeProperties368>(),
+            Self::L376 => size_of::<HsaNodeProperties376>(),
+            Self::L392 => size_of::<HsaNodeProperties392>(),
+            Self::L396 => size_of::<HsaNodeProperties396>(),
         }
     }
 

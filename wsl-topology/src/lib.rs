@@ -58,11 +58,21 @@ pub fn discover(settings: &Settings) -> Discovery {
     for problem in &settings.problems {
         tracing::warn!("{problem}");
     }
-    discover_on(settings, platform::select(settings))
+    let (selection, dxcore) = platform::select_loading(settings);
+    discover_loaded(settings, selection, dxcore)
 }
 
 /// [`discover`] on a platform already selected (with [`platform::select`]).
 pub fn discover_on(settings: &Settings, selection: Selection) -> Discovery {
+    discover_loaded(settings, selection, None)
+}
+
+/// [`discover_on`], reusing libdxcore when the selection already loaded it.
+fn discover_loaded(
+    settings: &Settings,
+    selection: Selection,
+    dxcore: Option<dxcore_sys::DxcoreLibrary>,
+) -> Discovery {
     let (agents, omissions, thunk) = match selection.platform {
         Platform::GnuLinux => {
             let (agents, omissions) = match &selection.kfd_root {
@@ -73,7 +83,7 @@ pub fn discover_on(settings: &Settings, selection: Selection) -> Discovery {
         }
         Platform::Wsl => {
             settings::enable_vendor_packets();
-            let out = wsl::enumerate(settings);
+            let out = wsl::enumerate_loaded(settings, dxcore);
             (out.agents, out.omissions, Some(out.thunk))
         }
     };

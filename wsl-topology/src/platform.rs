@@ -1,6 +1,7 @@
 //! Which enumerator runs: native Linux (KFD sysfs) or WSL (DXCore + DXG thunk).
 
 use crate::settings::{ForcedPlatform, SYSFS_KFD_ROOTS, Settings};
+use dxcore_sys::DxcoreLibrary;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -64,6 +65,11 @@ pub fn kfd_root(settings: &Settings) -> Option<PathBuf> {
 /// Whether this is a WSL GPU environment: the DXG device exists, and libdxcore loads and
 /// exports `D3DKMTEnumAdapters3`. `Err` says which part is missing.
 pub fn wsl_available(settings: &Settings) -> Result<(), String> {
+    probe_wsl(settings).map(drop)
+}
+
+/// [`wsl_available`], handing over the library it loaded.
+fn probe_wsl(settings: &Settings) -> Result<DxcoreLibrary, String> {
     if !Path::new(&settings.dxg_device).exists() {
         return Err(format!("{} is not present", settings.dxg_device.display()));
     }
@@ -75,40 +81,49 @@ pub fn wsl_available(settings: &Settings) -> Result<(), String> {
 /// Selects the platform exactly as the profiler does: forced value, then KFD sysfs, then WSL,
 /// else the native enumerator (which finds nothing).
 pub fn select(settings: &Settings) -> Selection {
+    select_loading(settings).0
+}
+
+/// [`select`], also handing over libdxcore when the WSL availability check loaded it, so the
+/// WSL enumerator does not load it a second time.
+pub(crate) fn select_loading(settings: &Settings) -> (Selection, Option<DxcoreLibrary>) {
     match &settings.force_platform {
         Some(ForcedPlatform::GnuLinux) => {
             tracing::info!("agent topology: forced gnulinux via ROCPROFILER_FORCE_PLATFORM");
-            return Selection {
+            let selection = Selection {
                 platform: Platform::GnuLinux,
                 reason: SelectionReason::Forced,
                 kfd_root: kfd_root(settings),
                 detail: "forced by ROCPROFILER_FORCE_PLATFORM=gnulinux".into(),
             };
+            return (selection, None);
         }
         Some(ForcedPlatform::Wsl) => {
             tracing::info!("agent topology: forced wsl via ROCPROFILER_FORCE_PLATFORM");
-            return Selection {
+            let selection = Selection {
                 platform: Platform::Wsl,
                 reason: SelectionReason::Forced,
                 kfd_root: None,
                 detail: "forced by ROCPROFILER_FORCE_PLATFORM=wsl (no availability check)".into(),
             };
+            return (selection, None);
         }
         Some(ForcedPlatform::Unknown(_)) | None => {}
     }
     if let Some(root) = kfd_root(settings) {
         tracing::info!("agent topology: selected gnulinux (sysfs present)");
-        return Selection {
+        let selection = Selection {
             platform: Platform::GnuLinux,
             reason: SelectionReason::KfdSysfs,
             detail: format!("KFD topology found at {}", root.display()),
             kfd_root: Some(root),
         };
+        return (selection, None);
     }
-    match wsl_available(settings) {
-        Ok(()) => {
+    match probe_wsl(settings) {
+        Ok(dxcore) => {
             tracing::info!("agent topology: selected wsl (libdxcore.so present)");
-            Selection {
+            let selection = Selection {
                 platform: Platform::Wsl,
                 reason: SelectionReason::Dxg,
                 kfd_root: None,
@@ -116,18 +131,20 @@ pub fn select(settings: &Settings) -> Selection {
                     "{} present and libdxcore.so exports D3DKMTEnumAdapters3",
                     settings.dxg_device.display()
                 ),
-            }
+            };
+            (selection, Some(dxcore))
         }
         Err(why) => {
             tracing::warn!(
                 "agent topology: no platform matched ({why}; no KFD topology); falling back to gnulinux, which finds no agents"
             );
-            Selection {
+            let selection = Selection {
                 platform: Platform::GnuLinux,
                 reason: SelectionReason::Fallback,
                 kfd_root: None,
                 detail: format!("no KFD topology, and not a WSL GPU environment: {why}"),
-            }
+            };
+            (selection, None)
         }
     }
 }

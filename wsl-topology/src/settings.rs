@@ -2,6 +2,7 @@
 
 use crate::gfx::GfxTarget;
 use crate::layout::NodeLayout;
+use std::ffi::CStr;
 use std::path::PathBuf;
 
 /// `ROCPROFILER_FORCE_PLATFORM`.
@@ -14,8 +15,13 @@ pub const ENV_ATTACH_MARKER: &str = "ROCPROFILER_REGISTER_TOOL_ATTACHED";
 pub const ENV_LAYOUT: &str = "ROCPROF_HSAKMT_LAYOUT";
 /// Path standing in for `/dev/dxg` (the simulated stack points it at its own file).
 pub const ENV_DXG_DEVICE: &str = "ROCPROF_DXG_DEVICE";
+/// [`ENV_VENDOR_PACKET`], NUL-terminated for `setenv`.
+const ENV_VENDOR_PACKET_C: &CStr = c"WSLKMT_VENDOR_PACKET";
 /// Gates the thunk's PM4 vendor packets; set to `1` without overwriting when WSL is selected.
-pub const ENV_VENDOR_PACKET: &str = "WSLKMT_VENDOR_PACKET";
+pub const ENV_VENDOR_PACKET: &str = match ENV_VENDOR_PACKET_C.to_str() {
+    Ok(name) => name,
+    Err(_) => panic!("ENV_VENDOR_PACKET_C is ASCII"),
+};
 /// KFD topology roots checked first, in order (each names a `.../topology/nodes` directory).
 pub const ENV_KFD_ROOTS: [&str; 3] = [
     "ROCPROFILER_KFD_TOPOLOGY",
@@ -134,7 +140,7 @@ pub fn enable_vendor_packets() -> bool {
     }
     // SAFETY: `setenv` with overwrite = 0 through libc; both strings are NUL-terminated
     // literals. The caller runs this during start-up, before other threads use the environment.
-    unsafe { libc::setenv(c"WSLKMT_VENDOR_PACKET".as_ptr(), c"1".as_ptr(), 0) == 0 }
+    unsafe { libc::setenv(ENV_VENDOR_PACKET_C.as_ptr(), c"1".as_ptr(), 0) == 0 }
 }
 
 #[cfg(test)]

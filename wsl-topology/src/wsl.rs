@@ -1,8 +1,8 @@
 //! The WSL enumerator: DXCore adapters paired with DXG thunk KMT nodes.
 
 use crate::agent::{
-    Agent, AgentKind, Omission, OmissionKind, Subject, apply_node_topology, cpuinfo_model_name,
-    synthesized_cpu,
+    Agent, Omission, OmissionKind, Subject, apply_node_topology, cpuinfo_model_name,
+    gpu_product_name, synthesized_cpu,
 };
 use crate::gfx::{GfxTarget, resolve_gfx_name};
 use crate::kmt::{self, Handshake, KmtNode, KmtRead, NodeIssue, ReadFailure};
@@ -74,12 +74,19 @@ pub struct AdapterDetails {
     pub dedicated_video_memory: u64,
 }
 
-fn omission(subject: Subject, kind: OmissionKind, reason: impl Into<String>) -> Omission {
-    Omission::new(subject, kind, reason)
+/// An omission's subject: the library of that name.
+fn library(name: &str) -> Subject {
+    Subject::Library { name: name.into() }
 }
 
 /// Enumerates agents on WSL. Never fails: problems become omissions.
 pub fn enumerate(settings: &Settings) -> WslOutcome {
+    enumerate_loaded(settings, None)
+}
+
+/// [`enumerate`], resolving libdxcore from `dxcore` when the platform selection already loaded
+/// it (else loading it here).
+pub(crate) fn enumerate_loaded(settings: &Settings, dxcore: Option<DxcoreLibrary>) -> WslOutcome {
     let layout = settings.layout_in_use();
     let mut thunk = ThunkReport {
         path: None,
@@ -96,75 +103,73 @@ pub fn enumerate(settings: &Settings) -> WslOutcome {
         gpu_nodes: 0,
     };
     let mut omissions = Vec::new();
+    let agents = enumerate_agents(settings, dxcore, layout, &mut thunk, &mut omissions)
+        .unwrap_or_else(|stop| {
+            omissions.push(stop);
+            Vec::new()
+        });
+    WslOutcome {
+        agents,
+        omissions,
+        thunk,
+    }
+}
+
+/// The body of [`enumerate_loaded`]. `Err` is the omission that stopped enumeration before any
+/// agent could be published.
+fn enumerate_agents(
+    settings: &Settings,
+    dxcore: Option<DxcoreLibrary>,
+    layout: NodeLayout,
+    thunk: &mut ThunkReport,
+    omissions: &mut Vec<Omission>,
+) -> Result<Vec<Agent>, Omission> {
     if settings.attach_marker {
-        omissions.push(omission(
+        return Err(Omission::new(
             Subject::Platform,
             OmissionKind::LateAttach,
             "late attach (ROCPROFILER_REGISTER_TOOL_ATTACHED is set): GPU agent enumeration is disabled because released librocdxg packages do not reference-count their topology snapshot, and reading it now could free the running runtime's devices; launch the application under rocprof instead of attaching",
         ));
-        return WslOutcome {
-            agents: Vec::new(),
-            omissions,
-            thunk,
-        };
     }
-    // SAFETY: loads the system's libdxcore (or the simulated one); its exports have the
-    // D3DKMT signatures.
-    let dxcore = match unsafe { Dxcore::open() } {
-        Ok(d) => d,
-        Err(e) => {
-            omissions.push(omission(
-                Subject::Library {
-                    name: LIBRARY_NAME.into(),
-                },
-                OmissionKind::DxcoreUnavailable,
-                format!("{e}; no adapters can be enumerated"),
-            ));
-            return WslOutcome {
-                agents: Vec::new(),
-                omissions,
-                thunk,
-            };
+    // SAFETY: loads the system's libdxcore (or the simulated one), or resolves the copy the
+    // platform selection loaded; its exports have the D3DKMT signatures.
+    let dxcore = unsafe {
+        match dxcore {
+            Some(lib) => lib.resolve(),
+            None => Dxcore::open(),
         }
-    };
+    }
+    .map_err(|e| {
+        Omission::new(
+            library(LIBRARY_NAME),
+            OmissionKind::DxcoreUnavailable,
+            format!("{e}; no adapters can be enumerated"),
+        )
+    })?;
     // SAFETY: entry points of the loaded libdxcore, alive while `dxcore` is.
     let handles = match unsafe { enum_adapters(dxcore.fns()) } {
         Ok(h) if h.is_empty() => {
-            omissions.push(omission(
-                Subject::Library {
-                    name: LIBRARY_NAME.into(),
-                },
+            return Err(Omission::new(
+                library(LIBRARY_NAME),
                 OmissionKind::NoAdapters,
                 "D3DKMTEnumAdapters3 reported no adapters",
             ));
-            return WslOutcome {
-                agents: Vec::new(),
-                omissions,
-                thunk,
-            };
         }
         Ok(h) => h,
         Err((step, status)) => {
-            omissions.push(omission(
-                Subject::Library {
-                    name: LIBRARY_NAME.into(),
-                },
+            return Err(Omission::new(
+                library(LIBRARY_NAME),
                 OmissionKind::AdapterEnumerationFailed,
                 format!("D3DKMTEnumAdapters3 ({step}) failed with status {status}"),
             ));
-            return WslOutcome {
-                agents: Vec::new(),
-                omissions,
-                thunk,
-            };
         }
     };
 
-    let read = read_thunk(layout, &mut thunk, &mut omissions);
+    let read = read_thunk(layout, thunk, omissions);
     let nodes = read.map(|r| r.gpu_nodes).unwrap_or_default();
     if nodes.is_empty() {
-        omissions.push(omission(
-            Subject::Library { name: rocdxg_sys::LIBRARY_NAME.into() },
+        omissions.push(Omission::new(
+            library(rocdxg_sys::LIBRARY_NAME),
             OmissionKind::NoGpuNodes,
             "the DXG thunk described no usable GPU node, so no GPU agent can be published; the HSA runtime uses the same thunk, so GPU work cannot be profiled in this environment until the cause above is fixed",
         ));
@@ -189,11 +194,7 @@ pub fn enumerate(settings: &Settings) -> WslOutcome {
     );
     let (agents, more) = publish(settings, cpu, &adapters, &nodes);
     omissions.extend(more);
-    WslOutcome {
-        agents,
-        omissions,
-        thunk,
-    }
+    Ok(agents)
 }
 
 /// The thunk's record size as found by [`kmt::probe_layout`], and which file answered.
@@ -225,24 +226,21 @@ fn read_thunk(
     thunk: &mut ThunkReport,
     omissions: &mut Vec<Omission>,
 ) -> Option<KmtRead> {
-    let lib_subject = || Subject::Library {
-        name: rocdxg_sys::LIBRARY_NAME.into(),
-    };
     // SAFETY: loads librocdxg by its unversioned name, as the HSA runtime does; its exports
     // have the hsaKmt signatures.
     let rocdxg = match unsafe { Rocdxg::open() } {
         Ok(r) => r,
         Err(e @ rocdxg_sys::Error::MissingSymbols { .. }) => {
-            omissions.push(omission(
-                lib_subject(),
+            omissions.push(Omission::new(
+                library(rocdxg_sys::LIBRARY_NAME),
                 OmissionKind::ThunkIncomplete,
                 format!("{e}; the topology read needs all five of hsaKmtOpenKFD, hsaKmtAcquireSystemProperties, hsaKmtGetNodeProperties, hsaKmtReleaseSystemProperties and hsaKmtCloseKFD, so nothing was called. Install a librocdxg that matches the HSA runtime"),
             ));
             return None;
         }
         Err(e) => {
-            omissions.push(omission(
-                lib_subject(),
+            omissions.push(Omission::new(
+                library(rocdxg_sys::LIBRARY_NAME),
                 OmissionKind::ThunkUnavailable,
                 format!("{e}. GPU agents cannot be enumerated without the DXG thunk, which the HSA runtime also needs for GPU work; put the directory holding librocdxg.so on LD_LIBRARY_PATH"),
             ));
@@ -254,32 +252,31 @@ fn read_thunk(
         LoadedFrom::Resident => "resident",
         LoadedFrom::Loaded => "loaded",
     });
-    thunk.handshake_offered = rocdxg.fns().DxgAbiCheck.is_some();
     // SAFETY: the table belongs to `rocdxg`, alive for the call; discovery runs before hsa_init.
     let read = unsafe { kmt::read_topology(rocdxg.fns(), rocdxg_sys::LIBRARY_NAME, layout) };
-    thunk.handshake = match read.handshake {
-        Handshake::NotOffered => "not-offered",
-        Handshake::Accepted(_) => "accepted",
-        Handshake::Rejected(..) => "rejected",
+    (thunk.handshake_offered, thunk.handshake) = match read.handshake {
+        Handshake::NotOffered => (false, "not-offered"),
+        Handshake::Accepted(_) => (true, "accepted"),
+        Handshake::Rejected(..) => (true, "rejected"),
     };
     thunk.total_nodes = read.total_nodes;
     thunk.gpu_nodes = read.gpu_nodes.len() as u32;
     match read.failure {
-        Some(ReadFailure::Rejected(layout, status)) => omissions.push(omission(
-            lib_subject(),
+        Some(ReadFailure::Rejected(layout, status)) => omissions.push(Omission::new(
+            library(rocdxg_sys::LIBRARY_NAME),
             OmissionKind::HandshakeRejected,
             format!(
                 "DxgAbiCheck rejected the {}-byte HsaNodeProperties layout in use (status {status}): the thunk was built with another record size, and reading its records anyway would attribute its bytes to the wrong fields. Run through `rocprof`, which probes the size the thunk accepts, or set ROCPROF_HSAKMT_LAYOUT to it; better, install a matched ROCm runtime and librocdxg",
                 layout.size()
             ),
         )),
-        Some(ReadFailure::Open(status)) => omissions.push(omission(
-            lib_subject(),
+        Some(ReadFailure::Open(status)) => omissions.push(Omission::new(
+            library(rocdxg_sys::LIBRARY_NAME),
             OmissionKind::KfdOpenFailed,
             format!("hsaKmtOpenKFD failed with status {status}"),
         )),
-        Some(ReadFailure::Acquire(status)) => omissions.push(omission(
-            lib_subject(),
+        Some(ReadFailure::Acquire(status)) => omissions.push(Omission::new(
+            library(rocdxg_sys::LIBRARY_NAME),
             OmissionKind::SystemPropertiesFailed,
             format!("hsaKmtAcquireSystemProperties failed with status {status}"),
         )),
@@ -287,12 +284,12 @@ fn read_thunk(
     }
     for issue in &read.issues {
         omissions.push(match *issue {
-            NodeIssue::GetFailed { node_id, status } => omission(
+            NodeIssue::GetFailed { node_id, status } => Omission::new(
                 Subject::Node { node_id },
                 OmissionKind::NodeReadFailed,
                 format!("hsaKmtGetNodeProperties failed with status {status}"),
             ),
-            NodeIssue::LayoutMismatch { node_id, expected, written } => omission(
+            NodeIssue::LayoutMismatch { node_id, expected, written } => Omission::new(
                 Subject::Node { node_id },
                 OmissionKind::LayoutMismatch,
                 format!(
@@ -431,7 +428,7 @@ pub fn publish(
         let (vendor, device) = match a.ids {
             Ok(ids) => ids,
             Err(status) => {
-                omissions.push(omission(
+                omissions.push(Omission::new(
                     Subject::Adapter { index: a.index, vendor_id: None, device_id: None, luid: a.luid },
                     OmissionKind::AdapterQueryFailed,
                     format!("its PCI ids could not be queried (PHYSICALADAPTERDEVICEIDS failed with status {status})"),
@@ -447,7 +444,7 @@ pub fn publish(
         };
         let details = match &a.details {
             _ if vendor != AMD_VENDOR_ID => {
-                omissions.push(omission(
+                omissions.push(Omission::new(
                     subject,
                     OmissionKind::NonAmdAdapter,
                     "not an AMD adapter; skipped",
@@ -456,7 +453,7 @@ pub fn publish(
             }
             Some(Ok(d)) => d,
             Some(Err((query, status))) => {
-                omissions.push(omission(
+                omissions.push(Omission::new(
                     subject,
                     OmissionKind::AdapterQueryFailed,
                     format!("the {query} query failed with status {status}"),
@@ -468,7 +465,7 @@ pub fn publish(
         let node = match match_node(nodes, &consumed, a.luid, device) {
             NodeMatch::Found(i) => &nodes[i],
             NodeMatch::Ambiguous => {
-                omissions.push(omission(
+                omissions.push(Omission::new(
                     subject,
                     OmissionKind::AmbiguousAdapter,
                     "several KMT nodes report this device id and neither they nor the adapter carry a LUID, so this adapter cannot be told apart from an identical one; guessing could attribute one GPU's work to another. A librocdxg that reports adapter LUIDs resolves this",
@@ -476,7 +473,7 @@ pub fn publish(
                 continue;
             }
             NodeMatch::NotFound => {
-                omissions.push(omission(
+                omissions.push(Omission::new(
                     subject,
                     OmissionKind::NoMatchingNode,
                     "no KMT node matched it by LUID or device id, so its compute topology is unknown",
@@ -487,7 +484,7 @@ pub fn publish(
         let p = &node.props;
         let gfx = resolve_gfx_name(settings.force_gfx, p.engine_id, p.override_engine_id);
         let Some(target) = GfxTarget::parse(&gfx) else {
-            omissions.push(omission(
+            omissions.push(Omission::new(
                 subject,
                 OmissionKind::UnparsableGfx,
                 format!("KMT node {} names gfx target '{gfx}', which cannot be parsed (its engine id major is 0 or out of range)", node.node_id),
@@ -497,7 +494,7 @@ pub fn publish(
         let mut gpu = match apply_node_topology(node.node_id, p) {
             Ok(g) => g,
             Err(missing) => {
-                omissions.push(omission(
+                omissions.push(Omission::new(
                     subject,
                     OmissionKind::IncompleteTopology,
                     format!(
@@ -518,16 +515,11 @@ pub fn publish(
         if a.luid.is_present() {
             gpu.luid = Some(a.luid);
         }
-        let type_id = agents.iter().filter(|a| a.kind == AgentKind::Gpu).count() as u32;
-        let product = if details.description.is_empty() {
-            "unknown".into()
-        } else {
-            details.description.clone()
-        };
         tracing::info!(
-            "enumerated adapter {} as {gfx} (device=0x{device:04x} BDF={bus:02x}:{dev:02x}.{func:x} dedicated_vram={} '{product}'): cu_count={} simd_count={} simd_per_cu={} shader_banks={} arrays_per_engine={} array_count={} cu_per_simd_array={} cu_per_engine={} wave_front_size={} max_waves_per_simd={} num_xcc={} family_id={}",
+            "enumerated adapter {} as {gfx} (device=0x{device:04x} BDF={bus:02x}:{dev:02x}.{func:x} dedicated_vram={} '{}'): cu_count={} simd_count={} simd_per_cu={} shader_banks={} arrays_per_engine={} array_count={} cu_per_simd_array={} cu_per_engine={} wave_front_size={} max_waves_per_simd={} num_xcc={} family_id={}",
             a.index,
             gpu.local_mem_size,
+            gpu_product_name(&details.description),
             gpu.cu_count,
             gpu.simd_count,
             gpu.simd_per_cu,
@@ -541,21 +533,11 @@ pub fn publish(
             gpu.num_xcc,
             gpu.family_id
         );
-        agents.push(Agent {
-            kind: AgentKind::Gpu,
-            logical_node_id: agents.len() as u32,
-            node_id: node.node_id,
-            logical_node_type_id: type_id,
-            name: gfx,
-            product_name: product,
-            vendor_name: "AMD".into(),
-            model_name: String::new(),
-            cpu_cores_count: 0,
-            gpu: Some(gpu),
-        });
+        let agent = Agent::gpu(&agents, node.node_id, gfx, &details.description, gpu);
+        agents.push(agent);
     }
     for n in nodes.iter().filter(|n| !consumed.contains(&n.node_id)) {
-        omissions.push(omission(
+        omissions.push(Omission::new(
             Subject::Node { node_id: n.node_id },
             OmissionKind::UnclaimedNode,
             format!(

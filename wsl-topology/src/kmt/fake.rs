@@ -1,6 +1,7 @@
 //! A fake thunk for logic tests: plain `extern "C"` functions over thread-local state, so each
 //! test thread has its own thunk and a log of the calls made.
 
+use crate::layout::{NodeLayout, NodeProps};
 use rocdxg_sys::{
     HSA_ENGINE_ID, HSA_ENGINE_VERSION, HSAKMT_STATUS, HsaNodeProperties396, HsaStructureSizes,
     HsaSystemProperties, ThunkFns,
@@ -106,6 +107,13 @@ pub fn gfx1150() -> HsaNodeProperties396 {
     n.LDSSizeInKB = 64;
     n.WallClockKHz = 100_000;
     n
+}
+
+/// [`gfx1150`] as the topology read decodes it: the fixture for logic past the read.
+pub fn gfx1150_props() -> NodeProps {
+    NodeLayout::L396
+        .decode(gfx1150().as_bytes())
+        .expect("a whole 396-byte record")
 }
 
 fn log(call: impl Into<String>) {

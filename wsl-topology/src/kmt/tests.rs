@@ -1,4 +1,4 @@
-use super::fake::{FakeThunk, calls, gfx1150};
+use super::fake::{FakeThunk, calls, cpu_node, gfx1150};
 use super::*;
 
 fn read(thunk: FakeThunk, layout: NodeLayout) -> KmtRead {
@@ -54,10 +54,12 @@ fn without_the_handshake_only_the_leading_check_is_missing() {
 
 #[test]
 fn cpu_nodes_are_skipped_silently() {
-    let r = read(FakeThunk::new(vec![gfx1150()]), NodeLayout::L396);
+    let t = FakeThunk::new(vec![gfx1150(), cpu_node(), cpu_node(), gfx1150()]);
+    let r = read(t, NodeLayout::L396);
+    assert_eq!(r.total_nodes, 5);
     assert_eq!(
         r.gpu_nodes.iter().map(|n| n.node_id).collect::<Vec<_>>(),
-        [1]
+        [1, 4]
     );
     assert!(r.issues.is_empty());
 }
@@ -182,7 +184,6 @@ fn overrunning_the_whole_storage_is_reported_as_such() {
     let mut t = FakeThunk::new(vec![gfx1150()]);
     t.has_abi_check = false;
     t.record_size = NODE_STORAGE;
-    t.nodes[1].FabricHandleSupported = 1;
     // The tail beyond 396 is zero-filled by the fake, so the last byte differs from the canary.
     let r = read(t, NodeLayout::L396);
     assert!(r.issues.iter().any(|i| matches!(
@@ -232,7 +233,6 @@ fn probe_measures_without_the_handshake_even_when_bytes_match_a_canary() {
             }
             _ => last.FabricHandleSupported = u32::from_le_bytes([0xA5, 0x5A, 0xC3, 0x3C]),
         }
-        t.nodes.truncate(2);
         t.nodes.remove(0);
         let p = probe(t);
         assert!(!p.handshake_offered);
@@ -246,7 +246,6 @@ fn probe_reports_an_unknown_size() {
     let mut t = FakeThunk::new(vec![gfx1150()]);
     t.has_abi_check = false;
     t.record_size = 420;
-    t.nodes[1].FabricHandleSupported = 1;
     let p = probe(t);
     assert_eq!(p.measured, Some(420));
     assert_eq!(

@@ -1,4 +1,5 @@
 use super::*;
+use crate::agent::AgentKind;
 use crate::agent::OmissionKind as K;
 use crate::layout::NodeProps;
 use proptest::prelude::*;
@@ -6,21 +7,13 @@ use rocdxg_sys::HSA_ENGINE_ID;
 
 fn props(device: u16, luid: (u32, u32)) -> NodeProps {
     NodeProps {
-        simd_count: 32,
-        simd_per_cu: 2,
-        shader_engines: 1,
-        arrays_per_engine: 2,
-        cu_per_array: 8,
-        wave_front_size: 32,
-        max_waves_per_simd: 16,
-        engine_id: HSA_ENGINE_ID::new(11, 5, 0, 42),
-        vendor_id: 0x1002,
         device_id: device,
         luid: Some(Luid {
             low: luid.0,
             high: luid.1,
         }),
-        ..Default::default()
+        location_id: 0,
+        ..crate::kmt::fake::gfx1150_props()
     }
 }
 
