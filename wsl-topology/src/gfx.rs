@@ -51,12 +51,18 @@ impl GfxTarget {
 
     /// From the numeric form used by KFD sysfs (`gfx_target_version`).
     pub fn from_version(v: u32) -> Option<Self> {
-        let t = Self {
+        Self {
             major: v / 10_000,
             minor: (v / 100) % 100,
             stepping: v % 100,
-        };
-        (t.major != 0 && t.minor < 10 && t.stepping < 16).then_some(t)
+        }
+        .checked()
+    }
+
+    /// `self` if its name parses back to it: a non-zero major, a minor of one decimal digit and a
+    /// stepping of one hex digit.
+    fn checked(self) -> Option<Self> {
+        (self.major != 0 && self.minor < 10 && self.stepping < 16).then_some(self)
     }
 }
 
@@ -66,35 +72,51 @@ impl fmt::Display for GfxTarget {
     }
 }
 
-/// The gfx name a node reports: `OverrideEngineId` when its major is set (that is how the thunk
-/// passes on `HSA_OVERRIDE_GFX_VERSION`), else `EngineId`; empty when the major is 0.
-pub fn node_gfx_name(engine: HSA_ENGINE_ID, override_engine: HSA_ENGINE_ID) -> String {
+/// The engine id that names a node's target: `OverrideEngineId` when its major is set (that is
+/// how the thunk passes on `HSA_OVERRIDE_GFX_VERSION`), else `EngineId`.
+fn node_target(engine: HSA_ENGINE_ID, override_engine: HSA_ENGINE_ID) -> GfxTarget {
     let id = if override_engine.major() != 0 {
         override_engine
     } else {
         engine
     };
-    if id.major() == 0 {
-        return String::new();
-    }
     GfxTarget {
         major: id.major(),
         minor: id.minor(),
         stepping: id.stepping(),
     }
-    .to_string()
 }
 
-/// Applies `ROCPROFILER_FORCE_GFX` (already validated into `forced`) over the node's own name.
+/// The gfx name a node reports: `OverrideEngineId` when its major is set (that is how the thunk
+/// passes on `HSA_OVERRIDE_GFX_VERSION`), else `EngineId`; empty when the major is 0. The
+/// parts are written as they are: a minor of 10 or more, or a stepping of 16 or more, gives a
+/// name that does not parse back to them ([`resolve_gfx_target`] refuses those).
+pub fn node_gfx_name(engine: HSA_ENGINE_ID, override_engine: HSA_ENGINE_ID) -> String {
+    let target = node_target(engine, override_engine);
+    if target.major == 0 {
+        return String::new();
+    }
+    target.to_string()
+}
+
+/// Applies `ROCPROFILER_FORCE_GFX` (already validated into `forced`) over the node's own
+/// target. `None` when the node's engine id names no target: a major of 0, or a minor or
+/// stepping too large for its digit in the name (as [`GfxTarget::from_version`] checks).
+pub fn resolve_gfx_target(
+    forced: Option<GfxTarget>,
+    engine: HSA_ENGINE_ID,
+    override_engine: HSA_ENGINE_ID,
+) -> Option<GfxTarget> {
+    forced.or_else(|| node_target(engine, override_engine).checked())
+}
+
+/// The name of [`resolve_gfx_target`]'s target; empty when there is none.
 pub fn resolve_gfx_name(
     forced: Option<GfxTarget>,
     engine: HSA_ENGINE_ID,
     override_engine: HSA_ENGINE_ID,
 ) -> String {
-    match forced {
-        Some(t) => t.to_string(),
-        None => node_gfx_name(engine, override_engine),
-    }
+    resolve_gfx_target(forced, engine, override_engine).map_or_else(String::new, |t| t.to_string())
 }
 
 #[cfg(test)]
@@ -135,6 +157,28 @@ mod tests {
             "gfx942"
         );
         assert_eq!(resolve_gfx_name(None, none, none), "");
+    }
+
+    #[test]
+    fn engine_ids_without_a_name_that_parses_back_are_refused() {
+        let none = HSA_ENGINE_ID::default();
+        // 11.10.5 would be written "gfx11105", which parses back as 111.0.5.
+        assert_eq!(
+            resolve_gfx_target(None, HSA_ENGINE_ID::new(11, 10, 5, 0), none),
+            None
+        );
+        assert_eq!(
+            resolve_gfx_target(None, HSA_ENGINE_ID::new(11, 5, 16, 0), none),
+            None
+        );
+        assert_eq!(
+            resolve_gfx_target(None, none, HSA_ENGINE_ID::new(11, 10, 5, 0)),
+            None
+        );
+        assert_eq!(
+            resolve_gfx_target(None, HSA_ENGINE_ID::new(11, 5, 0, 0), none),
+            GfxTarget::parse("gfx1150")
+        );
     }
 
     proptest! {

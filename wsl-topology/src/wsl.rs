@@ -4,7 +4,7 @@ use crate::agent::{
     Agent, Omission, OmissionKind, Subject, apply_node_topology, cpuinfo_model_name,
     gpu_product_name, synthesized_cpu,
 };
-use crate::gfx::{GfxTarget, resolve_gfx_name};
+use crate::gfx::{node_gfx_name, resolve_gfx_target};
 use crate::kmt::{self, Handshake, KmtNode, KmtRead, NodeIssue, ReadFailure};
 use crate::layout::{Luid, NodeLayout};
 use crate::pairing::{NodeMatch, match_node};
@@ -482,15 +482,21 @@ pub fn publish(
             }
         };
         let p = &node.props;
-        let gfx = resolve_gfx_name(settings.force_gfx, p.engine_id, p.override_engine_id);
-        let Some(target) = GfxTarget::parse(&gfx) else {
+        let Some(target) =
+            resolve_gfx_target(settings.force_gfx, p.engine_id, p.override_engine_id)
+        else {
             omissions.push(Omission::new(
                 subject,
                 OmissionKind::UnparsableGfx,
-                format!("KMT node {} names gfx target '{gfx}', which cannot be parsed (its engine id major is 0 or out of range)", node.node_id),
+                format!(
+                    "KMT node {} names gfx target '{}', which cannot be parsed (its engine id major is 0 or out of range)",
+                    node.node_id,
+                    node_gfx_name(p.engine_id, p.override_engine_id)
+                ),
             ));
             continue;
         };
+        let gfx = target.to_string();
         let mut gpu = match apply_node_topology(node.node_id, p) {
             Ok(g) => g,
             Err(missing) => {

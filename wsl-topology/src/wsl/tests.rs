@@ -210,6 +210,16 @@ fn a_node_without_an_engine_id_cannot_be_named() {
 }
 
 #[test]
+fn an_engine_id_whose_name_would_parse_as_another_target_is_refused() {
+    // 11.10.5 would be named "gfx11105", which reads back as 111.0.5.
+    let mut n = node(1, 0x150e, (1, 0));
+    n.props.engine_id = HSA_ENGINE_ID::new(11, 10, 5, 0);
+    let (agents, omissions) = run(&[adapter(0, 0x1002, 0x150e, (1, 0))], &[n]);
+    assert_eq!(agents.len(), 1);
+    assert_eq!(kinds(&omissions), [K::UnparsableGfx, K::UnclaimedNode]);
+}
+
+#[test]
 fn failed_queries_discard_the_adapter_and_name_the_query() {
     let mut a = adapter(0, 0x1002, 0x150e, (1, 0));
     a.details = Some(Err(("ADAPTERREGISTRYINFO", NTSTATUS::INVALID_PARAMETER)));
