@@ -396,7 +396,9 @@ pub fn walk<'a>(
 }
 
 fn split_entries(payload: &[u8], expected: u32) -> Result<Vec<RawEntry<'_>>, String> {
-    let mut out = Vec::with_capacity(expected as usize);
+    // `expected` comes from the chunk header, which the checksum does not cover: a damaged count
+    // must not size the allocation (every entry takes at least its 4-byte header).
+    let mut out = Vec::with_capacity((expected as usize).min(payload.len() / 4));
     let mut at = 0;
     while at < payload.len() {
         if payload.len() - at < 4 {

@@ -99,6 +99,20 @@ fn a_corrupted_chunk_stops_the_read_there() {
 }
 
 #[test]
+fn a_damaged_entry_count_is_reported_not_trusted() {
+    // The count sits in the chunk header, outside the checksum; a flipped high bit once made
+    // the reader try to allocate tens of gigabytes and abort.
+    let mut bytes = log_bytes(3, 100);
+    let chunk = chunk_ends(&bytes)[0];
+    bytes[chunk + 11] ^= 0x80;
+    let t = ProcessTrace::from_bytes(&bytes).unwrap();
+    assert_eq!(t.api.len(), 100);
+    let damage = t.damage.unwrap();
+    assert_eq!(damage.offset, chunk);
+    assert!(damage.reason.contains("entries"), "{}", damage.reason);
+}
+
+#[test]
 fn bad_headers_are_errors() {
     assert_eq!(
         ProcessTrace::from_bytes(b"").unwrap_err(),
