@@ -29,8 +29,9 @@ pub const CHUNK_MAGIC: u32 = u32::from_le_bytes(*b"CHNK");
 pub const CHUNK_HEADER_LEN: usize = 16;
 /// Payload capacity of one chunk buffer.
 pub const CHUNK_CAPACITY: usize = 64 * 1024;
-/// Longest variable-length entry (strings, JSON).
-pub const MAX_ENTRY: usize = u16::MAX as usize;
+/// Longest variable-length entry (strings, JSON) that fits even an empty chunk next to its
+/// 4-byte entry header (the length field itself could say up to `u16::MAX`).
+pub const MAX_ENTRY: usize = CHUNK_CAPACITY - 4;
 
 /// The file header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +99,8 @@ impl ChunkBuffer {
         true
     }
 
-    /// Appends a string definition; `false` if it does not fit (or is too long).
+    /// Appends a string definition (a text too long for one entry is cut at a character
+    /// boundary); `false` if it does not fit in this chunk.
     pub fn push_string(&mut self, id: StringId, text: &str) -> bool {
         let text = truncate(text, MAX_ENTRY - 4);
         self.push_raw(Tag::StringDef, &[&id.to_le_bytes(), text.as_bytes()])

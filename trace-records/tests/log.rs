@@ -99,6 +99,27 @@ fn a_corrupted_chunk_stops_the_read_there() {
 }
 
 #[test]
+fn the_longest_strings_are_cut_to_fit_an_empty_chunk_not_dropped() {
+    let mut b = ChunkBuffer::default();
+    assert!(b.push_string(7, &"é".repeat(40_000)));
+    assert!(b.len() <= CHUNK_CAPACITY);
+    let mut bytes = FileHeader {
+        pid: 1,
+        created_ns: 0,
+    }
+    .encode()
+    .to_vec();
+    bytes.extend_from_slice(b.finish());
+    let t = ProcessTrace::from_bytes(&bytes).unwrap();
+    let text = t.string(7);
+    assert!(
+        text.len() > 65_000 && text.chars().all(|c| c == 'é'),
+        "{}",
+        text.len()
+    );
+}
+
+#[test]
 fn a_damaged_entry_count_is_reported_not_trusted() {
     // The count sits in the chunk header, outside the checksum; a flipped high bit once made
     // the reader try to allocate tens of gigabytes and abort.
