@@ -297,12 +297,14 @@ fn push_json(json: &str) {
 }
 
 /// Appends with `push`; when the buffer is full, hands it to the log thread and appends to the
-/// fresh one.
+/// fresh one. An entry that fits not even an empty chunk counts as dropped.
 #[inline]
 fn push_or_submit(b: &mut ChunkBuffer, push: impl Fn(&mut ChunkBuffer) -> bool) {
     if !push(b) {
         submit_full(b);
-        let _ = push(b);
+        if !push(b) {
+            DROPPED.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
