@@ -351,3 +351,11 @@ pub fn crash_flush() {
         });
     }
 }
+
+/// Counts `n` records lost for `cause` (shown by `rocprof` after the run, one line per cause).
+pub fn lost(cause: trace_records::loss::LossCause, n: u64) {
+    LOSSES[cause as usize].fetch_add(n, Ordering::Relaxed);
+}
+
+static LOSSES: [AtomicU64; trace_records::loss::LossCause::COUNT] =
+    [const { AtomicU64::new(0) }; trace_records::loss::LossCause::COUNT];

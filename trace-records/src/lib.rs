@@ -9,8 +9,10 @@
 
 pub mod agents;
 pub mod csv;
+pub mod docs;
 pub mod env;
 pub mod log;
+pub mod loss;
 pub mod record;
 pub mod stats;
 pub mod trace;

@@ -1,0 +1,359 @@
+//! The typed documents the tool writes into its record log (one JSON entry each) and the CLI
+//! reads back: both sides use these types, so nothing is matched by string.
+
+use crate::agents::AgentInfo;
+use serde::{Deserialize, Serialize};
+
+/// Every document kind, tagged by `kind` in its JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Document {
+    /// The published agents, CPU first.
+    Agents(AgentsList),
+    /// How discovery went.
+    Discovery(DiscoveryFacts),
+    /// How the published agents paired with the HSA runtime's.
+    AgentMapping(AgentMapping),
+    /// An API table a runtime handed to the tool.
+    Table(TableReceived),
+    /// Facts known when the process exited normally.
+    Exit(ExitFacts),
+    /// A warning of the tool inside the application (printed by `rocprof` after the run).
+    Warning(ToolWarning),
+}
+
+impl Document {
+    /// The document as one JSON line.
+    pub fn to_json(&self) -> String {
+        // Serialising these plain structs cannot fail (no maps with non-string keys).
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Parses a document; `None` for anything else (an unknown kind from a newer tool, or
+    /// damage), which the reader counts as malformed.
+    pub fn from_json(json: &str) -> Option<Self> {
+        serde_json::from_str(json).ok()
+    }
+}
+
+/// The agents document.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentsList {
+    /// The agents, CPU first.
+    pub agents: Vec<AgentInfo>,
+}
+
+/// Which enumerator discovery used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PlatformKind {
+    /// KFD sysfs (native Linux).
+    #[default]
+    Gnulinux,
+    /// `/dev/dxg` and libdxcore (WSL2).
+    Wsl,
+}
+
+/// The kinds of omission discovery reports (see `docs/avail-json.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[allow(missing_docs)]
+pub enum OmissionKind {
+    LateAttach,
+    DxcoreUnavailable,
+    AdapterEnumerationFailed,
+    NoAdapters,
+    ThunkUnavailable,
+    ThunkIncomplete,
+    HandshakeRejected,
+    KfdOpenFailed,
+    SystemPropertiesFailed,
+    NodeReadFailed,
+    LayoutMismatch,
+    NoGpuNodes,
+    NonAmdAdapter,
+    AdapterQueryFailed,
+    AmbiguousAdapter,
+    NoMatchingNode,
+    UnparsableGfx,
+    IncompleteTopology,
+    UnclaimedNode,
+    KfdNodeUnreadable,
+    /// A kind this build does not know (written by a newer tool).
+    #[serde(other)]
+    Other,
+}
+
+impl OmissionKind {
+    /// Whether this omission leaves the process without any GPU agent.
+    pub fn loses_every_gpu(self) -> bool {
+        matches!(
+            self,
+            Self::NoGpuNodes | Self::HandshakeRejected | Self::ThunkUnavailable | Self::ThunkIncomplete
+        )
+    }
+}
+
+/// Something discovery left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OmissionFact {
+    /// What was left out, in words.
+    pub subject: String,
+    /// Why, as a stable kind.
+    pub kind: OmissionKind,
+    /// Why, in words.
+    pub reason: String,
+}
+
+/// What the tool learnt of the DXG thunk.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThunkFacts {
+    /// The file the loader mapped.
+    pub path: Option<String>,
+    /// Whether `DxgAbiCheck` is exported.
+    pub handshake_offered: bool,
+    /// `accepted`, `rejected`, `not-offered` or `not-attempted`.
+    pub handshake: String,
+    /// The `HsaNodeProperties` size records were read as.
+    pub layout: usize,
+    /// `NumNodes` reported by the thunk.
+    pub total_nodes: u32,
+    /// GPU nodes read.
+    pub gpu_nodes: u32,
+}
+
+/// The tracing the tool was asked for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[allow(missing_docs)]
+pub struct TracingConfig {
+    pub hip_runtime: bool,
+    pub hip_compiler: bool,
+    pub hsa_core: bool,
+    pub hsa_amd_ext: bool,
+    pub hsa_image: bool,
+    pub hsa_finalizer: bool,
+    pub kernels: bool,
+    pub copies: bool,
+    pub markers: bool,
+}
+
+/// How discovery went in the process.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiscoveryFacts {
+    /// The enumerator used.
+    pub platform: PlatformKind,
+    /// Why it was chosen.
+    pub detail: String,
+    /// Everything left out.
+    pub omissions: Vec<OmissionFact>,
+    /// The thunk, on WSL.
+    pub thunk: Option<ThunkFacts>,
+    /// What was traced.
+    pub config: TracingConfig,
+}
+
+/// The pairing of agent records with HSA agents.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentMapping {
+    /// KMT node ids paired.
+    pub pairs: Vec<u32>,
+    /// HSA GPUs without an agent record (not profilable).
+    pub unmatched_gpu_node_ids: Vec<u32>,
+    /// Other HSA agents without one.
+    pub unmatched_other_node_ids: Vec<u32>,
+    /// HSA agents whose node id could not be queried.
+    pub unqueryable: usize,
+}
+
+/// A runtime's API table as the tool received it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableReceived {
+    /// Which runtime.
+    pub runtime: Runtime,
+    /// The registering library's instance.
+    pub instance: u64,
+    /// Entries wrapped for tracing.
+    pub wrapped: usize,
+}
+
+/// The runtimes that hand tables to the tool (rocprofiler-register's names).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Runtime {
+    /// `hsa`.
+    Hsa,
+    /// `hip`.
+    Hip,
+    /// `hip_compiler`.
+    HipCompiler,
+    /// `roctx`.
+    Roctx,
+    /// Another name.
+    Other(String),
+}
+
+impl Runtime {
+    /// From rocprofiler-register's name.
+    pub fn from_name(name: &str) -> Self {
+        match name {
+            "hsa" => Self::Hsa,
+            "hip" => Self::Hip,
+            "hip_compiler" => Self::HipCompiler,
+            "roctx" => Self::Roctx,
+            other => Self::Other(other.to_owned()),
+        }
+    }
+
+    /// Whether this is one of HIP's tables.
+    pub fn is_hip(&self) -> bool {
+        matches!(self, Self::Hip | Self::HipCompiler)
+    }
+}
+
+/// ROCm runtime libraries the tool looks for among the mapped objects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuntimeLibrary {
+    /// `libhsa-runtime64.so`.
+    Hsa,
+    /// `libamdhip64.so`.
+    Hip,
+    /// `librocprofiler-sdk-roctx.so`.
+    Roctx,
+    /// `librocprofiler-register.so`.
+    Register,
+}
+
+impl RuntimeLibrary {
+    /// Every library, with the file-name stem it is recognised by.
+    pub const ALL: [(RuntimeLibrary, &'static str); 4] = [
+        (RuntimeLibrary::Hsa, "libhsa-runtime64.so"),
+        (RuntimeLibrary::Hip, "libamdhip64.so"),
+        (RuntimeLibrary::Roctx, "librocprofiler-sdk-roctx.so"),
+        (RuntimeLibrary::Register, "librocprofiler-register.so"),
+    ];
+}
+
+/// Facts known at a normal exit.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitFacts {
+    /// ROCm runtimes mapped into the process when it exited.
+    pub runtimes_loaded: Vec<RuntimeLibrary>,
+}
+
+/// What a tool warning is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WarningKind {
+    /// Discovery left something out.
+    Omission,
+    /// HSA GPUs that cannot be profiled (no agent record pairs with them).
+    UnpairedAgents,
+    /// A runtime table lacked what a requested kind of tracing needs.
+    IncompleteTable,
+    /// Entries could not be wrapped.
+    NotTraced,
+    /// Dispatches that never finished.
+    Unfinished,
+    /// Any other trouble inside the tool.
+    Internal,
+}
+
+/// One warning of the tool, as recorded in the application.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ToolWarning {
+    /// What it is about.
+    pub about: WarningKind,
+    /// The message, complete, with what to do.
+    pub message: String,
+}
+
+/// The documents of a log, sorted by kind.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Documents {
+    /// The agents (the first such document).
+    pub agents: Option<AgentsList>,
+    /// The discovery facts (the first).
+    pub discovery: Option<DiscoveryFacts>,
+    /// The agent mapping (the first).
+    pub mapping: Option<AgentMapping>,
+    /// Every table received.
+    pub tables: Vec<TableReceived>,
+    /// The exit facts, if the process exited normally.
+    pub exit: Option<ExitFacts>,
+    /// Every warning, in order.
+    pub warnings: Vec<ToolWarning>,
+}
+
+impl Documents {
+    /// Files one document.
+    pub fn add(&mut self, d: Document) {
+        match d {
+            Document::Agents(a) => {
+                self.agents.get_or_insert(a);
+            }
+            Document::Discovery(f) => {
+                self.discovery.get_or_insert(f);
+            }
+            Document::AgentMapping(m) => {
+                self.mapping.get_or_insert(m);
+            }
+            Document::Table(t) => self.tables.push(t),
+            Document::Exit(e) => self.exit = Some(e),
+            Document::Warning(w) => self.warnings.push(w),
+        }
+    }
+
+    /// Whether `runtime` handed over a table.
+    pub fn received(&self, runtime: &Runtime) -> bool {
+        self.tables.iter().any(|t| &t.runtime == runtime)
+    }
+
+    /// The agents (empty when the log has none).
+    pub fn agents(&self) -> &[AgentInfo] {
+        self.agents.as_ref().map_or(&[], |a| &a.agents)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_round_trip_with_their_kind() {
+        let docs = [
+            Document::Agents(AgentsList::default()),
+            Document::Discovery(DiscoveryFacts {
+                platform: PlatformKind::Wsl,
+                omissions: vec![OmissionFact {
+                    subject: "node 1".into(),
+                    kind: OmissionKind::LayoutMismatch,
+                    reason: "r".into(),
+                }],
+                ..Default::default()
+            }),
+            Document::Table(TableReceived {
+                runtime: Runtime::from_name("hip_compiler"),
+                instance: 0,
+                wrapped: 3,
+            }),
+            Document::Exit(ExitFacts {
+                runtimes_loaded: vec![RuntimeLibrary::Hsa],
+            }),
+            Document::Warning(ToolWarning {
+                about: WarningKind::UnpairedAgents,
+                message: "m".into(),
+            }),
+        ];
+        for d in docs {
+            let json = d.to_json();
+            assert_eq!(Document::from_json(&json), Some(d), "{json}");
+        }
+        let json = Document::Discovery(DiscoveryFacts::default()).to_json();
+        assert!(json.starts_with(r#"{"kind":"discovery""#), "{json}");
+        assert_eq!(Document::from_json(r#"{"kind":"bogus"}"#), None);
+        let future = r#"{"subject":"s","kind":"new-kind","reason":"r"}"#;
+        let o: OmissionFact = serde_json::from_str(future).unwrap();
+        assert_eq!(o.kind, OmissionKind::Other);
+    }
+}
