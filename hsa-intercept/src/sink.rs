@@ -359,3 +359,13 @@ pub fn lost(cause: trace_records::loss::LossCause, n: u64) {
 
 static LOSSES: [AtomicU64; trace_records::loss::LossCause::COUNT] =
     [const { AtomicU64::new(0) }; trace_records::loss::LossCause::COUNT];
+
+/// Records a warning of the tool in the log; `rocprof` prints it after the run (identical
+/// warnings of several processes once). Nothing is printed inside the application.
+pub fn warn(about: trace_records::docs::WarningKind, message: impl Into<String>) {
+    let doc = trace_records::docs::Document::Warning(trace_records::docs::ToolWarning {
+        about,
+        message: message.into(),
+    });
+    push_json(&doc.to_json());
+}

@@ -6,6 +6,7 @@ mod avail;
 mod explain;
 mod placeholders;
 mod process;
+mod report;
 mod run;
 mod sim;
 mod summary;
