@@ -1,26 +1,28 @@
-//! Where records go: per-thread chunk buffers feeding one [`LogWriter`].
+//! Where records go: per-thread chunks of the process's record log ([`record_log::LogFile`]).
 //!
-//! The traced path appends a fixed-size record to the calling thread's buffer (no lock is
-//! contended, nothing is formatted, nothing is allocated once the thread's buffer exists). A
-//! full buffer is handed to the log thread and replaced by a recycled one. Buffers are also
-//! registered globally so they can be flushed at exit — and written directly, with one
-//! `write(2)` each, from a crash handler.
+//! The traced path appends a fixed-size record to the calling thread's chunk, which lies in a
+//! shared mapping of the log file: no lock is contended, nothing is formatted or allocated, no
+//! system call is made, and the record is in the page cache as soon as the append returns, so
+//! nothing is lost however the process ends. A full chunk is sealed and replaced by a fresh
+//! one from the log. Chunks are also registered globally so they can be sealed at exit.
 
+use record_log::{Chunk, LogFile};
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering, compiler_fence, fence};
 use std::sync::{Arc, Mutex, OnceLock};
 use trace_records::OperationName;
-use trace_records::log::{ChunkBuffer, LogWriter};
+use trace_records::docs::Document;
+use trace_records::loss::LossCause;
 use trace_records::record::FixedRecord;
 
 struct ThreadBuffer {
     busy: AtomicBool,
-    buffer: UnsafeCell<ChunkBuffer>,
+    chunk: UnsafeCell<Option<Chunk>>,
 }
 
 // SAFETY: `buffer` is only accessed while `busy` is held (acquired with a compare-exchange).
 unsafe impl Sync for ThreadBuffer {}
-// SAFETY: as above; ChunkBuffer itself is Send.
+// SAFETY: as above; Chunk itself is Send.
 unsafe impl Send for ThreadBuffer {}
 
 impl ThreadBuffer {
@@ -29,7 +31,7 @@ impl ThreadBuffer {
     /// freezes appends and waits for announced ones (an asymmetric Dekker protocol: the
     /// flusher's `membarrier` pairs with the owner's compiler fence).
     #[inline]
-    fn owner_with<R>(&self, f: impl FnOnce(&mut ChunkBuffer) -> R) -> Option<R> {
+    fn owner_with<R>(&self, f: impl FnOnce(&mut Option<Chunk>) -> R) -> Option<R> {
         if FROZEN.load(Ordering::Relaxed) {
             return None;
         }
@@ -45,18 +47,18 @@ impl ThreadBuffer {
         }
         // SAFETY: only the owning thread runs this, and a flusher touches the buffer only
         // after freezing appends and seeing `busy` clear.
-        let r = f(unsafe { &mut *self.buffer.get() });
+        let r = f(unsafe { &mut *self.chunk.get() });
         self.busy.store(false, Ordering::Release);
         Some(r)
     }
 
     /// Flusher side, after [`freeze`]: the buffer once its owner finished any append in
     /// progress (`None` if it does not finish within `spins`).
-    fn frozen_with<R>(&self, spins: u32, f: impl FnOnce(&mut ChunkBuffer) -> R) -> Option<R> {
+    fn frozen_with<R>(&self, spins: u32, f: impl FnOnce(&mut Option<Chunk>) -> R) -> Option<R> {
         for _ in 0..spins {
             if !self.busy.load(Ordering::Acquire) {
                 // SAFETY: appends are frozen and the owner is not inside one.
-                return Some(f(unsafe { &mut *self.buffer.get() }));
+                return Some(f(unsafe { &mut *self.chunk.get() }));
             }
             std::hint::spin_loop();
         }
@@ -88,8 +90,7 @@ fn register_membarrier() {
 }
 
 struct Sink {
-    writer: LogWriter,
-    raw_fd: i32,
+    log: Arc<LogFile>,
     registry: Mutex<Vec<Arc<ThreadBuffer>>>,
     generation: u64,
 }
@@ -98,7 +99,9 @@ struct Sink {
 /// sink of a parent process can be replaced in a forked child whose other threads are gone.
 static CURRENT: AtomicPtr<Sink> = AtomicPtr::new(std::ptr::null_mut());
 static GENERATION: AtomicU64 = AtomicU64::new(0);
-static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Losses counted while no log was open; moved into the log's header when one is installed.
+static EARLY_LOSSES: [AtomicU64; LossCause::COUNT] = [const { AtomicU64::new(0) }; LossCause::COUNT];
 
 /// Definitions (strings, operation names, JSON documents) re-emitted into a forked child's log.
 #[derive(Clone)]
@@ -124,33 +127,37 @@ fn current() -> Option<&'static Sink> {
     (!p.is_null()).then(|| unsafe { &*p })
 }
 
-/// Sends records to `writer` from now on. `raw_fd` is a descriptor of the same log opened with
-/// `O_APPEND`, for [`crash_flush`]. Returns `false` if a sink was already installed.
-pub fn install(writer: LogWriter, raw_fd: i32) -> bool {
+/// Sends records to `log` from now on. Returns `false` if a sink was already installed.
+pub fn install(log: Arc<LogFile>) -> bool {
     if current().is_some() {
         return false;
     }
     register_membarrier();
-    publish(writer, raw_fd);
+    publish(log);
     true
 }
 
-fn publish(writer: LogWriter, raw_fd: i32) {
+fn publish(log: Arc<LogFile>) {
+    for cause in LossCause::ALL {
+        let early = EARLY_LOSSES[cause as usize].swap(0, Ordering::Relaxed);
+        if early > 0 {
+            log.lost(cause, early);
+        }
+    }
     let generation = GENERATION.fetch_add(1, Ordering::AcqRel) + 1;
     let sink = Box::leak(Box::new(Sink {
-        writer,
-        raw_fd,
+        log,
         registry: Mutex::new(Vec::new()),
         generation,
     }));
     CURRENT.store(sink, Ordering::Release);
 }
 
-/// In a forked child: records go to `writer` (the child's own log) from now on, the parent's
-/// buffered records are left to the parent, and every definition is written again so the
-/// child's log is self-contained.
-pub fn reinstall_after_fork(writer: LogWriter, raw_fd: i32) {
-    publish(writer, raw_fd);
+/// In a forked child: records go to `log` (the child's own) from now on, the parent's chunks
+/// are left to the parent (the child never writes them), and every definition is written
+/// again so the child's log is self-contained.
+pub fn reinstall_after_fork(log: Arc<LogFile>) {
+    publish(log);
     let defs: Vec<Definition> = match DEFINITIONS.try_lock() {
         Ok(d) => d.to_vec(),
         Err(_) => Vec::new(),
@@ -167,6 +174,17 @@ pub fn reinstall_after_fork(writer: LogWriter, raw_fd: i32) {
 fn remember(d: Definition) {
     if let Ok(mut defs) = DEFINITIONS.lock() {
         defs.push(d);
+    }
+}
+
+/// Counts `n` records lost for `cause` (shown by `rocprof` after the run, one line per cause).
+/// The count lives in the log's header, so it survives however the process ends.
+pub fn lost(cause: LossCause, n: u64) {
+    match current() {
+        Some(sink) => sink.log.lost(cause, n),
+        None => {
+            EARLY_LOSSES[cause as usize].fetch_add(n, Ordering::Relaxed);
+        }
     }
 }
 
@@ -190,7 +208,7 @@ impl Local {
 #[inline]
 pub fn emit_cached<R: FixedRecord>(local: &mut Local, record: &R) {
     let Some(sink) = current() else {
-        DROPPED.fetch_add(1, Ordering::Relaxed);
+        lost(LossCause::NoBuffer, 1);
         return;
     };
     if local.buffer.is_null() || local.generation != sink.generation {
@@ -207,21 +225,17 @@ pub fn emit_cached<R: FixedRecord>(local: &mut Local, record: &R) {
     }
     // SAFETY: the registry owns the buffer and never drops it.
     let tb = unsafe { &*local.buffer };
-    let done = tb.owner_with(|b| push_or_submit(b, |b| b.push(record)));
+    let done = tb.owner_with(|c| push_or_replace(sink, c, |c| c.push(record)));
     if done.is_none() {
-        DROPPED.fetch_add(1, Ordering::Relaxed);
+        sink.log.lost(LossCause::NoBuffer, 1);
     }
 }
 
-/// Records that could not be recorded (no sink, or a buffer busy at exit).
-pub fn dropped() -> u64 {
-    DROPPED.load(Ordering::Relaxed)
-}
-
-/// Runs `f` on the calling thread's buffer (creating and registering it on first use).
-fn with_local(f: impl FnOnce(&mut ChunkBuffer)) {
+/// Runs `f` on the calling thread's chunk slot (creating and registering the thread's buffer on
+/// first use).
+fn with_local(f: impl FnOnce(&'static Sink, &mut Option<Chunk>)) {
     let Some(sink) = current() else {
-        DROPPED.fetch_add(1, Ordering::Relaxed);
+        lost(LossCause::NoBuffer, 1);
         return;
     };
     let done = LOCAL.try_with(|local| {
@@ -229,7 +243,7 @@ fn with_local(f: impl FnOnce(&mut ChunkBuffer)) {
         if tb.is_null() || generation != sink.generation {
             let created = Arc::new(ThreadBuffer {
                 busy: AtomicBool::new(false),
-                buffer: UnsafeCell::new(sink.writer.buffer()),
+                chunk: UnsafeCell::new(None),
             });
             tb = Arc::as_ptr(&created);
             match sink.registry.lock() {
@@ -239,17 +253,17 @@ fn with_local(f: impl FnOnce(&mut ChunkBuffer)) {
             local.set((tb, sink.generation));
         }
         // SAFETY: the registry owns the buffer and never drops it.
-        unsafe { &*tb }.owner_with(f).is_some()
+        unsafe { &*tb }.owner_with(|c| f(sink, c)).is_some()
     });
     if done != Ok(true) {
-        DROPPED.fetch_add(1, Ordering::Relaxed);
+        sink.log.lost(LossCause::NoBuffer, 1);
     }
 }
 
 /// Appends one record from the calling thread.
 #[inline]
 pub fn emit<R: FixedRecord>(record: &R) {
-    with_local(|b| push_or_submit(b, |b| b.push(record)));
+    with_local(|sink, c| push_or_replace(sink, c, |c| c.push(record)));
 }
 
 /// Appends a string definition from the calling thread (and remembers it for forked children).
@@ -265,7 +279,7 @@ pub fn emit_operation(op: &OperationName) {
 }
 
 fn push_string(id: u32, text: &str) {
-    with_local(|b| push_or_submit(b, |b| b.push_string(id, text)));
+    with_local(|sink, c| push_or_replace(sink, c, |c| c.push_string(id, text)));
 }
 
 static STRINGS: OnceLock<Mutex<std::collections::HashMap<String, u32>>> = OnceLock::new();
@@ -286,86 +300,78 @@ pub fn intern(text: &str) -> u32 {
     id
 }
 
-/// Appends a JSON document from the calling thread (and remembers it for forked children).
-pub fn emit_json(json: &str) {
-    remember(Definition::Json(json.to_owned()));
-    push_json(json);
+/// Appends a typed document from the calling thread (and remembers it for forked children).
+pub fn emit_doc(doc: &Document) {
+    let json = doc.to_json();
+    remember(Definition::Json(json.clone()));
+    push_json(&json);
 }
 
 fn push_json(json: &str) {
-    with_local(|b| push_or_submit(b, |b| b.push_json(json)));
+    with_local(|sink, c| push_or_replace(sink, c, |c| c.push_json(json)));
 }
-
-/// Appends with `push`; when the buffer is full, hands it to the log thread and appends to the
-/// fresh one. An entry that fits not even an empty chunk counts as dropped.
-#[inline]
-fn push_or_submit(b: &mut ChunkBuffer, push: impl Fn(&mut ChunkBuffer) -> bool) {
-    if !push(b) {
-        submit_full(b);
-        if !push(b) {
-            DROPPED.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
-fn submit_full(b: &mut ChunkBuffer) {
-    if let Some(sink) = current() {
-        let full = std::mem::replace(b, sink.writer.buffer());
-        sink.writer.submit(full);
-    }
-}
-
-/// Hands every thread's buffered records to the log thread and waits until they are written.
-/// For normal exit (an `atexit` handler or the tool's finalizer).
-pub fn flush_all() {
-    let Some(sink) = current() else { return };
-    freeze();
-    let buffers: Vec<Arc<ThreadBuffer>> = match sink.registry.lock() {
-        Ok(r) => r.clone(),
-        Err(_) => return,
-    };
-    for tb in buffers {
-        if tb.frozen_with(10_000_000, submit_full).is_none() {
-            DROPPED.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-    let _ = sink.writer.flush();
-}
-
-/// Best effort from a fatal-signal handler: writes every idle thread buffer straight to the
-/// log with one `write(2)` each (async-signal-safe apart from the registry's `try_lock`).
-pub fn crash_flush() {
-    let Some(sink) = current() else { return };
-    freeze();
-    let Ok(registry) = sink.registry.try_lock() else {
-        return;
-    };
-    for tb in registry.iter() {
-        let _ = tb.frozen_with(100_000, |b| {
-            if !b.is_empty() {
-                let chunk = b.finish();
-                // SAFETY: writes `chunk.len()` bytes from a live slice to the log's descriptor.
-                let _ = unsafe { libc::write(sink.raw_fd, chunk.as_ptr().cast(), chunk.len()) };
-                b.clear();
-            }
-        });
-    }
-}
-
-/// Counts `n` records lost for `cause` (shown by `rocprof` after the run, one line per cause).
-pub fn lost(cause: trace_records::loss::LossCause, n: u64) {
-    LOSSES[cause as usize].fetch_add(n, Ordering::Relaxed);
-}
-
-static LOSSES: [AtomicU64; trace_records::loss::LossCause::COUNT] =
-    [const { AtomicU64::new(0) }; trace_records::loss::LossCause::COUNT];
 
 /// Records a warning of the tool in the log; `rocprof` prints it after the run (identical
 /// warnings of several processes once). Nothing is printed inside the application.
 pub fn warn(about: trace_records::docs::WarningKind, message: impl Into<String>) {
-    let doc = trace_records::docs::Document::Warning(trace_records::docs::ToolWarning {
+    let doc = Document::Warning(trace_records::docs::ToolWarning {
         about,
         message: message.into(),
     });
     push_json(&doc.to_json());
+}
+
+fn tid() -> u32 {
+    // SAFETY: gettid takes no arguments.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}
+
+/// Appends with `push`; when the thread has no chunk or it is full, seals it and takes a fresh
+/// one from the log. What cannot be recorded is counted under its cause.
+#[inline]
+fn push_or_replace(sink: &Sink, slot: &mut Option<Chunk>, push: impl Fn(&mut Chunk) -> bool) {
+    if let Some(c) = slot
+        && push(c)
+    {
+        return;
+    }
+    let fresh = match slot.take() {
+        Some(full) => sink.log.replace(full, tid()),
+        None => sink.log.take(tid()),
+    };
+    match fresh {
+        Ok(mut c) => {
+            if !push(&mut c) {
+                sink.log.lost(LossCause::TooLong, 1);
+            }
+            *slot = Some(c);
+        }
+        Err(e) => sink.log.lost(e.cause(), 1),
+    }
+}
+
+/// Seals every thread's chunk that is idle (its checksum then protects it), at normal exit.
+/// Threads go on recording afterwards, into fresh chunks: nothing recorded during the rest of
+/// the teardown is lost. A chunk whose owner is inside an append stays open; the reader trusts
+/// its commit word.
+pub fn seal_all() {
+    let Some(sink) = current() else { return };
+    let buffers: Vec<Arc<ThreadBuffer>> = match sink.registry.lock() {
+        Ok(r) => r.clone(),
+        Err(_) => return,
+    };
+    freeze();
+    for tb in &buffers {
+        let _ = tb.frozen_with(1_000_000, |slot| {
+            if let Some(c) = slot.take() {
+                sink.log.seal(c);
+            }
+        });
+    }
+    FROZEN.store(false, Ordering::Release);
+}
+
+/// The current log's loss count for `cause` (for tests and the exit facts).
+pub fn losses(cause: LossCause) -> u64 {
+    current().map_or(0, |s| s.log.losses(cause))
 }

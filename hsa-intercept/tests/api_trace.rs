@@ -7,7 +7,7 @@ use hsa_intercept::tables::CORE;
 use hsa_intercept::{sink, wrap};
 use std::ffi::c_void;
 use std::sync::OnceLock;
-use trace_records::log::{FileHeader, LogWriter};
+use trace_records::log::FileHeader;
 use trace_records::{ApiDomain, ProcessTrace};
 
 static TABLE_PTR: OnceLock<usize> = OnceLock::new();
@@ -40,16 +40,17 @@ extern "C" fn fake_shutdown() -> u32 {
 fn wrapped_table_calls_become_records() {
     let dir = std::env::temp_dir().join(format!("hsa-intercept-api-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("t.rplog");
-    let writer = LogWriter::create(
-        &path,
+    let _ = std::fs::remove_file(dir.join("77.rplog"));
+    let log = record_log::LogFile::create(
+        &dir,
         FileHeader {
             pid: 77,
-            created_ns: 0,
+            ..Default::default()
         },
     )
     .unwrap();
-    assert!(sink::install(writer, -1));
+    let path = log.path().to_owned();
+    assert!(sink::install(log));
     // The product's path: the trampolines call the tracer directly, handing its per-thread
     // state from enter to exit through their frame.
     assert!(wrap::use_api_tracer());
@@ -87,9 +88,15 @@ fn wrapped_table_calls_become_records() {
     worker.join().unwrap();
     assert_eq!(current_correlation_id(), None);
 
-    sink::flush_all();
+    // Read before sealing (the chunks are open, as if the process had been killed), then after.
+    let open = ProcessTrace::read(&path).unwrap();
+    assert!(open.damage.is_empty() && open.open_chunks > 0);
+    assert_eq!(open.api.len(), 1 + 2 + 1000);
+    sink::seal_all();
     let t = ProcessTrace::read(&path).unwrap();
-    assert!(t.damage.is_none());
+    assert!(t.damage.is_empty());
+    assert_eq!(t.open_chunks, 0, "every chunk sealed");
+    assert_eq!(t.losses.total(), 0);
     assert_eq!(t.api.len(), 1 + 2 + 1000);
     let main: Vec<_> = t
         .api

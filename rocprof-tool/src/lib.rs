@@ -1,13 +1,18 @@
 //! `librocprof_tool.so`: the profiler inside the application.
 //!
-//! Preloaded by `rocprof`. Its constructor reads the configuration, discovers agents (before
-//! `hsa_init`, so the DXG thunk's topology is read while nothing else uses it), sets
-//! `WSLKMT_VENDOR_PACKET` without overwriting, and opens this process's record log. The runtimes
-//! then hand their API tables to [`rocprofiler_set_api_table`] (through rocprofiler-register),
-//! and the tool wraps the entries the configuration asks for, in place.
+//! Preloaded by `rocprof`. Its constructor reads the configuration and, when a ROCm runtime is
+//! mapped into the process, discovers agents (before `hsa_init`, so the DXG thunk's topology
+//! is read while nothing else uses it), sets `WSLKMT_VENDOR_PACKET` without overwriting, and
+//! creates this image's record log. A process without any ROCm runtime (a shell, `/bin/true`)
+//! costs one scan of the loaded objects and one small append to the record directory's
+//! `untraced.pids`; it prints nothing. If such a process loads a runtime later (`dlopen`),
+//! the tool starts when the runtime registers. The runtimes hand their API tables to
+//! [`rocprofiler_set_api_table`] (through rocprofiler-register), and the tool wraps the entries
+//! the configuration asks for, in place.
 //!
 //! Nothing here may abort the application: every exported function and every callback catches
-//! panics, and failures become warnings on stderr.
+//! panics. The tool's warnings are recorded in the log (`rocprof` prints them after the run);
+//! only a failure to create the log itself is said on stderr, since nothing else can carry it.
 
 pub mod config;
 pub mod markers;
@@ -17,12 +22,17 @@ use hsa_intercept::api::{WrapReport, wrap_table};
 use hsa_intercept::hsa::HsaApiTable;
 use hsa_intercept::tables::{self, ApiTable};
 use hsa_intercept::{sink, wrap};
+use record_log::LogFile;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::path::Path;
 use std::sync::OnceLock;
 use trace_records::OperationName;
-use trace_records::agents::{AgentInfo, AgentsDocument};
-use trace_records::log::{FileHeader, LogWriter};
+use trace_records::agents::AgentInfo;
+use trace_records::docs::{
+    AgentMapping, AgentsList, DiscoveryFacts, Document, ExitFacts, OmissionFact, PlatformKind,
+    Runtime, RuntimeLibrary, TableReceived, ThunkFacts, TracingConfig, WarningKind,
+};
+use trace_records::log::FileHeader;
 
 /// Everything the tool decided at start-up.
 struct State {
@@ -33,8 +43,12 @@ struct State {
 }
 
 static STATE: OnceLock<State> = OnceLock::new();
+/// Set when the constructor found no ROCm runtime and left the start for later.
+static DEFERRED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static START: std::sync::Once = std::sync::Once::new();
 
-fn warn(message: &str) {
+/// Said on stderr: only for failures that leave no log to record them in.
+fn say(message: &str) {
     eprintln!("rocprof-tool: warning: {message}");
 }
 
@@ -45,48 +59,124 @@ static CONSTRUCTOR: extern "C" fn() = constructor;
 
 #[cfg_attr(test, allow(dead_code))]
 extern "C" fn constructor() {
-    if std::panic::catch_unwind(init).is_err() {
-        warn("initialisation failed; the application runs unprofiled");
+    if std::panic::catch_unwind(constructor_body).is_err() {
+        say("initialisation failed; the application runs unprofiled");
     }
 }
 
-fn init() {
+fn constructor_body() {
     let config = Config::from_env();
     // Loaded without `rocprof` and without any tracing option: stay inert.
     if !config.any() && std::env::var_os(trace_records::env::RECORD_DIR).is_none() {
         return;
     }
+    if loaded_runtimes().is_empty() {
+        note_untraced_process(&config.record_dir);
+        DEFERRED.store(true, std::sync::atomic::Ordering::Release);
+        return;
+    }
+    start(config);
+}
+
+/// Starts the tool now if the constructor deferred it (a runtime was loaded later).
+fn start_if_deferred() {
+    if DEFERRED.load(std::sync::atomic::Ordering::Acquire) {
+        start(Config::from_env());
+    }
+}
+
+/// Appends this process to `<record dir>/untraced.pids` (pid and parent pid, 4 bytes each):
+/// it ran with the tool loaded but without any ROCm runtime. One small `O_APPEND` write.
+fn note_untraced_process(dir: &Path) {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut entry = [0u8; 8];
+    entry[..4].copy_from_slice(&std::process::id().to_le_bytes());
+    entry[4..].copy_from_slice(&std::os::unix::process::parent_id().to_le_bytes());
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(dir.join(trace_records::env::UNTRACED_PIDS))
+    {
+        let _ = f.write_all(&entry);
+    }
+}
+
+fn start(config: Config) {
+    START.call_once(|| {
+        DEFERRED.store(false, std::sync::atomic::Ordering::Release);
+        if std::panic::catch_unwind(|| init(config)).is_err() {
+            say("initialisation failed; the application runs unprofiled");
+        }
+    });
+}
+
+fn tracing_config(c: &Config) -> TracingConfig {
+    TracingConfig {
+        hip_runtime: c.hip_runtime,
+        hip_compiler: c.hip_compiler,
+        hsa_core: c.hsa_core,
+        hsa_amd_ext: c.hsa_amd_ext,
+        hsa_image: c.hsa_image,
+        hsa_finalizer: c.hsa_finalizer,
+        kernels: c.kernels,
+        copies: c.copies,
+        markers: c.markers,
+    }
+}
+
+/// The discovery outcome as the log's typed document.
+fn discovery_facts(d: &wsl_topology::Discovery, config: &Config) -> DiscoveryFacts {
+    let omissions = d
+        .omissions
+        .iter()
+        .map(|o| OmissionFact {
+            subject: o.subject.to_string(),
+            // Both enums carry the same stable kebab-case names (docs/avail-json.md).
+            kind: serde_json::to_value(o.kind)
+                .and_then(serde_json::from_value)
+                .unwrap_or(trace_records::docs::OmissionKind::Other),
+            reason: o.reason.clone(),
+        })
+        .collect();
+    DiscoveryFacts {
+        platform: match d.selection.platform {
+            wsl_topology::Platform::Wsl => PlatformKind::Wsl,
+            wsl_topology::Platform::GnuLinux => PlatformKind::GnuLinux,
+        },
+        detail: d.selection.detail.clone(),
+        omissions,
+        thunk: d.thunk.as_ref().map(|t| ThunkFacts {
+            path: t.path.clone(),
+            handshake_offered: t.handshake_offered,
+            handshake: t.handshake.to_owned(),
+            layout: t.layout,
+            total_nodes: t.total_nodes,
+            gpu_nodes: t.gpu_nodes,
+        }),
+        config: tracing_config(config),
+    }
+}
+
+fn init(config: Config) {
     hsa_intercept::clock::start();
     let settings = wsl_topology::Settings::from_env();
     let discovery = wsl_topology::discover(&settings);
-    if let Err(e) = std::fs::create_dir_all(&config.record_dir) {
-        warn(&format!(
-            "cannot create {}: {e}",
-            config.record_dir.display()
-        ));
-    }
     match open_log(&config.record_dir) {
-        Ok((writer, raw_fd)) => {
-            sink::install(writer, raw_fd);
+        Ok(log) => {
+            sink::install(log);
         }
-        Err(e) => warn(&format!(
-            "cannot create the record log {e}; nothing will be recorded"
+        Err(e) => say(&format!(
+            "cannot create the record log in {}: {e}; nothing will be recorded",
+            config.record_dir.display()
         )),
     }
     wrap::use_api_tracer();
     let agents = discovery.agents().iter().map(agent_info).collect();
-    if let Ok(json) = serde_json::to_string(&AgentsDocument::new(agents)) {
-        sink::emit_json(&json);
-    }
-    let facts = serde_json::json!({
-        "kind": "discovery",
-        "platform": discovery.selection.platform,
-        "detail": discovery.selection.detail,
-        "omissions": discovery.omissions,
-        "thunk": discovery.thunk,
-        "config": config,
-    });
-    sink::emit_json(&facts.to_string());
+    sink::emit_doc(&Document::Agents(AgentsList { agents }));
+    sink::emit_doc(&Document::Discovery(discovery_facts(&discovery, &config)));
     let policy = match discovery.selection.platform {
         wsl_topology::Platform::Wsl => wsl_topology::hsa_pairing::Policy::Wsl,
         wsl_topology::Platform::GnuLinux => wsl_topology::hsa_pairing::Policy::Strict,
@@ -102,41 +192,36 @@ fn init() {
         libc::atexit(at_exit);
         libc::pthread_atfork(None, None, Some(after_fork_in_child));
     }
-    install_crash_handlers();
 }
 
-/// A forked child records into a log of its own (the parent's writer thread does not exist
-/// in the child).
+/// A forked child records into a log of its own (the parent's chunks stay the parent's).
 extern "C" fn after_fork_in_child() {
     let _ = std::panic::catch_unwind(|| {
         let Some(state) = STATE.get() else { return };
         hsa_intercept::clock::restart_after_fork();
         hsa_intercept::dispatch::after_fork_in_child();
         match open_log(&state.config.record_dir) {
-            Ok((writer, raw_fd)) => sink::reinstall_after_fork(writer, raw_fd),
-            Err(e) => warn(&format!(
-                "forked process {}: cannot create {e}",
+            Ok(log) => sink::reinstall_after_fork(log),
+            Err(e) => say(&format!(
+                "forked process {}: cannot create its record log: {e}",
                 std::process::id()
             )),
         }
     });
 }
 
-/// Creates this process's record log `<pid>.rplog` in `dir` and its writer. Returns the writer
-/// and a descriptor of the same open file for [`sink::crash_flush`], or `"<path>: <error>"`.
-fn open_log(dir: &Path) -> Result<(LogWriter, c_int), String> {
-    use std::os::fd::IntoRawFd as _;
-    let pid = std::process::id();
-    let path = dir.join(format!("{pid}.rplog"));
-    let header = FileHeader {
-        pid,
-        created_ns: hsa_intercept::api::now_ns(),
-    };
-    match LogWriter::create_shared(&path, header) {
-        // The descriptor is kept for the process's lifetime.
-        Ok((writer, twin)) => Ok((writer, twin.into_raw_fd())),
-        Err(e) => Err(format!("{}: {e}", path.display())),
-    }
+/// Creates this image's record log in `dir` (`<pid>.rplog`, or `<pid>.<n>.rplog` after an
+/// `exec`).
+fn open_log(dir: &Path) -> std::io::Result<std::sync::Arc<LogFile>> {
+    LogFile::create(
+        dir,
+        FileHeader {
+            pid: std::process::id(),
+            image: 0,
+            ppid: std::os::unix::process::parent_id(),
+            created_ns: hsa_intercept::api::now_ns(),
+        },
+    )
 }
 
 /// Pairs the published agent records with the HSA runtime's agents (by KMT node id on WSL):
@@ -152,41 +237,31 @@ fn pair_agents() {
         .collect();
     let m = wsl_topology::hsa_pairing::compute(&state.agents, &views, state.policy);
     if let Some(msg) = m.unsupported_message() {
-        warn(&msg);
+        sink::warn(WarningKind::UnpairedAgents, msg);
     }
-    let doc = serde_json::json!({
-        "kind": "agent-mapping",
-        "pairs": m.pairs.iter().map(|p| p.0).collect::<Vec<_>>(),
-        "unmatched_gpu_node_ids": m.unmatched_gpu_node_ids,
-        "unmatched_other_node_ids": m.unmatched_other_node_ids,
-        "unqueryable": m.unqueryable_count,
-    });
-    sink::emit_json(&doc.to_string());
+    sink::emit_doc(&Document::AgentMapping(AgentMapping {
+        pairs: m.pairs.iter().map(|p| p.0).collect(),
+        unmatched_gpu_node_ids: m.unmatched_gpu_node_ids.clone(),
+        unmatched_other_node_ids: m.unmatched_other_node_ids.clone(),
+        unqueryable: m.unqueryable_count as usize,
+    }));
 }
 
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
         hsa_intercept::dispatch::finish_outstanding();
         if STATE.get().is_some() {
-            let facts = serde_json::json!({
-                "kind": "exit",
-                "runtimes_loaded": loaded_runtimes(),
-                "dropped_records": sink::dropped(),
-            });
-            sink::emit_json(&facts.to_string());
+            sink::emit_doc(&Document::Exit(ExitFacts {
+                runtimes_loaded: loaded_runtimes(),
+            }));
         }
-        sink::flush_all();
+        sink::seal_all();
     });
 }
 
 /// Which ROCm runtimes are mapped into the process (by file name).
-fn loaded_runtimes() -> Vec<&'static str> {
-    const RUNTIMES: [&str; 3] = [
-        "libhsa-runtime64.so",
-        "libamdhip64.so",
-        "librocprofiler-sdk-roctx.so",
-    ];
-    let mut found: Vec<&'static str> = Vec::new();
+fn loaded_runtimes() -> Vec<RuntimeLibrary> {
+    let mut found: Vec<RuntimeLibrary> = Vec::new();
     unsafe extern "C" fn visit(
         info: *mut libc::dl_phdr_info,
         _: usize,
@@ -195,13 +270,14 @@ fn loaded_runtimes() -> Vec<&'static str> {
         // SAFETY: the loader passes a valid info whose dlpi_name is null or a C string; `data`
         // is the Vec passed below.
         unsafe {
-            let found = &mut *data.cast::<Vec<&'static str>>();
+            let found = &mut *data.cast::<Vec<RuntimeLibrary>>();
             let name = (*info).dlpi_name;
             if !name.is_null() {
-                let name = CStr::from_ptr(name).to_string_lossy();
-                for r in RUNTIMES {
-                    if name.contains(r) && !found.contains(&r) {
-                        found.push(r);
+                let name = CStr::from_ptr(name).to_bytes();
+                for (lib, stem) in RuntimeLibrary::ALL {
+                    let hit = name.windows(stem.len()).any(|w| w == stem.as_bytes());
+                    if hit && !found.contains(&lib) {
+                        found.push(lib);
                     }
                 }
             }
@@ -211,44 +287,6 @@ fn loaded_runtimes() -> Vec<&'static str> {
     // SAFETY: the callback only reads loader data and writes `found`, which outlives the call.
     unsafe { libc::dl_iterate_phdr(Some(visit), (&raw mut found).cast()) };
     found
-}
-
-const FATAL_SIGNALS: [c_int; 5] = [
-    libc::SIGSEGV,
-    libc::SIGBUS,
-    libc::SIGILL,
-    libc::SIGFPE,
-    libc::SIGABRT,
-];
-
-extern "C" fn on_fatal_signal(signal: c_int) {
-    sink::crash_flush();
-    // SAFETY: restores the default disposition and re-raises, so the process dies of the same
-    // signal as it would have without the tool.
-    unsafe {
-        libc::signal(signal, libc::SIG_DFL);
-        libc::raise(signal);
-    }
-}
-
-fn install_crash_handlers() {
-    for signal in FATAL_SIGNALS {
-        // SAFETY: a zeroed sigaction with our handler; the previous handler is replaced only if
-        // it was the default (an application's own handler is left alone).
-        unsafe {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(signal, std::ptr::null(), &mut old) != 0
-                || old.sa_sigaction != libc::SIG_DFL
-            {
-                continue;
-            }
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_fatal_signal as *const () as usize;
-            action.sa_flags = libc::SA_RESETHAND;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(signal, &action, std::ptr::null_mut());
-        }
-    }
 }
 
 fn agent_info(a: &wsl_topology::Agent) -> AgentInfo {
@@ -335,10 +373,13 @@ unsafe fn trace_table(table: &ApiTable, base: *mut u8, enabled: bool) -> WrapRep
     // SAFETY: forwarded from the caller.
     let (_, report) = unsafe { wrap_table(table, base, |_| true) };
     if report.no_slot > 0 {
-        warn(&format!(
-            "{}: {} entries not traced (out of trampolines)",
-            table.c_name, report.no_slot
-        ));
+        sink::warn(
+            WarningKind::NotTraced,
+            format!(
+                "{}: {} entries not traced (out of trampolines)",
+                table.c_name, report.no_slot
+            ),
+        );
     }
     report
 }
@@ -365,6 +406,7 @@ pub unsafe extern "C" fn rocprofiler_set_api_table(
         let name = unsafe { CStr::from_ptr(name) }
             .to_string_lossy()
             .into_owned();
+        start_if_deferred();
         let Some(state) = STATE.get() else { return 0 };
         let c = &state.config;
         // SAFETY: per the contract, `tables` holds `num_tables` pointers.
@@ -395,8 +437,9 @@ pub unsafe extern "C" fn rocprofiler_set_api_table(
                             hsa_intercept::copies::install(amd_ext, fns);
                         }
                     },
-                    None if c.kernels || c.copies => warn(
-                        "the HSA runtime's table lacks entries kernel or copy tracing needs; those are not traced",
+                    None if c.kernels || c.copies => sink::warn(
+                        WarningKind::IncompleteTable,
+                        "the HSA runtime's table lacks entries kernel or copy tracing needs; kernels and copies are not traced",
                     ),
                     None => {}
                 }
@@ -431,12 +474,20 @@ pub unsafe extern "C" fn rocprofiler_set_api_table(
             }
             _ => {}
         }
-        let doc = serde_json::json!({"kind": "table", "name": name, "instance": lib_instance, "wrapped": wrapped});
-        sink::emit_json(&doc.to_string());
+        sink::emit_doc(&Document::Table(TableReceived {
+            runtime: Runtime::from_name(&name),
+            instance: lib_instance,
+            wrapped,
+        }));
         0
     });
     r.unwrap_or_else(|_| {
-        warn("a panic while wrapping API tables; tracing may be incomplete");
+        let _ = std::panic::catch_unwind(|| {
+            sink::warn(
+                WarningKind::Internal,
+                "a panic while wrapping API tables; tracing may be incomplete",
+            )
+        });
         0
     })
 }

@@ -35,3 +35,7 @@ pub fn parse_bool(v: &str) -> Result<bool, String> {
         )),
     }
 }
+
+/// The file in the record directory where processes that ran with the tool but without any
+/// ROCm runtime are noted (pid and parent pid, 4 little-endian bytes each, per process).
+pub const UNTRACED_PIDS: &str = "untraced.pids";

@@ -1,9 +1,9 @@
 //! Record types, the crash-safe record log, and rocprofv3-compatible exporters.
 //!
-//! The profiled process appends fixed-size records to per-thread [`log::ChunkBuffer`]s; full
-//! buffers go to a [`log::LogWriter`] thread that appends checksummed chunks to one file per
-//! process. After the run, the CLI reads every log with [`ProcessTrace::read`] (which keeps
-//! everything up to the first damaged chunk) and writes the requested files.
+//! The profiled process fills fixed-size chunks of its record log in place (the format is in
+//! [`log`]; the writer, which maps the file, is the `record-log` crate). After the run, the CLI
+//! reads every log with [`ProcessTrace::read`] (which skips damaged chunks, counting what they
+//! held, and keeps everything else) and writes the requested files.
 
 #![forbid(unsafe_code)]
 
@@ -32,6 +32,9 @@ pub enum Error {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// A path named like a record log is not a regular file (a FIFO, device or directory).
+    #[error("{}: not a regular file; skipped", .0.display())]
+    NotAFile(std::path::PathBuf),
     /// A record log is unreadable.
     #[error("{}: {source}", path.display())]
     Log {

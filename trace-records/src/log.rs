@@ -1,134 +1,201 @@
-//! The record log: one append-only file per process, written in checksummed chunks by a
-//! background thread, and read back up to the first damage.
+//! The record log's format: one file per process image, made of fixed-size chunks that the
+//! writing threads fill in place through a shared file mapping, and a reader that survives
+//! damage.
 //!
 //! ```text
-//! file   = header chunk*
-//! header = "RPRFLOG\0" version:u32 header_len:u32 pid:u32 reserved:u32 created_ns:u64   (32 B)
-//! chunk  = magic:u32 ("CHNK") payload_len:u32 entries:u32 crc32(payload):u32 payload
-//! entry  = tag:u16 len:u16 bytes[len]
+//! file    = header chunk*                       (header: HEADER_LEN bytes, chunks: CHUNK_SIZE)
+//! header  = "RPRFLOG\0" version:u32 header_len:u32 pid:u32 image:u32 created_ns:u64
+//!           chunk_size:u32 ppid:u32 crc32(bytes 0..40):u32 reserved…   losses:[u64; 8] at 64
+//! chunk   = magic:u32 ("CHNK") index:u32 commit:u64 crc32:u32 sealed:u32 tid:u32 reserved:u32
+//!           payload[CHUNK_CAPACITY]
+//! commit  = entries << 32 | payload_len   (one 64-bit store after each entry is complete)
+//! entry   = tag:u16 len:u16 bytes[len]
 //! ```
 //!
-//! All integers are little-endian. A process that dies mid-write leaves at most a torn last
-//! chunk; the reader stops there and keeps everything before it.
+//! All integers are little-endian. A writer fills its chunk's payload and then publishes the
+//! new commit word with a single store, so a process that dies at any instant leaves every
+//! chunk consistent up to its last commit: the reader trusts the commit word of an open chunk
+//! and, once a chunk is full (or the process exits), its checksum (`sealed` = [`SEALED`]).
+//! Chunks sit at fixed offsets, so a damaged chunk costs only itself: the reader goes on with
+//! the next one. A chunk whose header is all zeros was never handed out.
+//!
+//! The loss counters in the header are updated in place by the writing process (they are not
+//! covered by the header checksum).
 
+use crate::loss::{LossCause, LossCounts};
 use crate::record::{FixedRecord, StringId, Tag};
-use std::io::{self, Write};
-use std::path::Path;
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::thread::JoinHandle;
+use std::io::Read;
 
 /// First bytes of every log.
 pub const MAGIC: [u8; 8] = *b"RPRFLOG\0";
 /// Format version written; readers refuse others.
-pub const VERSION: u32 = 1;
-/// Size of the file header.
-pub const HEADER_LEN: usize = 32;
+pub const VERSION: u32 = 2;
+/// Size of the file header (one page, so the chunks are page-aligned in the file).
+pub const HEADER_LEN: usize = 4096;
+/// Offset of the loss counters in the header.
+pub const LOSSES_AT: usize = 64;
+/// Size of a chunk, header included.
+pub const CHUNK_SIZE: usize = 64 * 1024;
 /// Magic of each chunk ("CHNK").
 pub const CHUNK_MAGIC: u32 = u32::from_le_bytes(*b"CHNK");
 /// Size of a chunk header.
-pub const CHUNK_HEADER_LEN: usize = 16;
-/// Payload capacity of one chunk buffer.
-pub const CHUNK_CAPACITY: usize = 64 * 1024;
+pub const CHUNK_HEADER_LEN: usize = 32;
+/// Offset of the commit word in a chunk header.
+pub const COMMIT_AT: usize = 8;
+/// Payload capacity of one chunk.
+pub const CHUNK_CAPACITY: usize = CHUNK_SIZE - CHUNK_HEADER_LEN;
+/// The `sealed` value of a chunk whose checksum covers its committed payload.
+pub const SEALED: u32 = 0x5EA1_ED01;
 /// Longest variable-length entry (strings, JSON) that fits even an empty chunk next to its
-/// 4-byte entry header (the length field itself could say up to `u16::MAX`).
+/// 4-byte entry header.
 pub const MAX_ENTRY: usize = CHUNK_CAPACITY - 4;
 
+const _: () = assert!(MAX_ENTRY <= u16::MAX as usize);
+const _: () = assert!(LOSSES_AT + 8 * LossCause::COUNT <= HEADER_LEN);
+
 /// The file header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FileHeader {
     /// Process id of the writer.
     pub pid: u32,
+    /// Which image of that process (0 for the first; each `exec` that loads the tool again
+    /// writes a log of its own with the next number).
+    pub image: u32,
+    /// Parent process id.
+    pub ppid: u32,
     /// When the log was created (host timeline, ns).
     pub created_ns: u64,
 }
 
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
 impl FileHeader {
-    /// The header's bytes.
-    pub fn encode(&self) -> [u8; HEADER_LEN] {
-        let mut b = [0u8; HEADER_LEN];
+    /// The header's bytes (loss counters zero).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = vec![0u8; HEADER_LEN];
         b[..8].copy_from_slice(&MAGIC);
         b[8..12].copy_from_slice(&VERSION.to_le_bytes());
         b[12..16].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
         b[16..20].copy_from_slice(&self.pid.to_le_bytes());
+        b[20..24].copy_from_slice(&self.image.to_le_bytes());
         b[24..32].copy_from_slice(&self.created_ns.to_le_bytes());
+        b[32..36].copy_from_slice(&(CHUNK_SIZE as u32).to_le_bytes());
+        b[36..40].copy_from_slice(&self.ppid.to_le_bytes());
+        let crc = crc32fast::hash(&b[..40]);
+        b[40..44].copy_from_slice(&crc.to_le_bytes());
         b
+    }
+
+    /// Decodes a header; `Err` says what is wrong.
+    fn decode(b: &[u8]) -> Result<Self, HeaderProblem> {
+        if b.len() < HEADER_LEN {
+            return Err(HeaderProblem::Short);
+        }
+        if b[..8] != MAGIC {
+            return Err(HeaderProblem::Damaged("bad magic"));
+        }
+        if crc32fast::hash(&b[..40]) != u32_at(b, 40) {
+            return Err(HeaderProblem::Damaged("header checksum mismatch"));
+        }
+        let version = u32_at(b, 8);
+        if version != VERSION {
+            return Err(HeaderProblem::Version(version));
+        }
+        if u32_at(b, 12) as usize != HEADER_LEN || u32_at(b, 32) as usize != CHUNK_SIZE {
+            return Err(HeaderProblem::Damaged("unexpected header or chunk size"));
+        }
+        Ok(Self {
+            pid: u32_at(b, 16),
+            image: u32_at(b, 20),
+            created_ns: u64_at(b, 24),
+            ppid: u32_at(b, 36),
+        })
     }
 }
 
-/// A chunk's worth of encoded entries, filled on the traced thread without allocating.
-///
-/// The first [`CHUNK_HEADER_LEN`] bytes are reserved for the chunk header, so a finished chunk
-/// is one contiguous buffer written with a single `write(2)`: chunks from different writers
-/// (the log thread, a crash handler) never interleave in an `O_APPEND` file.
-#[derive(Debug)]
-pub struct ChunkBuffer {
-    bytes: Vec<u8>,
+enum HeaderProblem {
+    Short,
+    Version(u32),
+    Damaged(&'static str),
+}
+
+/// Packs a commit word.
+pub fn commit_word(entries: u32, len: u32) -> u64 {
+    (u64::from(entries) << 32) | u64::from(len)
+}
+
+/// The header bytes of a chunk handed out as number `index` (not sealed, nothing committed).
+pub fn open_chunk_header(index: u32, tid: u32) -> [u8; CHUNK_HEADER_LEN] {
+    let mut h = [0u8; CHUNK_HEADER_LEN];
+    h[..4].copy_from_slice(&CHUNK_MAGIC.to_le_bytes());
+    h[4..8].copy_from_slice(&index.to_le_bytes());
+    h[24..28].copy_from_slice(&tid.to_le_bytes());
+    h
+}
+
+/// Fills a chunk's payload, entry by entry. The caller owns the payload bytes and publishes
+/// [`ChunkFill::commit`] after each successful push.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChunkFill {
+    len: u32,
     entries: u32,
 }
 
-impl Default for ChunkBuffer {
-    fn default() -> Self {
-        Self::with_vec(Vec::new())
-    }
-}
-
-impl ChunkBuffer {
-    /// Reuses `bytes` (cleared) as the buffer, with room for a whole chunk so that filling it
-    /// never reallocates.
-    pub fn with_vec(mut bytes: Vec<u8>) -> Self {
-        bytes.clear();
-        // `reserve_exact` counts from the length, which is 0 now.
-        bytes.reserve_exact(CHUNK_HEADER_LEN + CHUNK_CAPACITY);
-        bytes.extend_from_slice(&[0; CHUNK_HEADER_LEN]);
-        Self { bytes, entries: 0 }
-    }
-
-    /// Appends a fixed-size record; `false` (nothing written) if the chunk is full.
+impl ChunkFill {
+    /// Appends one entry made of `parts`; `false` (nothing written) if it does not fit.
     #[inline]
-    pub fn push<R: FixedRecord>(&mut self, record: &R) -> bool {
-        let bytes = record.as_bytes();
-        if self.len() + 4 + bytes.len() > CHUNK_CAPACITY {
+    pub fn push_parts(&mut self, payload: &mut [u8], tag: Tag, parts: &[&[u8]]) -> bool {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let at = self.len as usize;
+        let end = at + 4 + len;
+        if len > MAX_ENTRY || end > payload.len().min(CHUNK_CAPACITY) {
             return false;
         }
-        let mut head = [0u8; 4];
-        head[..2].copy_from_slice(&(R::TAG as u16).to_le_bytes());
-        head[2..].copy_from_slice(&(bytes.len() as u16).to_le_bytes());
-        self.bytes.extend_from_slice(&head);
-        self.bytes.extend_from_slice(bytes);
+        payload[at..at + 2].copy_from_slice(&(tag as u16).to_le_bytes());
+        payload[at + 2..at + 4].copy_from_slice(&(len as u16).to_le_bytes());
+        let mut p = at + 4;
+        for part in parts {
+            payload[p..p + part.len()].copy_from_slice(part);
+            p += part.len();
+        }
+        self.len = end as u32;
         self.entries += 1;
         true
+    }
+
+    /// Appends a fixed-size record.
+    #[inline]
+    pub fn push<R: FixedRecord>(&mut self, payload: &mut [u8], record: &R) -> bool {
+        self.push_parts(payload, R::TAG, &[record.as_bytes()])
     }
 
     /// Appends a string definition (a text too long for one entry is cut at a character
-    /// boundary); `false` if it does not fit in this chunk.
-    pub fn push_string(&mut self, id: StringId, text: &str) -> bool {
+    /// boundary).
+    pub fn push_string(&mut self, payload: &mut [u8], id: StringId, text: &str) -> bool {
         let text = truncate(text, MAX_ENTRY - 4);
-        self.push_raw(Tag::StringDef, &[&id.to_le_bytes(), text.as_bytes()])
+        self.push_parts(payload, Tag::StringDef, &[&id.to_le_bytes(), text.as_bytes()])
     }
 
-    /// Appends a JSON document; `false` if it does not fit (or is too long).
-    pub fn push_json(&mut self, json: &str) -> bool {
-        json.len() <= MAX_ENTRY && self.push_raw(Tag::Json, &[json.as_bytes()])
+    /// Appends a JSON document (`false` if it is longer than [`MAX_ENTRY`]).
+    pub fn push_json(&mut self, payload: &mut [u8], json: &str) -> bool {
+        self.push_parts(payload, Tag::Json, &[json.as_bytes()])
     }
 
+    /// The commit word to publish after a push.
     #[inline]
-    fn push_raw(&mut self, tag: Tag, parts: &[&[u8]]) -> bool {
-        let len: usize = parts.iter().map(|p| p.len()).sum();
-        if len > MAX_ENTRY || self.len() + 4 + len > CHUNK_CAPACITY {
-            return false;
-        }
-        self.bytes.extend_from_slice(&(tag as u16).to_le_bytes());
-        self.bytes.extend_from_slice(&(len as u16).to_le_bytes());
-        for p in parts {
-            self.bytes.extend_from_slice(p);
-        }
-        self.entries += 1;
-        true
+    pub fn commit(&self) -> u64 {
+        commit_word(self.entries, self.len)
     }
 
-    /// Entries in the buffer.
-    pub fn entries(&self) -> u32 {
-        self.entries
+    /// Payload bytes used.
+    pub fn len(&self) -> usize {
+        self.len as usize
     }
 
     /// Whether nothing was appended.
@@ -136,27 +203,14 @@ impl ChunkBuffer {
         self.entries == 0
     }
 
-    /// Encoded payload length.
-    pub fn len(&self) -> usize {
-        self.bytes.len() - CHUNK_HEADER_LEN
+    /// Entries appended.
+    pub fn entries(&self) -> u32 {
+        self.entries
     }
 
-    /// Fills in the chunk header and returns the whole chunk (header and payload).
-    pub fn finish(&mut self) -> &[u8] {
-        let payload = &self.bytes[CHUNK_HEADER_LEN..];
-        let crc = crc32fast::hash(payload);
-        let len = payload.len() as u32;
-        self.bytes[..4].copy_from_slice(&CHUNK_MAGIC.to_le_bytes());
-        self.bytes[4..8].copy_from_slice(&len.to_le_bytes());
-        self.bytes[8..12].copy_from_slice(&self.entries.to_le_bytes());
-        self.bytes[12..16].copy_from_slice(&crc.to_le_bytes());
-        &self.bytes
-    }
-
-    /// Empties the buffer for reuse.
-    pub fn clear(&mut self) {
-        self.bytes.truncate(CHUNK_HEADER_LEN);
-        self.entries = 0;
+    /// The checksum a sealed chunk carries (over the used part of `payload`).
+    pub fn checksum(&self, payload: &[u8]) -> u32 {
+        crc32fast::hash(&payload[..self.len as usize])
     }
 }
 
@@ -171,135 +225,59 @@ fn truncate(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
-enum Msg {
-    Chunk(ChunkBuffer),
-    Flush(SyncSender<io::Result<()>>),
+/// Builds a log in memory with the writer's exact format (for tests, examples and tools that
+/// produce logs without a shared mapping).
+#[derive(Debug, Clone)]
+pub struct LogBuilder {
+    bytes: Vec<u8>,
+    chunks: u32,
 }
 
-/// Writes chunks to the log on a background thread, so traced threads never wait for I/O
-/// (unless more than a bounded number of chunks are in flight).
-#[derive(Debug)]
-pub struct LogWriter {
-    tx: Option<SyncSender<Msg>>,
-    spare: std::sync::Mutex<Receiver<Vec<u8>>>,
-    thread: Option<JoinHandle<io::Result<()>>>,
-}
-
-impl std::fmt::Debug for Msg {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Msg")
-    }
-}
-
-impl LogWriter {
-    /// Creates (truncating) the log at `path`, writes its header, and opens it for appending.
-    pub fn create(path: &Path, header: FileHeader) -> io::Result<Self> {
-        Self::create_shared(path, header).map(|(writer, _)| writer)
-    }
-
-    /// [`LogWriter::create`], also returning a second handle to the same open file
-    /// (`O_APPEND`, close-on-exec) for a writer outside the log thread, such as a crash handler:
-    /// whole chunks written through either never interleave.
-    pub fn create_shared(path: &Path, header: FileHeader) -> io::Result<(Self, std::fs::File)> {
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(path)?;
-        file.set_len(0)?;
-        file.write_all(&header.encode())?;
-        let twin = file.try_clone()?;
-        Ok((Self::spawn(file)?, twin))
-    }
-
-    /// Appends to an already created log through `file` (opened with `O_APPEND`).
-    pub fn spawn(file: std::fs::File) -> io::Result<Self> {
-        let (tx, rx) = sync_channel::<Msg>(64);
-        let (spare_tx, spare_rx) = sync_channel::<Vec<u8>>(64);
-        let thread = std::thread::Builder::new()
-            .name("rocprof-log".into())
-            .spawn(move || write_loop(file, rx, spare_tx))?;
-        Ok(Self {
-            tx: Some(tx),
-            spare: std::sync::Mutex::new(spare_rx),
-            thread: Some(thread),
-        })
-    }
-
-    /// An empty buffer, recycled from written chunks when one is available.
-    pub fn buffer(&self) -> ChunkBuffer {
-        let recycled = self.spare.lock().ok().and_then(|rx| rx.try_recv().ok());
-        recycled.map_or_else(ChunkBuffer::default, ChunkBuffer::with_vec)
-    }
-
-    /// Queues a chunk for writing (empty buffers are dropped).
-    pub fn submit(&self, buffer: ChunkBuffer) {
-        if buffer.is_empty() {
-            return;
-        }
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(Msg::Chunk(buffer));
+impl LogBuilder {
+    /// A log with `header` and no chunks.
+    pub fn new(header: FileHeader) -> Self {
+        Self {
+            bytes: header.encode(),
+            chunks: 0,
         }
     }
 
-    /// Waits until every submitted chunk is written to the file.
-    pub fn flush(&self) -> io::Result<()> {
-        let (done_tx, done_rx) = sync_channel(1);
-        let Some(tx) = &self.tx else { return Ok(()) };
-        tx.send(Msg::Flush(done_tx))
-            .map_err(|_| io::Error::other("log writer stopped"))?;
-        // Bounded: a writer thread that no longer exists (after fork) must not hang the caller.
-        done_rx
-            .recv_timeout(std::time::Duration::from_secs(10))
-            .map_err(|_| io::Error::other("log writer did not answer"))?
-    }
-
-    /// Writes everything still queued and closes the file.
-    pub fn finish(mut self) -> io::Result<()> {
-        self.stop()
-    }
-
-    fn stop(&mut self) -> io::Result<()> {
-        drop(self.tx.take());
-        match self.thread.take() {
-            Some(t) => t
-                .join()
-                .unwrap_or_else(|_| Err(io::Error::other("log writer panicked"))),
-            None => Ok(()),
+    /// Appends a chunk filled by `fill`; sealed (checksummed) when `seal`, else left open as a
+    /// process that died would leave it.
+    pub fn chunk(&mut self, seal: bool, fill: impl FnOnce(&mut ChunkFill, &mut [u8])) -> &mut Self {
+        let mut chunk = vec![0u8; CHUNK_SIZE];
+        chunk[..CHUNK_HEADER_LEN].copy_from_slice(&open_chunk_header(self.chunks, 1));
+        let mut f = ChunkFill::default();
+        fill(&mut f, &mut chunk[CHUNK_HEADER_LEN..]);
+        chunk[COMMIT_AT..COMMIT_AT + 8].copy_from_slice(&f.commit().to_le_bytes());
+        if seal {
+            let crc = f.checksum(&chunk[CHUNK_HEADER_LEN..]);
+            chunk[16..20].copy_from_slice(&crc.to_le_bytes());
+            chunk[20..24].copy_from_slice(&SEALED.to_le_bytes());
         }
+        self.bytes.extend_from_slice(&chunk);
+        self.chunks += 1;
+        self
     }
-}
 
-impl Drop for LogWriter {
-    fn drop(&mut self) {
-        let _ = self.stop();
+    /// Appends a chunk that was never handed out (all zeros).
+    pub fn unused_chunk(&mut self) -> &mut Self {
+        self.bytes.resize(self.bytes.len() + CHUNK_SIZE, 0);
+        self.chunks += 1;
+        self
     }
-}
 
-fn write_loop(
-    mut file: std::fs::File,
-    rx: Receiver<Msg>,
-    spare: SyncSender<Vec<u8>>,
-) -> io::Result<()> {
-    let mut status = Ok(());
-    for msg in rx {
-        match msg {
-            Msg::Chunk(mut buffer) => {
-                // One write per chunk: nothing is buffered here that a crash could lose.
-                if status.is_ok() {
-                    status = file.write_all(buffer.finish());
-                }
-                let _ = spare.try_send(buffer.bytes);
-            }
-            Msg::Flush(done) => {
-                let result = match &status {
-                    Ok(()) => Ok(()),
-                    Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
-                };
-                let _ = done.send(result);
-            }
-        }
+    /// Sets a loss counter in the header.
+    pub fn loss(&mut self, cause: LossCause, n: u64) -> &mut Self {
+        let at = LOSSES_AT + 8 * cause as usize;
+        self.bytes[at..at + 8].copy_from_slice(&n.to_le_bytes());
+        self
     }
-    status
+
+    /// The log's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
 }
 
 /// One decoded entry.
@@ -311,121 +289,252 @@ pub struct RawEntry<'a> {
     pub bytes: &'a [u8],
 }
 
-/// Where and why reading stopped early.
+/// A damaged part of a log, skipped by the reader.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Damage {
-    /// Byte offset of the damaged chunk.
-    pub offset: usize,
+    /// Byte offset of the damaged chunk (0: the file header).
+    pub offset: u64,
     /// What was wrong.
     pub reason: String,
-    /// Bytes from the damage to the end of the file (not read).
-    pub bytes_lost: usize,
+    /// Records the chunk said it held (0 when that cannot be known).
+    pub records: u64,
 }
 
 /// Errors that make a log unreadable as a whole.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LogError {
-    /// The file is shorter than its header or does not start with the magic.
-    #[error("not a rocprof record log (bad or missing header)")]
-    NotALog,
+    /// Empty, shorter than its header, or neither its header nor its first chunk is
+    /// recognisable.
+    #[error("not a rocprof record log ({0})")]
+    NotALog(&'static str),
     /// Written by an incompatible version.
     #[error("record log version {0} is not supported (this build reads version {VERSION})")]
     Version(u32),
+    /// Reading failed.
+    #[error("cannot read the record log: {0}")]
+    Io(#[from] std::io::Error),
 }
 
-/// Parses the header and walks the chunks, calling `visit` for every entry of every intact
-/// chunk. Stops at the first damaged chunk (torn, bad magic, bad checksum, malformed entry)
-/// and reports it; entries of earlier chunks have been visited, none of the damaged one.
-pub fn walk<'a>(
-    bytes: &'a [u8],
-    mut visit: impl FnMut(RawEntry<'a>),
-) -> Result<(FileHeader, Option<Damage>), LogError> {
-    if bytes.len() < HEADER_LEN || bytes[..8] != MAGIC {
-        return Err(LogError::NotALog);
-    }
-    let u32_at =
-        |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"));
-    let version = u32_at(bytes, 8);
-    if version != VERSION {
-        return Err(LogError::Version(version));
-    }
-    let header_len = u32_at(bytes, 12) as usize;
-    if header_len < HEADER_LEN || header_len > bytes.len() {
-        return Err(LogError::NotALog);
-    }
-    let header = FileHeader {
-        pid: u32_at(bytes, 16),
-        created_ns: u64::from_le_bytes(bytes[24..32].try_into().expect("8 bytes")),
-    };
-    let mut at = header_len;
-    let damage = |at: usize, reason: String| Damage {
-        offset: at,
-        reason,
-        bytes_lost: bytes.len() - at,
-    };
-    while at < bytes.len() {
-        if bytes.len() - at < CHUNK_HEADER_LEN {
-            return Ok((header, Some(damage(at, "torn chunk header".into()))));
-        }
-        if u32_at(bytes, at) != CHUNK_MAGIC {
-            return Ok((header, Some(damage(at, "bad chunk magic".into()))));
-        }
-        let len = u32_at(bytes, at + 4) as usize;
-        let entries = u32_at(bytes, at + 8);
-        let crc = u32_at(bytes, at + 12);
-        let body = at + CHUNK_HEADER_LEN;
-        if len > bytes.len() - body {
-            return Ok((
-                header,
-                Some(damage(
-                    at,
-                    format!("torn chunk: {} of {len} payload bytes", bytes.len() - body),
-                )),
-            ));
-        }
-        let payload = &bytes[body..body + len];
-        if crc32fast::hash(payload) != crc {
-            return Ok((header, Some(damage(at, "chunk checksum mismatch".into()))));
-        }
-        match split_entries(payload, entries) {
-            Ok(list) => list.into_iter().for_each(&mut visit),
-            Err(reason) => return Ok((header, Some(damage(at, reason)))),
-        }
-        at = body + len;
-    }
-    Ok((header, None))
+/// What a walk over a log found besides its entries.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WalkOutcome {
+    /// The header (from the file, or the fallback when the file's was damaged).
+    pub header: FileHeader,
+    /// Loss counters the writer kept (zero when the header was damaged), plus what the reader
+    /// itself could not read.
+    pub losses: LossCounts,
+    /// Damaged chunks (and header), in file order.
+    pub damage: Vec<Damage>,
+    /// Chunks holding records.
+    pub chunks: u64,
+    /// Chunks that were still open (not sealed) when the log was read.
+    pub open_chunks: u64,
 }
 
-fn split_entries(payload: &[u8], expected: u32) -> Result<Vec<RawEntry<'_>>, String> {
-    // `expected` comes from the chunk header, which the checksum does not cover: a damaged count
-    // must not size the allocation (every entry takes at least its 4-byte header).
-    let mut out = Vec::with_capacity((expected as usize).min(payload.len() / 4));
+/// Reads a whole log from `source`, chunk by chunk (memory: one chunk), calling `visit` for
+/// every entry of every intact chunk. A damaged chunk is reported in
+/// [`WalkOutcome::damage`] and skipped; reading goes on at the next chunk. When the file header
+/// is damaged but chunks follow, `fallback` supplies the header (e.g. the pid from the file
+/// name) and the damage is reported at offset 0.
+pub fn walk(
+    mut source: impl Read,
+    fallback: Option<FileHeader>,
+    mut visit: impl FnMut(RawEntry<'_>),
+) -> Result<WalkOutcome, LogError> {
+    let mut head = vec![0u8; HEADER_LEN];
+    let got = read_full(&mut source, &mut head)?;
+    let mut out = WalkOutcome::default();
+    let header_ok = match FileHeader::decode(&head[..got]) {
+        Ok(h) => {
+            out.header = h;
+            for c in LossCause::ALL {
+                out.losses.add(c, u64_at(&head, LOSSES_AT + 8 * c as usize));
+            }
+            true
+        }
+        Err(HeaderProblem::Version(v)) => return Err(LogError::Version(v)),
+        Err(HeaderProblem::Short) if got == 0 => return Err(LogError::NotALog("the file is empty")),
+        Err(HeaderProblem::Short) => {
+            return Err(LogError::NotALog("the file is shorter than a log header"));
+        }
+        Err(HeaderProblem::Damaged(why)) => {
+            out.damage.push(Damage {
+                offset: 0,
+                reason: format!("damaged file header ({why}); its loss counters are unknown"),
+                records: 0,
+            });
+            false
+        }
+    };
+    let mut chunk = vec![0u8; CHUNK_SIZE];
+    let mut offset = HEADER_LEN as u64;
+    let mut first = true;
+    loop {
+        let n = read_full(&mut source, &mut chunk)?;
+        if n == 0 {
+            break;
+        }
+        if first && !header_ok {
+            // Without a header, go on only if the first chunk is recognisably a chunk.
+            if n < CHUNK_HEADER_LEN || u32_at(&chunk, 0) != CHUNK_MAGIC {
+                return Err(LogError::NotALog("bad header and no recognisable chunk"));
+            }
+            out.header = fallback.unwrap_or_default();
+        }
+        first = false;
+        let bytes = &chunk[..n];
+        match check_chunk(bytes) {
+            ChunkState::Unused => {}
+            ChunkState::Intact { len, entries, sealed } => {
+                let payload = &bytes[CHUNK_HEADER_LEN..CHUNK_HEADER_LEN + len];
+                match split_entries(payload, entries) {
+                    Ok(()) => {
+                        for_each_entry(payload, &mut visit);
+                        out.chunks += 1;
+                        out.open_chunks += u64::from(!sealed);
+                    }
+                    Err(reason) => out.damaged(offset, reason, u64::from(entries)),
+                }
+            }
+            ChunkState::Damaged { reason, records } => out.damaged(offset, reason, records),
+        }
+        if n < CHUNK_SIZE {
+            break;
+        }
+        offset += CHUNK_SIZE as u64;
+    }
+    if !header_ok && first {
+        return Err(LogError::NotALog("bad header and no chunks"));
+    }
+    Ok(out)
+}
+
+impl WalkOutcome {
+    fn damaged(&mut self, offset: u64, reason: String, records: u64) {
+        self.losses.add(LossCause::Damaged, records);
+        self.damage.push(Damage {
+            offset,
+            reason,
+            records,
+        });
+    }
+}
+
+/// Reads until `buf` is full or the source ends; returns the bytes read.
+fn read_full(source: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match source.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+enum ChunkState {
+    Unused,
+    Intact { len: usize, entries: u32, sealed: bool },
+    Damaged { reason: String, records: u64 },
+}
+
+/// Most records a chunk can hold (each entry takes at least its 4-byte header).
+const MAX_ENTRIES: u64 = (CHUNK_CAPACITY / 4) as u64;
+
+fn check_chunk(b: &[u8]) -> ChunkState {
+    if b.len() < CHUNK_SIZE {
+        if b.iter().all(|&x| x == 0) {
+            return ChunkState::Unused;
+        }
+        return ChunkState::Damaged {
+            reason: format!("torn chunk: {} of {CHUNK_SIZE} bytes", b.len()),
+            records: 0,
+        };
+    }
+    let commit = u64_at(b, COMMIT_AT);
+    let (entries, len) = ((commit >> 32) as u32, (commit & 0xFFFF_FFFF) as usize);
+    let plausible = u64::from(entries).min(MAX_ENTRIES);
+    let magic = u32_at(b, 0);
+    if magic != CHUNK_MAGIC {
+        if b[..CHUNK_HEADER_LEN].iter().all(|&x| x == 0) && b[CHUNK_HEADER_LEN..CHUNK_HEADER_LEN + 4] == [0; 4] {
+            return ChunkState::Unused;
+        }
+        return ChunkState::Damaged {
+            reason: "bad chunk magic".into(),
+            records: plausible,
+        };
+    }
+    if len > CHUNK_CAPACITY {
+        return ChunkState::Damaged {
+            reason: format!("commit word claims {len} payload bytes (at most {CHUNK_CAPACITY})"),
+            records: plausible,
+        };
+    }
+    let sealed = match u32_at(b, 20) {
+        0 => false,
+        SEALED => true,
+        other => {
+            return ChunkState::Damaged {
+                reason: format!("bad seal mark {other:#x}"),
+                records: plausible,
+            };
+        }
+    };
+    if sealed && crc32fast::hash(&b[CHUNK_HEADER_LEN..CHUNK_HEADER_LEN + len]) != u32_at(b, 16) {
+        return ChunkState::Damaged {
+            reason: "chunk checksum mismatch".into(),
+            records: plausible,
+        };
+    }
+    ChunkState::Intact {
+        len,
+        entries,
+        sealed,
+    }
+}
+
+/// Checks that `payload` holds exactly `expected` well-formed entries.
+fn split_entries(payload: &[u8], expected: u32) -> Result<(), String> {
     let mut at = 0;
+    let mut n: u64 = 0;
     while at < payload.len() {
         if payload.len() - at < 4 {
             return Err("truncated entry header".into());
         }
         let tag = u16::from_le_bytes([payload[at], payload[at + 1]]);
         let len = u16::from_le_bytes([payload[at + 2], payload[at + 3]]) as usize;
-        let Some(tag) = Tag::from_u16(tag) else {
+        if Tag::from_u16(tag).is_none() {
             return Err(format!("unknown entry tag {tag}"));
-        };
+        }
         let end = at + 4 + len;
         if end > payload.len() {
-            return Err("entry runs past its chunk".into());
+            return Err("entry runs past its chunk's commit".into());
         }
-        out.push(RawEntry {
-            tag,
-            bytes: &payload[at + 4..end],
-        });
+        n += 1;
         at = end;
     }
-    if out.len() != expected as usize {
-        return Err(format!(
-            "chunk declares {expected} entries but holds {}",
-            out.len()
-        ));
+    if n != u64::from(expected) {
+        return Err(format!("chunk commits {expected} entries but holds {n}"));
     }
-    Ok(out)
+    Ok(())
+}
+
+/// Visits the entries of a payload already checked by [`split_entries`].
+fn for_each_entry<'a>(payload: &'a [u8], visit: &mut impl FnMut(RawEntry<'a>)) {
+    let mut at = 0;
+    while at + 4 <= payload.len() {
+        let tag = u16::from_le_bytes([payload[at], payload[at + 1]]);
+        let len = u16::from_le_bytes([payload[at + 2], payload[at + 3]]) as usize;
+        let end = at + 4 + len;
+        if let Some(tag) = Tag::from_u16(tag) {
+            visit(RawEntry {
+                tag,
+                bytes: &payload[at + 4..end],
+            });
+        }
+        at = end;
+    }
 }

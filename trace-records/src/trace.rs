@@ -1,6 +1,8 @@
 //! A process's records, loaded from its log.
 
+use crate::docs::{Document, Documents};
 use crate::log::{Damage, FileHeader, LogError, RawEntry, walk};
+use crate::loss::{LossCause, LossCounts};
 use crate::record::*;
 use std::collections::HashMap;
 use zerocopy::FromBytes;
@@ -10,6 +12,10 @@ use zerocopy::FromBytes;
 pub struct ProcessTrace {
     /// Writer's process id.
     pub pid: u32,
+    /// Which image of the process wrote it (0, then 1 after an `exec`, …).
+    pub image: u32,
+    /// The writer's parent process id.
+    pub ppid: u32,
     /// When its log was created.
     pub created_ns: u64,
     /// Interned strings.
@@ -26,33 +32,70 @@ pub struct ProcessTrace {
     pub copies: Vec<MemoryCopyRecord>,
     /// ROCTx marks and ranges.
     pub markers: Vec<MarkerRecord>,
-    /// JSON documents (agent descriptions, run facts), in log order.
+    /// JSON documents as written, in log order.
     pub json: Vec<String>,
-    /// Entries that were well-formed in an intact chunk but could not be decoded.
-    pub malformed_entries: usize,
-    /// Where reading stopped early, if it did.
-    pub damage: Option<Damage>,
+    /// The typed documents (agents, discovery facts, tables received, exit facts, warnings).
+    pub docs: Documents,
+    /// Records lost, by cause: the writer's counts plus what this read could not decode.
+    pub losses: LossCounts,
+    /// Damaged chunks that were skipped.
+    pub damage: Vec<Damage>,
+    /// Chunks still open (the process did not exit normally, or exited while writing).
+    pub open_chunks: u64,
 }
 
 impl ProcessTrace {
-    /// Decodes a whole log. Fails only if the header is unusable; damage later in the file is
-    /// reported in [`ProcessTrace::damage`] with everything before it kept.
+    /// Decodes a whole log. Fails only if nothing of it is recognisable; damaged chunks are
+    /// reported in [`ProcessTrace::damage`] and counted, everything else is kept.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, LogError> {
+        Self::from_reader(bytes, None)
+    }
+
+    /// Decodes a log read from `source` one chunk at a time; `fallback` is the header to use
+    /// when the file's own is damaged.
+    pub fn from_reader(
+        source: impl std::io::Read,
+        fallback: Option<FileHeader>,
+    ) -> Result<Self, LogError> {
         let mut t = ProcessTrace::default();
-        let (header, damage): (FileHeader, _) = walk(bytes, |e| t.add(e))?;
-        t.pid = header.pid;
-        t.created_ns = header.created_ns;
-        t.damage = damage;
+        let outcome = walk(source, fallback, |e| t.add(e))?;
+        t.pid = outcome.header.pid;
+        t.image = outcome.header.image;
+        t.ppid = outcome.header.ppid;
+        t.created_ns = outcome.header.created_ns;
+        t.losses.merge(&outcome.losses);
+        t.damage = outcome.damage;
+        t.open_chunks = outcome.open_chunks;
         Ok(t)
     }
 
-    /// Reads and decodes the log at `path`.
+    /// Reads and decodes the log at `path`. Only a regular file is opened, never through a
+    /// symbolic link and never blocking (a FIFO named like a log is refused, not waited on).
+    /// The pid and image in the file name (`<pid>.rplog`, `<pid>.<image>.rplog`) stand in for
+    /// a damaged header.
     pub fn read(path: &std::path::Path) -> Result<Self, crate::Error> {
-        let bytes = std::fs::read(path).map_err(crate::Error::io(path))?;
-        Self::from_bytes(&bytes).map_err(|e| crate::Error::Log {
-            path: path.to_owned(),
-            source: e,
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(crate::Error::io(path))?;
+        let meta = file.metadata().map_err(crate::Error::io(path))?;
+        if !meta.file_type().is_file() {
+            return Err(crate::Error::NotAFile(path.to_owned()));
+        }
+        let fallback = fallback_header(path);
+        Self::from_reader(std::io::BufReader::with_capacity(0, file), fallback).map_err(|e| {
+            crate::Error::Log {
+                path: path.to_owned(),
+                source: e,
+            }
         })
+    }
+
+    /// Every record of the trace (API calls, dispatches, copies, markers).
+    pub fn record_count(&self) -> usize {
+        self.api.len() + self.dispatches.len() + self.copies.len() + self.markers.len()
     }
 
     fn add(&mut self, e: RawEntry<'_>) {
@@ -68,9 +111,10 @@ impl ProcessTrace {
             }
             Tag::StringDef => false,
             Tag::Json => {
-                self.json
-                    .push(String::from_utf8_lossy(e.bytes).into_owned());
-                true
+                let text = String::from_utf8_lossy(e.bytes).into_owned();
+                let doc = Document::from_json(&text);
+                self.json.push(text);
+                doc.map(|d| self.docs.add(d)).is_some()
             }
             Tag::OperationName => fixed::<OperationName>(e.bytes)
                 .map(|o| self.operations.insert((o.domain, o.operation), o.name))
@@ -82,7 +126,7 @@ impl ProcessTrace {
             Tag::Marker => fixed(e.bytes).map(|r| self.markers.push(r)).is_some(),
         };
         if !ok {
-            self.malformed_entries += 1;
+            self.losses.add(LossCause::Malformed, 1);
         }
     }
 
@@ -112,4 +156,18 @@ impl ProcessTrace {
         }
         map
     }
+}
+
+/// The header a log's file name implies (`<pid>.rplog` or `<pid>.<image>.rplog`).
+fn fallback_header(path: &std::path::Path) -> Option<FileHeader> {
+    let name = path.file_name()?.to_str()?.strip_suffix(".rplog")?;
+    let (pid, image) = match name.split_once('.') {
+        Some((pid, image)) => (pid.parse().ok()?, image.parse().ok()?),
+        None => (name.parse().ok()?, 0),
+    };
+    Some(FileHeader {
+        pid,
+        image,
+        ..Default::default()
+    })
 }

@@ -1,7 +1,9 @@
-//! The record log: round trips, torn tails, corruption, and the writer thread.
+//! The record log's format and reader: round trips, open (unsealed) chunks, torn files,
+//! damage that costs one chunk and no more, headers, and arbitrary bytes.
 
 use proptest::prelude::*;
 use trace_records::log::*;
+use trace_records::loss::LossCause;
 use trace_records::*;
 
 fn api(i: u64) -> ApiRecord {
@@ -16,211 +18,273 @@ fn api(i: u64) -> ApiRecord {
     }
 }
 
-/// A log of `chunks` chunks of `per_chunk` API records each, plus names, as bytes.
-fn log_bytes(chunks: u64, per_chunk: u64) -> Vec<u8> {
-    let dir = tempdir();
-    let path = dir.join("p.rplog");
-    let writer = LogWriter::create(
-        &path,
-        FileHeader {
-            pid: 42,
-            created_ns: 9,
-        },
-    )
-    .unwrap();
-    let mut n = 0;
-    for c in 0..chunks {
-        let mut b = writer.buffer();
-        if c == 0 {
-            assert!(b.push_string(1, "hsa_init"));
-            assert!(b.push(&OperationName {
-                name: 1,
-                operation: 0,
-                domain: 1,
-                reserved: 0
-            }));
-        }
-        for _ in 0..per_chunk {
-            n += 1;
-            assert!(b.push(&api(n)));
-        }
-        writer.submit(b);
+fn header() -> FileHeader {
+    FileHeader {
+        pid: 42,
+        image: 1,
+        ppid: 41,
+        created_ns: 9,
     }
-    writer.finish().unwrap();
-    std::fs::read(&path).unwrap()
 }
 
-fn tempdir() -> std::path::PathBuf {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static N: AtomicU32 = AtomicU32::new(0);
-    let d = std::env::temp_dir().join(format!(
-        "trace-records-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A log of `chunks` chunks of `per_chunk` API records each (numbered from 1), names in the
+/// first; the last chunk is left open (unsealed) when `open_last`.
+fn log(chunks: u64, per_chunk: u64, open_last: bool) -> Vec<u8> {
+    let mut b = LogBuilder::new(header());
+    let mut n = 0;
+    for c in 0..chunks {
+        let seal = !(open_last && c + 1 == chunks);
+        b.chunk(seal, |f, p| {
+            if c == 0 {
+                assert!(f.push_string(p, 1, "hsa_init"));
+                assert!(f.push(
+                    p,
+                    &OperationName {
+                        name: 1,
+                        operation: 0,
+                        domain: 1,
+                        reserved: 0,
+                    }
+                ));
+            }
+            for _ in 0..per_chunk {
+                n += 1;
+                assert!(f.push(p, &api(n)));
+            }
+        });
+    }
+    b.bytes().to_vec()
+}
+
+fn chunk_at(k: usize) -> usize {
+    HEADER_LEN + k * CHUNK_SIZE
 }
 
 #[test]
 fn round_trip_keeps_every_record_in_order() {
-    let bytes = log_bytes(3, 100);
+    let bytes = log(3, 100, false);
     let t = ProcessTrace::from_bytes(&bytes).unwrap();
-    assert_eq!(t.pid, 42);
-    assert_eq!(t.created_ns, 9);
-    assert!(t.damage.is_none());
+    assert_eq!((t.pid, t.image, t.ppid, t.created_ns), (42, 1, 41, 9));
+    assert!(t.damage.is_empty());
+    assert_eq!(t.open_chunks, 0);
     assert_eq!(t.api.len(), 300);
     assert_eq!(t.api[299], api(300));
     assert_eq!(t.operation_name(1, 0), "hsa_init");
     assert_eq!(t.operation_name(1, 5), "1#5");
+    assert_eq!(t.losses.total(), 0);
 }
 
 #[test]
-fn a_torn_last_chunk_is_skipped_and_everything_before_kept() {
-    let bytes = log_bytes(3, 100);
-    let chunk = CHUNK_HEADER_LEN + 100 * (4 + 32);
-    for cut in [1, 10, CHUNK_HEADER_LEN, chunk - 1] {
+fn an_open_chunk_is_read_up_to_its_commit_word() {
+    // A process killed while writing leaves its chunks open, possibly with bytes of an entry
+    // it had not committed yet: they are not read.
+    let mut bytes = log(2, 10, true);
+    let open = chunk_at(1);
+    let commit = u64::from_le_bytes(bytes[open + COMMIT_AT..open + COMMIT_AT + 8].try_into().unwrap());
+    let used = (commit & 0xFFFF_FFFF) as usize;
+    // An entry half-written after the commit.
+    bytes[open + CHUNK_HEADER_LEN + used] = Tag::Api as u8;
+    bytes[open + CHUNK_HEADER_LEN + used + 2] = 32;
+    let t = ProcessTrace::from_bytes(&bytes).unwrap();
+    assert_eq!(t.api.len(), 20);
+    assert_eq!(t.open_chunks, 1);
+    assert!(t.damage.is_empty());
+}
+
+#[test]
+fn unused_chunks_are_skipped_silently() {
+    let mut b = LogBuilder::new(header());
+    b.chunk(true, |f, p| assert!(f.push(p, &api(1))))
+        .unused_chunk()
+        .chunk(false, |f, p| assert!(f.push(p, &api(2))))
+        .unused_chunk();
+    let t = ProcessTrace::from_bytes(b.bytes()).unwrap();
+    assert_eq!(t.api, vec![api(1), api(2)]);
+    assert!(t.damage.is_empty());
+}
+
+#[test]
+fn one_damaged_chunk_costs_that_chunk_only_and_is_counted() {
+    let mut bytes = log(3, 100, false);
+    bytes[chunk_at(1) + CHUNK_HEADER_LEN + 40] ^= 0xFF;
+    let t = ProcessTrace::from_bytes(&bytes).unwrap();
+    assert_eq!(t.api.len(), 200, "the chunks before and after are kept");
+    assert_eq!(t.damage.len(), 1);
+    assert_eq!(t.damage[0].offset, chunk_at(1) as u64);
+    assert_eq!(t.damage[0].reason, "chunk checksum mismatch");
+    assert_eq!(t.losses.get(LossCause::Damaged), 100);
+}
+
+#[test]
+fn a_damaged_commit_word_is_reported_not_trusted() {
+    let mut bytes = log(3, 100, false);
+    bytes[chunk_at(0) + COMMIT_AT + 7] ^= 0x80;
+    let t = ProcessTrace::from_bytes(&bytes).unwrap();
+    assert_eq!(t.api.len(), 200);
+    assert_eq!(t.damage.len(), 1);
+    let mut bytes = log(3, 100, false);
+    bytes[chunk_at(2) + COMMIT_AT + 2] ^= 0x01;
+    let t = ProcessTrace::from_bytes(&bytes).unwrap();
+    assert_eq!(t.api.len(), 200);
+    assert!(t.damage[0].reason.contains("commit"), "{:?}", t.damage);
+}
+
+#[test]
+fn a_torn_last_chunk_is_reported_and_everything_before_kept() {
+    let bytes = log(3, 100, false);
+    for cut in [1, 10, CHUNK_SIZE - 40_000, CHUNK_SIZE - 1] {
         let t = ProcessTrace::from_bytes(&bytes[..bytes.len() - cut]).unwrap();
         assert_eq!(t.api.len(), 200, "cut {cut}");
-        let d = t.damage.expect("damage reported");
-        assert!(d.reason.contains("torn"), "{}", d.reason);
-        assert_eq!(d.bytes_lost, chunk - cut);
+        assert_eq!(t.damage.len(), 1, "cut {cut}");
+        assert!(t.damage[0].reason.contains("torn"), "{:?}", t.damage);
     }
 }
 
 #[test]
-fn a_corrupted_chunk_stops_the_read_there() {
-    let mut bytes = log_bytes(3, 100);
-    let second = HEADER_LEN + (CHUNK_HEADER_LEN + 8 + 4 + 8 + 4 + 100 * 36);
-    bytes[second + CHUNK_HEADER_LEN + 40] ^= 0xFF;
-    let t = ProcessTrace::from_bytes(&bytes).unwrap();
-    assert_eq!(t.api.len(), 100);
-    assert_eq!(t.damage.unwrap().reason, "chunk checksum mismatch");
+fn a_damaged_file_header_falls_back_to_the_file_name_and_keeps_the_chunks() {
+    let mut bytes = log(2, 10, false);
+    bytes[3] ^= 0x10;
+    let fallback = FileHeader {
+        pid: 7,
+        ..Default::default()
+    };
+    let t = ProcessTrace::from_reader(&bytes[..], Some(fallback)).unwrap();
+    assert_eq!(t.pid, 7);
+    assert_eq!(t.api.len(), 20);
+    assert_eq!(t.damage[0].offset, 0);
+    assert!(t.damage[0].reason.contains("header"), "{:?}", t.damage);
+    // The pid field is covered by the header checksum as well.
+    let mut bytes = log(1, 1, false);
+    bytes[17] ^= 1;
+    let t = ProcessTrace::from_reader(&bytes[..], Some(fallback)).unwrap();
+    assert_eq!((t.pid, t.api.len()), (7, 1));
+}
+
+#[test]
+fn loss_counts_in_the_header_are_read() {
+    let mut b = LogBuilder::new(header());
+    b.chunk(true, |f, p| assert!(f.push(p, &api(1))))
+        .loss(LossCause::NoSpace, 12)
+        .loss(LossCause::DispatchTime, 1);
+    let t = ProcessTrace::from_bytes(b.bytes()).unwrap();
+    assert_eq!(t.losses.get(LossCause::NoSpace), 12);
+    assert_eq!(t.losses.get(LossCause::DispatchTime), 1);
+    assert_eq!(t.losses.total(), 13);
+}
+
+#[test]
+fn unreadable_logs_say_why() {
+    let err = |b: &[u8]| ProcessTrace::from_bytes(b).unwrap_err().to_string();
+    assert!(err(b"").contains("empty"), "{}", err(b""));
+    assert!(err(b"RPRFLOG\0 short").contains("shorter"));
+    let mut bytes = log(1, 1, false);
+    bytes[8] = 9;
+    // The version is checked after the header checksum: re-checksum to reach it.
+    let crc = crc32(&bytes[..40]);
+    bytes[40..44].copy_from_slice(&crc.to_le_bytes());
+    assert!(matches!(
+        ProcessTrace::from_bytes(&bytes).unwrap_err(),
+        LogError::Version(9)
+    ));
+    let garbage = vec![0x77u8; HEADER_LEN + CHUNK_SIZE];
+    assert!(err(&garbage).contains("no recognisable chunk"));
+}
+
+/// CRC-32 (IEEE), bit by bit: an independent check of the writer's checksum.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+        }
+    }
+    !crc
 }
 
 #[test]
 fn the_longest_strings_are_cut_to_fit_an_empty_chunk_not_dropped() {
-    let mut b = ChunkBuffer::default();
-    assert!(b.push_string(7, &"é".repeat(40_000)));
-    assert!(b.len() <= CHUNK_CAPACITY);
-    let mut bytes = FileHeader {
-        pid: 1,
-        created_ns: 0,
-    }
-    .encode()
-    .to_vec();
-    bytes.extend_from_slice(b.finish());
-    let t = ProcessTrace::from_bytes(&bytes).unwrap();
+    let mut b = LogBuilder::new(header());
+    b.chunk(true, |f, p| assert!(f.push_string(p, 7, &"é".repeat(40_000))));
+    let t = ProcessTrace::from_bytes(b.bytes()).unwrap();
     let text = t.string(7);
     assert!(
-        text.len() > 65_000 && text.chars().all(|c| c == 'é'),
+        text.len() > 65_000 && text.len() <= MAX_ENTRY - 4 && text.chars().all(|c| c == 'é'),
         "{}",
         text.len()
     );
 }
 
 #[test]
-fn a_damaged_entry_count_is_reported_not_trusted() {
-    // The count sits in the chunk header, outside the checksum; a flipped high bit once made
-    // the reader try to allocate tens of gigabytes and abort.
-    let mut bytes = log_bytes(3, 100);
-    let chunk = chunk_ends(&bytes)[0];
-    bytes[chunk + 11] ^= 0x80;
-    let t = ProcessTrace::from_bytes(&bytes).unwrap();
-    assert_eq!(t.api.len(), 100);
-    let damage = t.damage.unwrap();
-    assert_eq!(damage.offset, chunk);
-    assert!(damage.reason.contains("entries"), "{}", damage.reason);
-}
-
-#[test]
-fn bad_headers_are_errors() {
-    assert_eq!(
-        ProcessTrace::from_bytes(b"").unwrap_err(),
-        LogError::NotALog
-    );
-    assert_eq!(
-        ProcessTrace::from_bytes(b"RPRFLOG\0 short").unwrap_err(),
-        LogError::NotALog
-    );
-    let mut bytes = log_bytes(1, 1);
-    bytes[8] = 9;
-    assert_eq!(
-        ProcessTrace::from_bytes(&bytes).unwrap_err(),
-        LogError::Version(9)
-    );
-}
-
-#[test]
-fn a_full_buffer_refuses_instead_of_growing() {
-    let mut b = ChunkBuffer::default();
+fn a_full_chunk_refuses_instead_of_overflowing() {
+    let mut payload = vec![0u8; CHUNK_CAPACITY];
+    let mut f = ChunkFill::default();
     let mut n = 0;
-    while b.push(&api(n)) {
+    while f.push(&mut payload, &api(n)) {
         n += 1;
     }
     assert_eq!(n as usize, CHUNK_CAPACITY / 36);
-    assert!(b.len() <= CHUNK_CAPACITY);
-    assert!(!b.push_string(1, &"x".repeat(70_000)));
-    assert!(b.len() <= CHUNK_CAPACITY);
+    assert!(f.len() <= CHUNK_CAPACITY);
+    assert!(!f.push_json(&mut payload, &"x".repeat(70_000)));
+    assert_eq!(f.entries() as u64, n);
 }
 
 #[test]
-fn flush_makes_submitted_chunks_readable_while_writing_continues() {
-    let dir = tempdir();
-    let path = dir.join("live.rplog");
-    let writer = LogWriter::create(
-        &path,
-        FileHeader {
-            pid: 1,
-            created_ns: 0,
-        },
-    )
-    .unwrap();
-    let mut b = writer.buffer();
-    assert!(b.push(&api(1)));
-    writer.submit(b);
-    writer.flush().unwrap();
-    let t = ProcessTrace::read(&path).unwrap();
-    assert_eq!(t.api.len(), 1);
-    drop(writer);
-}
-
-/// Byte offsets where each chunk of a well-formed log ends.
-fn chunk_ends(bytes: &[u8]) -> Vec<usize> {
-    let mut ends = Vec::new();
-    let mut at = HEADER_LEN;
-    while at < bytes.len() {
-        let len = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
-        at += CHUNK_HEADER_LEN + len;
-        ends.push(at);
-    }
-    ends
+fn documents_are_typed_and_unknown_ones_counted_as_malformed() {
+    use trace_records::docs::*;
+    let exit = Document::Exit(ExitFacts {
+        runtimes_loaded: vec![RuntimeLibrary::Hip],
+    });
+    let mut b = LogBuilder::new(header());
+    b.chunk(true, |f, p| {
+        assert!(f.push_json(p, &exit.to_json()));
+        assert!(f.push_json(p, r#"{"kind":"from-the-future"}"#));
+    });
+    let t = ProcessTrace::from_bytes(b.bytes()).unwrap();
+    assert_eq!(t.docs.exit.as_ref().unwrap().runtimes_loaded, vec![RuntimeLibrary::Hip]);
+    assert_eq!(t.losses.get(LossCause::Malformed), 1);
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
-    /// Truncating a log anywhere keeps exactly the records of the chunks before the cut;
-    /// flipping any bit after the header loses at most the chunks from the damaged one on.
+    /// Flipping any bit anywhere after the file header loses at most the one chunk it lies in,
+    /// and that loss is reported; truncating anywhere keeps every whole chunk before the cut.
     /// Neither ever panics.
     #[test]
-    fn damage_anywhere_is_contained(cut in 0usize..4000, flip in 0usize..4000, bit in 0u8..8) {
-        let bytes = log_bytes(4, 25);
-        let ends = chunk_ends(&bytes);
-        let len = bytes.len() - cut.min(bytes.len() - HEADER_LEN);
-        let t = ProcessTrace::from_bytes(&bytes[..len]).unwrap();
-        let complete = ends.iter().filter(|&&e| e <= len).count();
-        prop_assert_eq!(t.api.len(), complete * 25);
-        // A cut exactly at a chunk boundary is indistinguishable from a shorter log.
-        let at_boundary = len == HEADER_LEN || ends.contains(&len);
-        prop_assert_eq!(t.damage.is_some(), !at_boundary);
-
+    fn damage_anywhere_is_contained(flip in 0usize..(4 * CHUNK_SIZE), bit in 0u8..8, cut in 0usize..(4 * CHUNK_SIZE)) {
+        let per = 25u64;
+        let bytes = log(4, per, true);
         let mut corrupt = bytes.clone();
-        let at = HEADER_LEN + flip % (bytes.len() - HEADER_LEN);
+        let at = HEADER_LEN + flip;
         corrupt[at] ^= 1 << bit;
         let t = ProcessTrace::from_bytes(&corrupt).unwrap();
-        let before = ends.iter().filter(|&&e| e <= at).count();
-        prop_assert_eq!(t.api.len(), before * 25);
-        prop_assert!(t.damage.is_some());
+        let chunk = (at - HEADER_LEN) / CHUNK_SIZE;
+        // Bytes past a chunk's commit are not read; any other flip is detected (the last chunk
+        // is open: its payload has no checksum, but a flip in its header or entry framing is
+        // still caught, and a flip in a record's value is the one thing no reader can see).
+        let lost = t.damage.len();
+        prop_assert!(lost <= 1);
+        if lost == 1 {
+            prop_assert_eq!(t.damage[0].offset, chunk_at(chunk) as u64);
+            prop_assert_eq!(t.api.len() as u64, 3 * per, "the damaged chunk's records only");
+        } else {
+            prop_assert_eq!(t.api.len() as u64, 4 * per);
+        }
+
+        let len = (HEADER_LEN + cut).min(bytes.len());
+        let t = ProcessTrace::from_bytes(&bytes[..len]).unwrap();
+        let whole = (len - HEADER_LEN) / CHUNK_SIZE;
+        prop_assert_eq!(t.api.len() as u64, whole as u64 * per);
+    }
+
+    /// Arbitrary bytes behind a valid header: the reader never panics, never reports more
+    /// records than the bytes could hold, and says what was damaged.
+    #[test]
+    fn arbitrary_chunks_never_panic(junk in proptest::collection::vec(any::<u8>(), 0..(2 * CHUNK_SIZE))) {
+        let mut bytes = header().encode();
+        bytes.extend_from_slice(&junk);
+        let t = ProcessTrace::from_bytes(&bytes).unwrap();
+        prop_assert!(t.api.len() <= junk.len() / 36);
     }
 }

@@ -1,13 +1,14 @@
-//! Log → CSV conversion throughput: writes a record log of N HSA API records (default 3 M)
-//! through the real writer, then reads it back and writes `hsa_api_trace.csv`, timing each
-//! stage. Prints one line per stage and a final `rows=<N> read_ns=<…> csv_ns=<…>` line.
+//! Record log throughput: N HSA API records (default 3 M) written through the real writer (a
+//! shared file mapping, chunks handed out by the grower thread), read back (checksums verified)
+//! and written as `hsa_api_trace.csv`, each stage timed. Prints one line per stage and a final
+//! `rows=<N> write_ns=<…> read_ns=<…> csv_ns=<…>` line.
 //!
-//! `cargo run --release -p trace-records --example csv_throughput [N]`
+//! `cargo run --release -p record-log --example log_throughput [N]`
 
 use std::time::Instant;
 use trace_records::agents::AgentLabels;
 use trace_records::csv::{CsvSelection, OutputPrefix, write_csv};
-use trace_records::log::{FileHeader, LogWriter};
+use trace_records::log::FileHeader;
 use trace_records::{ApiDomain, ApiRecord, OperationName, ProcessTrace};
 
 fn main() {
@@ -15,29 +16,28 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(3_000_000);
-    let dir = std::env::temp_dir().join(format!("csv-throughput-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("log-throughput-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let log = dir.join("bench.rplog");
 
     let t = Instant::now();
-    let writer = LogWriter::create(
-        &log,
+    let log = record_log::LogFile::create(
+        &dir,
         FileHeader {
             pid: 1,
-            created_ns: 0,
+            ..Default::default()
         },
     )
     .unwrap();
-    let mut b = writer.buffer();
+    let mut chunk = log.take(1).unwrap();
     for op in 0..125u16 {
         let name = format!("hsa_operation_{op}");
-        let _ = b.push_string(u32::from(op) + 1, &name);
-        let _ = b.push(&OperationName {
+        assert!(chunk.push_string(u32::from(op) + 1, &name));
+        assert!(chunk.push(&OperationName {
             name: u32::from(op) + 1,
             operation: op,
             domain: 1,
             reserved: 0,
-        });
+        }));
     }
     for i in 0..n {
         let r = ApiRecord {
@@ -49,19 +49,21 @@ fn main() {
             domain: ApiDomain::HsaCore as u8,
             reserved: 0,
         };
-        if !b.push(&r) {
-            writer.submit(std::mem::replace(&mut b, writer.buffer()));
-            let _ = b.push(&r);
+        if !chunk.push(&r) {
+            chunk = log.replace(chunk, 1).unwrap();
+            assert!(chunk.push(&r));
         }
     }
-    writer.submit(b);
-    writer.finish().unwrap();
+    log.seal(chunk);
     let write_ns = t.elapsed().as_nanos();
+    let path = log.path().to_owned();
+    log.close();
 
     let t = Instant::now();
-    let trace = ProcessTrace::read(&log).unwrap();
+    let trace = ProcessTrace::read(&path).unwrap();
     let read_ns = t.elapsed().as_nanos();
     assert_eq!(trace.api.len() as u64, n);
+    assert!(trace.damage.is_empty() && trace.open_chunks == 0);
 
     let t = Instant::now();
     let select = CsvSelection {
