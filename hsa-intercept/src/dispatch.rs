@@ -14,19 +14,41 @@
 //! application's signal waits return, by a low-rate harvester thread while dispatches are
 //! outstanding, and at exit. A record is therefore never later than about a millisecond, and
 //! the records of everything an application waited for are written before it can crash.
+//!
+//! Lock order: no lock of the tool's is held across a call into the runtime. A harvest looks at
+//! the oldest pending dispatch under the queue's `pending` lock, asks the runtime whether it
+//! finished with the lock released, claims it under the lock again (unless another harvest
+//! did), and reads its time, emits its record and recycles its signal with the lock released.
+//! Claims follow queue order; a per-queue completion counter advances over the contiguous
+//! prefix of emitted records, so a harvest that must guarantee completeness (after a signal
+//! wait, at queue destroy and shutdown) waits — briefly, and never from the runtime's own
+//! threads — until every dispatch claimed before it looked has been emitted by whichever thread
+//! claimed it. The packet handler, which runs on the runtime's interceptor thread, harvests
+//! without waiting.
+//!
+//! Kernel descriptors (for register counts) are read through the AMD loader extension's
+//! `hsa_ven_amd_loader_query_host_address`, never through the kernel object itself, which on a
+//! discrete GPU is a device address the host may not be able to read.
 
 use crate::api::{current_correlation_id, new_correlation_id, thread_id};
 use crate::hsa::*;
 use crate::sink;
 use std::collections::{HashMap, VecDeque};
 use std::ffi::{CStr, c_char, c_void};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock, RwLock};
 use std::time::{Duration, Instant};
+use trace_records::docs::WarningKind;
+use trace_records::loss::LossCause;
 use trace_records::{KernelDispatchRecord, KernelSymbolRecord};
 
 /// Packets whose correlation is remembered per queue (by packet index modulo this).
 const CORRELATION_RING: usize = 4096;
+/// Claimed dispatches whose completion is tracked per queue (by sequence number modulo this):
+/// a harvest never claims a dispatch this far ahead of the completed prefix.
+const DONE_RING: usize = 1024;
+/// Pending dispatches a queue has room for before its list grows (growing allocates).
+const PENDING_CAPACITY: usize = 256;
 /// Intercepted queues tracked at once.
 const MAX_QUEUES: usize = 64;
 
@@ -50,9 +72,86 @@ struct QueueState {
     rung: AtomicU64,
     /// (correlation id, thread id) by packet index.
     correlations: Box<[(AtomicU64, AtomicU64)]>,
-    /// Dispatches forwarded and not yet harvested, in queue order.
-    pending: Mutex<VecDeque<Pending>>,
+    /// Dispatches forwarded and not yet claimed by a harvest, in queue order. Held only for
+    /// pushes, peeks and pops, never across a call into the runtime.
+    pending: Mutex<Ledger>,
+    /// By sequence number modulo [`DONE_RING`]: the sequence number + 1 once that dispatch's
+    /// record was emitted (or counted lost).
+    done: Box<[AtomicU64]>,
+    /// Every dispatch with a lower sequence number has been emitted or counted lost.
+    completed: AtomicU64,
 }
+
+/// The pending dispatches of a queue.
+struct Ledger {
+    queue: VecDeque<Pending>,
+    /// The sequence number of the next dispatch forwarded on the queue.
+    next: u64,
+}
+
+impl QueueState {
+    fn new(agent: u64, agent_node: u32, queue_id: u64) -> Self {
+        QueueState {
+            agent,
+            agent_node,
+            queue_id,
+            rung: AtomicU64::new(0),
+            correlations: (0..CORRELATION_RING)
+                .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
+                .collect(),
+            pending: Mutex::new(Ledger {
+                queue: VecDeque::with_capacity(PENDING_CAPACITY),
+                next: 0,
+            }),
+            done: (0..DONE_RING).map(|_| AtomicU64::new(0)).collect(),
+            completed: AtomicU64::new(0),
+        }
+    }
+
+    fn ledger(&self) -> MutexGuard<'_, Ledger> {
+        // The ledger is consistent even if a holder panicked (it only pushes and pops).
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Marks dispatch `seq` as recorded and advances the completed prefix as far as it goes
+    /// (whichever thread finishes the oldest outstanding one carries the others along).
+    fn complete(&self, seq: u64) {
+        // SeqCst throughout: of two threads completing neighbours at once, at least one sees
+        // the other's mark, so the prefix never stops short.
+        self.done[seq as usize % DONE_RING].store(seq + 1, Ordering::SeqCst);
+        let mut c = self.completed.load(Ordering::SeqCst);
+        while self.done[c as usize % DONE_RING].load(Ordering::SeqCst) == c + 1 {
+            match self
+                .completed
+                .compare_exchange(c, c + 1, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => c += 1,
+                Err(now) => c = now,
+            }
+        }
+    }
+
+    /// Waits until every dispatch before `bound` is recorded, at most [`COMPLETION_WAIT`] (the
+    /// threads recording them are only reading a time and appending a record).
+    fn wait_completed(&self, bound: u64) {
+        let start = Instant::now();
+        let mut spins = 0u32;
+        while self.completed.load(Ordering::SeqCst) < bound {
+            if start.elapsed() > COMPLETION_WAIT {
+                return;
+            }
+            spins += 1;
+            if spins < 128 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::sleep(Duration::from_micros(20));
+            }
+        }
+    }
+}
+
+/// How long a harvest waits for records other threads are emitting.
+const COMPLETION_WAIT: Duration = Duration::from_secs(1);
 
 /// Dispatches pending over all queues.
 static PENDING: AtomicUsize = AtomicUsize::new(0);
@@ -126,16 +225,11 @@ unsafe extern "C" fn queue_create(
     let guarded = std::panic::catch_unwind(|| {
         // SAFETY: `q` is the runtime's live queue.
         let (queue_id, doorbell) = unsafe { ((*q).id, (*q).doorbell_signal) };
-        let state: &'static QueueState = Box::leak(Box::new(QueueState {
+        let state: &'static QueueState = Box::leak(Box::new(QueueState::new(
             agent,
-            agent_node: agent_node(agent).0,
+            agent_node(agent).0,
             queue_id,
-            rung: AtomicU64::new(0),
-            correlations: (0..CORRELATION_RING)
-                .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
-                .collect(),
-            pending: Mutex::new(VecDeque::new()),
-        }));
+        )));
         let Some(i) = DOORBELLS.iter().position(|d| {
             d.compare_exchange(0, doorbell, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
@@ -143,9 +237,12 @@ unsafe extern "C" fn queue_create(
             // Harvesting and doorbell correlation find queues through these slots only.
             static SAID: std::sync::Once = std::sync::Once::new();
             SAID.call_once(|| {
-                eprintln!(
-                    "rocprof-tool: warning: more than {MAX_QUEUES} queues at once; kernel \
-                     dispatches on the others are not traced"
+                sink::warn(
+                    WarningKind::Internal,
+                    format!(
+                        "more than {MAX_QUEUES} queues at once; kernel dispatches on the others \
+                         are not traced"
+                    ),
                 )
             });
             return;
@@ -163,7 +260,10 @@ unsafe extern "C" fn queue_create(
         }
     });
     if guarded.is_err() {
-        eprintln!("rocprof-tool: warning: kernel tracing could not be set up on a queue");
+        sink::warn(
+            WarningKind::Internal,
+            "kernel tracing could not be set up on a queue; its dispatches are not traced",
+        );
     }
     status
 }
@@ -188,7 +288,7 @@ unsafe extern "C" fn queue_destroy(queue: *mut HsaQueue) -> Status {
         // SAFETY: queue states are leaked (never freed) once published.
         let q = unsafe { &*(p as *const QueueState) };
         let _ = std::panic::catch_unwind(|| {
-            harvest(q);
+            harvest(q, true);
             discard(q, "their queue was destroyed");
         });
     }
@@ -206,7 +306,8 @@ unsafe extern "C" fn shut_down() -> Status {
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(1);
 
 /// Harvests until no dispatch is pending or [`SHUTDOWN_WAIT`] passes; what is still running then
-/// can no longer be recorded (the runtime is about to go away) and is reported on stderr.
+/// can no longer be recorded (the runtime is about to go away) and is counted as lost, with a
+/// warning.
 pub fn finish_outstanding() {
     let start = Instant::now();
     harvest_all();
@@ -234,23 +335,31 @@ fn live_queues() -> impl Iterator<Item = &'static QueueState> {
     })
 }
 
-/// Drops the dispatches still pending on `q`, which will never be harvested, saying so.
+/// Drops the dispatches still pending on `q`, which will never be harvested, counting them as
+/// lost and saying so. Their signals are left alone (the GPU may still complete them).
 fn discard(q: &QueueState, why: &str) {
-    let dropped = match q.pending.lock() {
-        Ok(mut pending) => {
-            let n = pending.len();
-            pending.clear();
-            n
-        }
-        Err(_) => 0,
+    let (first, dropped) = {
+        let mut ledger = q.ledger();
+        let n = ledger.queue.len() as u64;
+        ledger.queue.clear();
+        (ledger.next - n, n)
     };
-    if dropped > 0 {
-        PENDING.fetch_sub(dropped, Ordering::AcqRel);
-        eprintln!(
-            "rocprof-tool: warning: {dropped} kernel dispatch(es) had not finished when {why}; \
-             they have no record"
-        );
+    if dropped == 0 {
+        return;
     }
+    // Harvests waiting for completeness must not wait for these.
+    for seq in first..first + dropped {
+        q.complete(seq);
+    }
+    PENDING.fetch_sub(dropped as usize, Ordering::AcqRel);
+    sink::lost(LossCause::Unfinished, dropped);
+    sink::warn(
+        WarningKind::Unfinished,
+        format!(
+            "{dropped} kernel dispatch(es) had not finished when {why}; they have no record \
+             (make the application wait for its kernels before it exits)"
+        ),
+    );
 }
 
 /// Remembers who enqueued the packets up to `value` when `signal` is an intercepted doorbell.
@@ -322,45 +431,81 @@ unsafe extern "C" fn wait<const IS_SC: bool>(
 struct Pending {
     record: KernelDispatchRecord,
     signal: u64,
+    /// Its place in its queue's order.
+    seq: u64,
 }
 
 /// Emits the records of every finished dispatch (in each queue's order; a dispatch still
-/// running holds back those after it on its queue). Cheap when nothing is pending. Never
-/// panics; safe from any thread.
+/// running holds back those after it on its queue). When it returns, every dispatch that had
+/// finished before the call is recorded, whichever thread recorded it. Cheap when nothing is
+/// pending. Never panics; safe from any thread but the runtime's own (see [`harvest`]).
 pub fn harvest_all() {
+    harvest_queues(true);
+}
+
+fn harvest_queues(complete: bool) {
     if PENDING.load(Ordering::Acquire) == 0 {
         return;
     }
-    let _ = std::panic::catch_unwind(|| live_queues().for_each(harvest));
+    let _ = std::panic::catch_unwind(|| live_queues().for_each(|q| harvest(q, complete)));
 }
 
-/// [`harvest_all`] for one queue. Waits for a concurrent harvest of the queue rather than
-/// skipping it: whoever returns from here knows every dispatch finished before the call is
-/// recorded.
-fn harvest(q: &QueueState) {
+/// [`harvest_all`] for one queue. Holds no lock of the tool's while it calls the runtime. With
+/// `complete`, waits (at most [`COMPLETION_WAIT`]) until the dispatches other threads claimed
+/// before it looked are recorded too; a runtime thread (the packet handler) must not wait, as
+/// the thread it would wait for may be inside the runtime.
+fn harvest(q: &QueueState, complete: bool) {
     let Some(f) = fns() else { return };
-    let Ok(mut pending) = q.pending.lock() else {
-        return;
-    };
-    while let Some(front) = pending.front() {
-        // SAFETY: the runtime's own load on a signal of ours that is still alive.
-        if unsafe { (f.signal_load_relaxed)(front.signal) } > 0 {
-            break;
-        }
-        let Some(done) = pending.pop_front() else {
-            break;
+    let bound = loop {
+        let (seq, signal) = {
+            let ledger = q.ledger();
+            match ledger.queue.front() {
+                Some(front) => (front.seq, front.signal),
+                None => break ledger.next,
+            }
         };
-        PENDING.fetch_sub(1, Ordering::AcqRel);
-        let mut time = DispatchTime::default();
-        // SAFETY: the runtime's own function on the signal the dispatch completed.
-        if unsafe { (f.get_dispatch_time)(q.agent, done.signal, &mut time) } == SUCCESS {
-            let mut record = done.record;
-            record.start = time.start;
-            record.end = time.end;
-            sink::emit(&record);
+        // Never more outstanding claims than the completion ring can track.
+        if seq >= q.completed.load(Ordering::SeqCst) + DONE_RING as u64 {
+            break seq;
         }
-        give_back_signal(f, done.signal);
+        // SAFETY: the runtime's own load on a signal of ours, which is never destroyed (see
+        // SIGNAL_POOL). Another harvest may have claimed and recycled it meanwhile: then the
+        // value says nothing about `seq`, and the claim below finds `seq` gone.
+        if unsafe { (f.signal_load_relaxed)(signal) } > 0 {
+            break seq;
+        }
+        let claimed = {
+            let mut ledger = q.ledger();
+            match ledger.queue.front() {
+                Some(front) if front.seq == seq => ledger.queue.pop_front(),
+                // Another harvest claimed it meanwhile.
+                _ => None,
+            }
+        };
+        let Some(done) = claimed else { continue };
+        PENDING.fetch_sub(1, Ordering::AcqRel);
+        let _ = std::panic::catch_unwind(|| record(f, q, &done));
+        q.complete(seq);
+    };
+    if complete {
+        q.wait_completed(bound);
     }
+}
+
+/// Reads a finished dispatch's time, emits its record (or counts it lost) and recycles its
+/// signal. Called with no lock of the tool's held.
+fn record(f: &Fns, q: &QueueState, done: &Pending) {
+    let mut time = DispatchTime::default();
+    // SAFETY: the runtime's own function on the signal the dispatch completed.
+    if unsafe { (f.get_dispatch_time)(q.agent, done.signal, &mut time) } == SUCCESS {
+        let mut record = done.record;
+        record.start = time.start;
+        record.end = time.end;
+        sink::emit(&record);
+    } else {
+        sink::lost(LossCause::DispatchTime, 1);
+    }
+    give_back_signal(done.signal);
 }
 
 /// The harvester thread while dispatches are outstanding (or were, recently): how often it
@@ -384,7 +529,7 @@ fn start_harvester() {
         .spawn(|| {
             let mut last_busy = Instant::now();
             loop {
-                harvest_all();
+                harvest_queues(false);
                 if PENDING.load(Ordering::Acquire) > 0 {
                     last_busy = Instant::now();
                 }
@@ -448,7 +593,8 @@ unsafe extern "C" fn handler(
     };
     // SAFETY: `data` is the leaked QueueState registered with this handler.
     let q = unsafe { &*(data as *const QueueState) };
-    let _ = std::panic::catch_unwind(|| harvest(q));
+    // On the runtime's interceptor thread: harvest what is finished, never wait for others.
+    let _ = std::panic::catch_unwind(|| harvest(q, false));
     for k in 0..count as usize {
         // SAFETY: the runtime passes `count` consecutive 64-byte packets.
         let raw: [u8; 64] = unsafe { packets.cast::<[u8; 64]>().add(k).read() };
@@ -469,7 +615,13 @@ unsafe extern "C" fn handler(
                 }
             }
             Err(_) => {
-                eprintln!("rocprof-tool: warning: a panic while tracing a kernel dispatch");
+                static SAID: AtomicBool = AtomicBool::new(false);
+                if !SAID.swap(true, Ordering::Relaxed) {
+                    sink::warn(
+                        WarningKind::Internal,
+                        "a panic while tracing a kernel dispatch; it ran untraced",
+                    );
+                }
                 out[len] = raw;
                 len += 1;
             }
@@ -525,15 +677,20 @@ fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64) -> ([u8; 64], Option<
         private_segment_size: p.private_segment_size,
         group_segment_size: p.group_segment_size,
     };
-    match q.pending.lock() {
-        Ok(mut pending) => pending.push_back(Pending { record, signal }),
-        Err(_) => {
-            give_back_signal(f, signal);
-            return (raw, None);
-        }
+    // Counted before it can be claimed, so the count never drops below zero. The harvester
+    // parks only once nothing has been pending for a while.
+    let idle = PENDING.fetch_add(1, Ordering::AcqRel) == 0;
+    {
+        let mut ledger = q.ledger();
+        let seq = ledger.next;
+        ledger.next += 1;
+        ledger.queue.push_back(Pending {
+            record,
+            signal,
+            seq,
+        });
     }
-    // The harvester parks only once nothing has been pending for a while.
-    if PENDING.fetch_add(1, Ordering::AcqRel) == 0 {
+    if idle {
         wake_harvester();
     }
     // The application's signal, completed on the GPU after the kernel (the barrier bit makes the
@@ -554,16 +711,31 @@ fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64) -> ([u8; 64], Option<
     )
 }
 
-/// Completion signals of finished dispatches, reused instead of created and destroyed each time.
-static SIGNAL_POOL: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
-/// Signals kept for reuse at most.
-const SIGNAL_POOL_MAX: usize = 256;
+/// Completion signals of finished dispatches, reused instead of created each time.
+///
+/// They are never destroyed while the process runs: a harvest may be asking the runtime about a
+/// signal that another harvest has just claimed and recycled (it then finds its claim gone and
+/// looks again), and a destroyed signal must never reach the runtime. The pool therefore holds
+/// at most as many signals as were ever outstanding at once.
+static SIGNAL_POOL: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+/// Attempts at the pool's lock before giving up on it (it is held only for a push or a pop; a
+/// forked child's pool may be locked forever by a thread that did not survive the fork).
+const POOL_TRIES: u32 = 64;
+
+/// Runs `f` on the pool, unless its lock stays busy for [`POOL_TRIES`] attempts.
+fn with_pool<R>(f: impl FnOnce(&mut Vec<u64>) -> R) -> Option<R> {
+    for _ in 0..POOL_TRIES {
+        if let Ok(mut pool) = SIGNAL_POOL.try_lock() {
+            return Some(f(&mut pool));
+        }
+        std::hint::spin_loop();
+    }
+    None
+}
 
 /// A completion signal with value 1: from the pool, else a new one.
 fn take_signal(f: &Fns) -> Option<u64> {
-    // try_lock here and below: a busy pool only costs a signal created or destroyed, and a
-    // forked child cannot block on a lock held at the fork.
-    if let Some(s) = SIGNAL_POOL.try_lock().ok().and_then(|mut p| p.pop()) {
+    if let Some(s) = with_pool(|p| p.pop()).flatten() {
         // SAFETY: a signal of ours that nothing else references any more.
         unsafe { (f.signal_store_relaxed)(s, 1) };
         return Some(s);
@@ -573,16 +745,10 @@ fn take_signal(f: &Fns) -> Option<u64> {
     (unsafe { (f.signal_create)(1, 0, std::ptr::null(), &mut signal) } == SUCCESS).then_some(signal)
 }
 
-/// Returns a finished dispatch's signal to the pool (or destroys it when the pool is full).
-fn give_back_signal(f: &Fns, signal: u64) {
-    if let Ok(mut pool) = SIGNAL_POOL.try_lock()
-        && pool.len() < SIGNAL_POOL_MAX
-    {
-        pool.push(signal);
-        return;
-    }
-    // SAFETY: our own signal, no longer used by anything.
-    unsafe { (f.signal_destroy)(signal) };
+/// Returns a finished dispatch's signal to the pool (if the pool stays busy, the signal is left
+/// unused rather than destroyed; see [`SIGNAL_POOL`]).
+fn give_back_signal(signal: u64) {
+    let _ = with_pool(|p| p.push(signal));
 }
 
 fn kernel_id(kernel_object: u64) -> u64 {
@@ -592,12 +758,18 @@ fn kernel_id(kernel_object: u64) -> u64 {
         .unwrap_or(0)
 }
 
+/// The AMD loader extension, fetched at the first `hsa_executable_freeze` (the runtime is
+/// initialised by then), or why there is none.
+static LOADER: OnceLock<Result<Loader, String>> = OnceLock::new();
+
 unsafe extern "C" fn executable_freeze(executable: u64, options: *const c_char) -> Status {
     let Some(f) = fns() else { return ERROR };
     // SAFETY: forwarded.
     let status = unsafe { (f.executable_freeze)(executable, options) };
     if status == SUCCESS {
         let _ = std::panic::catch_unwind(|| {
+            // Fetched before iterating, so no runtime lock of the iteration is held meanwhile.
+            LOADER.get_or_init(|| Loader::fetch(f));
             // SAFETY: iterates the frozen executable's symbols with our callback.
             unsafe { (f.executable_iterate_symbols)(executable, on_symbol, std::ptr::null_mut()) };
         });
@@ -648,18 +820,44 @@ unsafe extern "C" fn on_symbol(_executable: u64, symbol: u64, _data: *mut c_void
     SUCCESS
 }
 
-/// VGPRs and SGPRs from the 64-byte kernel descriptor at `object`: arch VGPRs =
-/// (rsrc1[5:0] + 1) × (8 for wave32, else 4); gfx10+ reports 128 SGPRs.
+/// VGPRs and SGPRs from the 64-byte kernel descriptor of the kernel object `object`: arch VGPRs
+/// = (rsrc1[5:0] + 1) × (8 for wave32, else 4); gfx10+ reports 128 SGPRs. The descriptor is read
+/// from the host copy the AMD loader reports, never through `object` itself (a device address
+/// the host may not be able to read); without one the counts are 0, with a warning (once).
 fn registers(object: u64) -> (u32, u32) {
     if object == 0 || !object.is_multiple_of(64) {
         return (0, 0);
     }
-    // SAFETY: the runtime's kernel objects point at 64-byte kernel descriptors it owns.
+    let host = match LOADER.get() {
+        // SAFETY: the runtime's own query, asked about a kernel object of a frozen executable.
+        Some(Ok(loader)) => unsafe { loader.host_address(object) }.ok_or_else(|| {
+            format!("the AMD loader extension does not know the kernel object {object:#x}")
+        }),
+        Some(Err(why)) => Err(why.clone()),
+        None => Err("the AMD loader extension was not fetched".to_owned()),
+    };
+    let descriptor = match host {
+        Ok(d) => d,
+        Err(why) => {
+            static SAID: AtomicBool = AtomicBool::new(false);
+            if !SAID.swap(true, Ordering::Relaxed) {
+                sink::warn(
+                    WarningKind::Internal,
+                    format!(
+                        "kernel register counts are not recorded ({why}); the kernel trace shows \
+                         0 VGPRs and SGPRs for those kernels"
+                    ),
+                );
+            }
+            return (0, 0);
+        }
+    };
+    // SAFETY: the loader's host copy of the kernel's 64-byte descriptor, alive while its
+    // executable is loaded (it was just frozen).
     let (rsrc1, properties) = unsafe {
-        let d = object as *const u8;
         (
-            d.add(48).cast::<u32>().read_unaligned(),
-            d.add(56).cast::<u16>().read_unaligned(),
+            descriptor.add(48).cast::<u32>().read_unaligned(),
+            descriptor.add(56).cast::<u16>().read_unaligned(),
         )
     };
     registers_from(rsrc1, properties)
@@ -674,6 +872,110 @@ pub fn registers_from(rsrc1: u32, code_properties: u16) -> (u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_completed_prefix_waits_for_the_oldest_and_then_carries_the_rest() {
+        let q = QueueState::new(0, 0, 0);
+        q.complete(1);
+        q.complete(2);
+        assert_eq!(
+            q.completed.load(Ordering::SeqCst),
+            0,
+            "0 is still outstanding"
+        );
+        q.complete(0);
+        assert_eq!(q.completed.load(Ordering::SeqCst), 3);
+        q.complete(4);
+        assert_eq!(q.completed.load(Ordering::SeqCst), 3);
+        let start = Instant::now();
+        q.wait_completed(3);
+        assert!(
+            start.elapsed() < Duration::from_millis(100),
+            "already complete"
+        );
+        q.complete(3);
+        assert_eq!(q.completed.load(Ordering::SeqCst), 5);
+    }
+
+    #[test]
+    fn concurrent_claimers_complete_every_dispatch_and_waiters_see_it() {
+        const TOTAL: u64 = 20_000;
+        let q = QueueState::new(0, 0, 0);
+        let next = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let (q, next) = (&q, &next);
+                s.spawn(move || {
+                    loop {
+                        // Claims in order, never a ring's length ahead of the prefix (as
+                        // `harvest` does); finishing order varies between threads.
+                        let seq = next.load(Ordering::SeqCst);
+                        if seq >= TOTAL {
+                            return;
+                        }
+                        if seq >= q.completed.load(Ordering::SeqCst) + DONE_RING as u64
+                            || next
+                                .compare_exchange(seq, seq + 1, Ordering::SeqCst, Ordering::SeqCst)
+                                .is_err()
+                        {
+                            std::hint::spin_loop();
+                            continue;
+                        }
+                        if seq % 7 == t {
+                            std::thread::yield_now();
+                        }
+                        q.complete(seq);
+                    }
+                });
+            }
+            s.spawn(|| {
+                let start = Instant::now();
+                q.wait_completed(TOTAL);
+                assert_eq!(q.completed.load(Ordering::SeqCst), TOTAL);
+                assert!(start.elapsed() < COMPLETION_WAIT);
+            });
+        });
+        assert_eq!(q.completed.load(Ordering::SeqCst), TOTAL);
+    }
+
+    #[test]
+    fn discarded_dispatches_do_not_hold_back_waiters() {
+        let q = QueueState::new(0, 0, 0);
+        for seq in 0..3 {
+            let mut ledger = q.ledger();
+            ledger.next += 1;
+            ledger.queue.push_back(Pending {
+                record: KernelDispatchRecord {
+                    dispatch_id: seq,
+                    kernel_id: 0,
+                    correlation_id: 0,
+                    start: 0,
+                    end: 0,
+                    queue_id: 0,
+                    stream_id: 0,
+                    agent_node_id: 0,
+                    thread_id: 0,
+                    grid: [1; 3],
+                    workgroup: [1; 3],
+                    private_segment_size: 0,
+                    group_segment_size: 0,
+                },
+                signal: 0,
+                seq,
+            });
+        }
+        PENDING.fetch_add(3, Ordering::AcqRel);
+        // 0 was claimed and recorded; 1 and 2 never finish.
+        q.ledger().queue.pop_front();
+        PENDING.fetch_sub(1, Ordering::AcqRel);
+        q.complete(0);
+        discard(&q, "a test dropped them");
+        assert!(q.ledger().queue.is_empty());
+        assert_eq!(q.completed.load(Ordering::SeqCst), 3);
+        let start = Instant::now();
+        q.wait_completed(q.ledger().next);
+        assert!(start.elapsed() < Duration::from_millis(100));
+    }
 
     #[test]
     fn vgprs_follow_the_granule_and_wave_size() {

@@ -35,6 +35,10 @@ pub const SYMBOL_INFO_PRIVATE_SEGMENT_SIZE: u32 = 14;
 pub const SYMBOL_INFO_KERNEL_OBJECT: u32 = 22;
 /// `HSA_SIGNAL_CONDITION_LT`.
 pub const CONDITION_LT: u32 = 2;
+/// `HSA_EXTENSION_AMD_LOADER`.
+pub const EXTENSION_AMD_LOADER: u16 = 0x201;
+/// The major version of the AMD loader extension whose table the tool reads.
+pub const LOADER_MAJOR: u16 = 1;
 
 /// `HSA_PACKET_TYPE_KERNEL_DISPATCH`.
 pub const PACKET_KERNEL_DISPATCH: u16 = 2;
@@ -161,6 +165,78 @@ c_struct! {
     }
 }
 
+/// `hsa_status_t (*)(const void* device_address, const void** host_address)`.
+pub type QueryHostAddress = unsafe extern "C" fn(*const c_void, *mut *const c_void) -> Status;
+
+c_struct! {
+    /// `hsa_ven_amd_loader_1_00_pfn_t`: the first three members of every later version of the
+    /// AMD loader extension's table (the runtime copies as many bytes as the caller asks for).
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy)]
+    pub struct LoaderTable as "hsa_ven_amd_loader_1_00_pfn_t", size 24 {
+        pub hsa_ven_amd_loader_query_host_address: Option<QueryHostAddress> => 0,
+        pub hsa_ven_amd_loader_query_segment_descriptors: *const c_void => 8,
+        pub hsa_ven_amd_loader_query_executable: *const c_void => 16,
+    }
+}
+
+/// The AMD loader extension's entries the tool uses (all or nothing).
+#[derive(Debug, Clone, Copy)]
+pub struct Loader {
+    /// `hsa_ven_amd_loader_query_host_address`.
+    pub query_host_address: QueryHostAddress,
+}
+
+impl Loader {
+    /// Fetches the loader table through the runtime's `hsa_system_get_major_extension_table`
+    /// (the runtime must be initialised). The error says why there is none.
+    pub fn fetch(fns: &Fns) -> Result<Loader, String> {
+        let get = fns
+            .system_get_major_extension_table
+            .ok_or("the runtime's core table has no hsa_system_get_major_extension_table")?;
+        let mut table = LoaderTable {
+            hsa_ven_amd_loader_query_host_address: None,
+            hsa_ven_amd_loader_query_segment_descriptors: std::ptr::null(),
+            hsa_ven_amd_loader_query_executable: std::ptr::null(),
+        };
+        // SAFETY: the runtime writes at most `size_of::<LoaderTable>()` bytes into `table`.
+        let status = unsafe {
+            get(
+                EXTENSION_AMD_LOADER,
+                LOADER_MAJOR,
+                size_of::<LoaderTable>(),
+                (&raw mut table).cast(),
+            )
+        };
+        if status != SUCCESS {
+            return Err(format!(
+                "the runtime does not offer the AMD loader extension 1.x \
+                 (hsa_system_get_major_extension_table returned {status:#x})"
+            ));
+        }
+        let query_host_address = table
+            .hsa_ven_amd_loader_query_host_address
+            .ok_or("the AMD loader table has no hsa_ven_amd_loader_query_host_address")?;
+        Ok(Loader { query_host_address })
+    }
+
+    /// The host copy of `len` bytes at `device_address`, if the loader knows the address.
+    ///
+    /// # Safety
+    /// `query_host_address` must be the runtime's; the result is valid while the code object
+    /// holding the address stays loaded.
+    pub unsafe fn host_address(&self, device_address: u64) -> Option<*const u8> {
+        let mut host: *const c_void = std::ptr::null();
+        // SAFETY: the runtime's query with a valid out-pointer; it only looks the address up.
+        let status =
+            unsafe { (self.query_host_address)(device_address as *const c_void, &mut host) };
+        (status == SUCCESS && !host.is_null()).then_some(host.cast())
+    }
+}
+
+/// `hsa_status_t (*)(uint16_t extension, uint16_t version_major, size_t table_length, void* table)`.
+pub type GetMajorExtensionTable = unsafe extern "C" fn(u16, u16, usize, *mut c_void) -> Status;
+
 /// `void (*)(hsa_status_t, hsa_queue_t*, void*)`.
 pub type QueueCallback = Option<unsafe extern "C" fn(Status, *mut HsaQueue, *mut c_void)>;
 /// The writer an intercept handler forwards packets with.
@@ -172,33 +248,64 @@ pub type InterceptHandler =
 pub type AsyncHandler = unsafe extern "C" fn(i64, *mut c_void) -> bool;
 
 macro_rules! entries {
-    ($( $field:ident : $table:ident . $name:literal => $ty:ty ; )*) => {
-        /// The runtime's own entry points the interception calls.
+    (
+        required { $( $field:ident : $table:ident . $name:literal => $ty:ty ; )* }
+        optional { $( $ofield:ident : $otable:ident . $oname:literal => $oty:ty ; )* }
+    ) => {
+        /// The runtime's entry points the interception calls: the required ones (all or
+        /// nothing) and optional ones (`None` when the runtime's table lacks them).
         #[derive(Debug, Clone, Copy)]
         #[allow(missing_docs)]
         pub struct Fns {
             $( pub $field: $ty, )*
+            $( pub $ofield: Option<$oty>, )*
         }
 
         impl Fns {
-            /// Reads the entries from the runtime's core and AMD-extension tables.
+            /// Reads the entries from the runtime's core and AMD-extension tables; the error
+            /// names every required entry that is missing.
             ///
             /// # Safety
             /// The pointers must be the runtime's `CoreApiTable` and `AmdExtTable`, not yet
             /// wrapped; each entry must have the signature of its C declaration.
-            pub unsafe fn from_tables(core: *const u8, amd_ext: *const u8) -> Option<Self> {
-                Some(Self {
+            pub unsafe fn resolve(core: *const u8, amd_ext: *const u8) -> Result<Self, Vec<&'static str>> {
+                let base = |domain: ApiDomain| match domain {
+                    ApiDomain::HsaCore => core,
+                    _ => amd_ext,
+                };
+                let mut missing = Vec::new();
+                $(
+                    // SAFETY: forwarded from the caller.
+                    let $field = unsafe { entry(&$table, base($table.domain), $name) };
+                    if $field.is_none() {
+                        missing.push($name);
+                    }
+                )*
+                if !missing.is_empty() {
+                    return Err(missing);
+                }
+                Ok(Self {
                     $( $field: {
-                        let base = match $table.domain {
-                            ApiDomain::HsaCore => core,
-                            _ => amd_ext,
-                        };
-                        // SAFETY: forwarded from the caller.
-                        let p = unsafe { entry(&$table, base, $name) }?;
-                        // SAFETY: the entry has the declared C signature.
+                        let p = $field.unwrap_or(std::ptr::null());
+                        // SAFETY: a non-null entry with the declared C signature.
                         unsafe { std::mem::transmute::<*const c_void, $ty>(p) }
                     }, )*
+                    $( $ofield: {
+                        // SAFETY: forwarded from the caller.
+                        let p = unsafe { entry(&$otable, base($otable.domain), $oname) };
+                        // SAFETY: a non-null entry with the declared C signature.
+                        p.map(|p| unsafe { std::mem::transmute::<*const c_void, $oty>(p) })
+                    }, )*
                 })
+            }
+
+            /// [`Fns::resolve`] without the names of what is missing.
+            ///
+            /// # Safety
+            /// As for [`Fns::resolve`].
+            pub unsafe fn from_tables(core: *const u8, amd_ext: *const u8) -> Option<Self> {
+                // SAFETY: forwarded from the caller.
+                unsafe { Self::resolve(core, amd_ext) }.ok()
             }
         }
     };
@@ -247,6 +354,7 @@ pub unsafe fn replace_entry(
 }
 
 entries! {
+    required {
     iterate_agents: CORE."hsa_iterate_agents" => unsafe extern "C" fn(unsafe extern "C" fn(u64, *mut c_void) -> Status, *mut c_void) -> Status;
     agent_get_info: CORE."hsa_agent_get_info" => unsafe extern "C" fn(u64, u32, *mut c_void) -> Status;
     shut_down: CORE."hsa_shut_down" => unsafe extern "C" fn() -> Status;
@@ -270,6 +378,10 @@ entries! {
     memory_async_copy: AMD_EXT."hsa_amd_memory_async_copy" => unsafe extern "C" fn(*mut c_void, u64, *const c_void, u64, usize, u32, *const u64, u64) -> Status;
     queue_intercept_create: AMD_EXT."hsa_amd_queue_intercept_create" => unsafe extern "C" fn(u64, u32, u32, QueueCallback, *mut c_void, u32, u32, *mut *mut HsaQueue) -> Status;
     queue_intercept_register: AMD_EXT."hsa_amd_queue_intercept_register" => unsafe extern "C" fn(*mut HsaQueue, InterceptHandler, *mut c_void) -> Status;
+    }
+    optional {
+    system_get_major_extension_table: CORE."hsa_system_get_major_extension_table" => GetMajorExtensionTable;
+    }
 }
 
 static FNS: OnceLock<Fns> = OnceLock::new();
@@ -331,5 +443,133 @@ pub fn layouts() -> Vec<c_layout::LayoutInfo> {
         LayoutInfo::of::<AmdSignal>("AmdSignal"),
         LayoutInfo::of::<DispatchTime>("DispatchTime"),
         LayoutInfo::of::<AsyncCopyTime>("AsyncCopyTime"),
+        LayoutInfo::of::<LoaderTable>("LoaderTable"),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A table of `table`'s layout with every entry null (8-byte aligned storage).
+    fn empty_table(table: &ApiTable) -> Vec<u64> {
+        let mut t = vec![0u64; table.size() / 8];
+        t[0] = u64::from(table.size() as u32) << 32; // major 0, minor_id = sizeof
+        t
+    }
+
+    fn set(t: &mut [u64], table: &ApiTable, name: &str, f: *const c_void) {
+        let k = table.operation(name).unwrap() as usize;
+        t[table.offset(k) / 8] = f as u64;
+    }
+
+    unsafe extern "C" fn placeholder() {}
+
+    #[test]
+    fn resolve_names_every_missing_required_entry_and_tolerates_optional_ones() {
+        let mut core = empty_table(&CORE);
+        let mut amd = empty_table(&AMD_EXT);
+        let f = placeholder as *const c_void;
+        // SAFETY: tables of the right layout; nothing is called.
+        let err = unsafe { Fns::resolve(core.as_ptr().cast(), amd.as_ptr().cast()) }.unwrap_err();
+        assert!(err.contains(&"hsa_signal_create"), "{err:?}");
+        assert!(err.contains(&"hsa_amd_signal_async_handler"), "{err:?}");
+        assert!(
+            !err.contains(&"hsa_system_get_major_extension_table"),
+            "optional: {err:?}"
+        );
+        let required = err.clone();
+        for name in &required[1..] {
+            let t = if CORE.operation(name).is_some() {
+                (&mut core, &CORE)
+            } else {
+                (&mut amd, &AMD_EXT)
+            };
+            set(t.0, t.1, name, f);
+        }
+        // SAFETY: as above.
+        let err = unsafe { Fns::resolve(core.as_ptr().cast(), amd.as_ptr().cast()) }.unwrap_err();
+        assert_eq!(err, [required[0]], "only the one left out is named");
+        let table = if CORE.operation(required[0]).is_some() {
+            (&mut core, &CORE)
+        } else {
+            (&mut amd, &AMD_EXT)
+        };
+        set(table.0, table.1, required[0], f);
+        // SAFETY: as above.
+        let fns = unsafe { Fns::resolve(core.as_ptr().cast(), amd.as_ptr().cast()) }.unwrap();
+        assert!(fns.system_get_major_extension_table.is_none());
+        assert!(
+            Loader::fetch(&fns)
+                .unwrap_err()
+                .contains("no hsa_system_get_major_extension_table")
+        );
+        set(&mut core, &CORE, "hsa_system_get_major_extension_table", f);
+        // SAFETY: as above.
+        let fns = unsafe { Fns::from_tables(core.as_ptr().cast(), amd.as_ptr().cast()) }.unwrap();
+        assert_eq!(
+            fns.system_get_major_extension_table.map(|g| g as usize),
+            Some(f as usize)
+        );
+    }
+
+    static ASKED: std::sync::Mutex<Vec<(u16, u16, usize)>> = std::sync::Mutex::new(Vec::new());
+
+    unsafe extern "C" fn query(device: *const c_void, host: *mut *const c_void) -> Status {
+        if device as u64 == 0x1000 {
+            // SAFETY: the caller's out-pointer.
+            unsafe { *host = 0x2000 as *const c_void };
+            SUCCESS
+        } else {
+            0x1001
+        }
+    }
+
+    unsafe extern "C" fn offering(ext: u16, major: u16, len: usize, table: *mut c_void) -> Status {
+        ASKED.lock().unwrap().push((ext, major, len));
+        let t = LoaderTable {
+            hsa_ven_amd_loader_query_host_address: Some(query),
+            hsa_ven_amd_loader_query_segment_descriptors: std::ptr::null(),
+            hsa_ven_amd_loader_query_executable: std::ptr::null(),
+        };
+        // SAFETY: the caller provides `len` bytes (24 here).
+        unsafe { std::ptr::copy_nonoverlapping((&raw const t).cast::<u8>(), table.cast(), len) };
+        SUCCESS
+    }
+
+    unsafe extern "C" fn refusing(_: u16, _: u16, _: usize, _: *mut c_void) -> Status {
+        ERROR
+    }
+
+    fn fns_with(get: GetMajorExtensionTable) -> Fns {
+        let mut core = empty_table(&CORE);
+        let mut amd = empty_table(&AMD_EXT);
+        let f = placeholder as *const c_void;
+        for (t, table) in [(&mut core, &CORE), (&mut amd, &AMD_EXT)] {
+            for name in table.names {
+                set(t, table, name, f);
+            }
+        }
+        set(
+            &mut core,
+            &CORE,
+            "hsa_system_get_major_extension_table",
+            get as *const c_void,
+        );
+        // SAFETY: complete tables; only the extension-table entry is called.
+        unsafe { Fns::resolve(core.as_ptr().cast(), amd.as_ptr().cast()) }.unwrap()
+    }
+
+    #[test]
+    fn the_loader_comes_from_the_major_extension_table() {
+        let loader = Loader::fetch(&fns_with(offering)).unwrap();
+        assert_eq!(ASKED.lock().unwrap().as_slice(), [(0x201, 1, 24)]);
+        // SAFETY: the fake query only compares the address.
+        unsafe {
+            assert_eq!(loader.host_address(0x1000), Some(0x2000 as *const u8));
+            assert_eq!(loader.host_address(0x1040), None);
+        }
+        let refused = Loader::fetch(&fns_with(refusing)).unwrap_err();
+        assert!(refused.contains("0x1000"), "{refused}");
+    }
 }

@@ -153,6 +153,13 @@ fn publish(log: Arc<LogFile>) {
     CURRENT.store(sink, Ordering::Release);
 }
 
+/// In a forked child, first of all: stops recording into the parent's log. The parent's chunks
+/// are shared with the child through the mapping, so a child writing them would corrupt the
+/// parent's records; until [`reinstall_after_fork`], records are counted as lost instead.
+pub fn detach_after_fork() {
+    CURRENT.store(std::ptr::null_mut(), Ordering::Release);
+}
+
 /// In a forked child: records go to `log` (the child's own) from now on, the parent's chunks
 /// are left to the parent (the child never writes them), and every definition is written
 /// again so the child's log is self-contained.
@@ -166,7 +173,7 @@ pub fn reinstall_after_fork(log: Arc<LogFile>) {
         match d {
             Definition::String(id, text) => push_string(id, &text),
             Definition::Json(j) => push_json(&j),
-            Definition::Operation(o) => emit(&o),
+            Definition::Operation(o) => push_operation(&o),
         }
     }
 }
@@ -225,7 +232,7 @@ pub fn emit_cached<R: FixedRecord>(local: &mut Local, record: &R) {
     }
     // SAFETY: the registry owns the buffer and never drops it.
     let tb = unsafe { &*local.buffer };
-    let done = tb.owner_with(|c| push_or_replace(sink, c, |c| c.push(record)));
+    let done = tb.owner_with(|c| push_or_replace(sink, c, true, |c| c.push(record)));
     if done.is_none() {
         sink.log.lost(LossCause::NoBuffer, 1);
     }
@@ -233,9 +240,14 @@ pub fn emit_cached<R: FixedRecord>(local: &mut Local, record: &R) {
 
 /// Runs `f` on the calling thread's chunk slot (creating and registering the thread's buffer on
 /// first use).
-fn with_local(f: impl FnOnce(&'static Sink, &mut Option<Chunk>)) {
+fn with_local(record: bool, f: impl FnOnce(&'static Sink, &mut Option<Chunk>)) {
+    let miss = if record {
+        LossCause::NoBuffer
+    } else {
+        LossCause::Definitions
+    };
     let Some(sink) = current() else {
-        lost(LossCause::NoBuffer, 1);
+        lost(miss, 1);
         return;
     };
     let done = LOCAL.try_with(|local| {
@@ -256,14 +268,14 @@ fn with_local(f: impl FnOnce(&'static Sink, &mut Option<Chunk>)) {
         unsafe { &*tb }.owner_with(|c| f(sink, c)).is_some()
     });
     if done != Ok(true) {
-        sink.log.lost(LossCause::NoBuffer, 1);
+        sink.log.lost(miss, 1);
     }
 }
 
 /// Appends one record from the calling thread.
 #[inline]
 pub fn emit<R: FixedRecord>(record: &R) {
-    with_local(|sink, c| push_or_replace(sink, c, |c| c.push(record)));
+    with_local(true, |sink, c| push_or_replace(sink, c, true, |c| c.push(record)));
 }
 
 /// Appends a string definition from the calling thread (and remembers it for forked children).
@@ -275,11 +287,17 @@ pub fn emit_string(id: u32, text: &str) {
 /// Appends an operation name (and remembers it for forked children).
 pub fn emit_operation(op: &OperationName) {
     remember(Definition::Operation(*op));
-    emit(op);
+    push_operation(op);
 }
 
 fn push_string(id: u32, text: &str) {
-    with_local(|sink, c| push_or_replace(sink, c, |c| c.push_string(id, text)));
+    with_local(false, |sink, c| {
+        push_or_replace(sink, c, false, |c| c.push_string(id, text))
+    });
+}
+
+fn push_operation(op: &OperationName) {
+    with_local(false, |sink, c| push_or_replace(sink, c, false, |c| c.push(op)));
 }
 
 static STRINGS: OnceLock<Mutex<std::collections::HashMap<String, u32>>> = OnceLock::new();
@@ -308,7 +326,9 @@ pub fn emit_doc(doc: &Document) {
 }
 
 fn push_json(json: &str) {
-    with_local(|sink, c| push_or_replace(sink, c, |c| c.push_json(json)));
+    with_local(false, |sink, c| {
+        push_or_replace(sink, c, false, |c| c.push_json(json))
+    });
 }
 
 /// Records a warning of the tool in the log; `rocprof` prints it after the run (identical
@@ -327,9 +347,15 @@ fn tid() -> u32 {
 }
 
 /// Appends with `push`; when the thread has no chunk or it is full, seals it and takes a fresh
-/// one from the log. What cannot be recorded is counted under its cause.
+/// one from the log. What cannot be recorded is counted under its cause (a definition, i.e.
+/// not a trace `record`, under [`LossCause::Definitions`]).
 #[inline]
-fn push_or_replace(sink: &Sink, slot: &mut Option<Chunk>, push: impl Fn(&mut Chunk) -> bool) {
+fn push_or_replace(
+    sink: &Sink,
+    slot: &mut Option<Chunk>,
+    record: bool,
+    push: impl Fn(&mut Chunk) -> bool,
+) {
     if let Some(c) = slot
         && push(c)
     {
@@ -342,11 +368,13 @@ fn push_or_replace(sink: &Sink, slot: &mut Option<Chunk>, push: impl Fn(&mut Chu
     match fresh {
         Ok(mut c) => {
             if !push(&mut c) {
-                sink.log.lost(LossCause::TooLong, 1);
+                // Only a definition can be too long for an empty chunk.
+                sink.log.lost(LossCause::Definitions, 1);
             }
             *slot = Some(c);
         }
-        Err(e) => sink.log.lost(e.cause(), 1),
+        Err(e) if record => sink.log.lost(e.cause(), 1),
+        Err(_) => sink.log.lost(LossCause::Definitions, 1),
     }
 }
 

@@ -4,20 +4,11 @@ use crate::process::Status;
 use crate::run::{Selection, recorded};
 use std::path::PathBuf;
 use trace_records::ProcessTrace;
-
-/// A JSON document of a given `kind` in a log.
-fn docs<'a>(t: &'a ProcessTrace, kind: &'a str) -> impl Iterator<Item = serde_json::Value> + 'a {
-    t.json
-        .iter()
-        .filter_map(|j| serde_json::from_str::<serde_json::Value>(j).ok())
-        .filter(move |v| v["kind"] == kind)
-}
+use trace_records::docs::{PlatformKind, Runtime, RuntimeLibrary};
 
 /// Names of the API tables a process received.
-pub fn tables_received(t: &ProcessTrace) -> Vec<String> {
-    docs(t, "table")
-        .filter_map(|v| v["name"].as_str().map(String::from))
-        .collect()
+pub fn tables_received(t: &ProcessTrace) -> Vec<Runtime> {
+    t.docs.tables.iter().map(|t| t.runtime.clone()).collect()
 }
 
 /// Explanations for everything missing from the run (empty when all is well).
@@ -40,10 +31,7 @@ pub fn explain_with(
 ) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(sig) = status.signal {
-        let n: usize = traces
-            .iter()
-            .map(|t| t.api.len() + t.dispatches.len() + t.copies.len() + t.markers.len())
-            .sum();
+        let n: usize = traces.iter().map(ProcessTrace::record_count).sum();
         out.push(format!(
             "the application was killed by {}; the {n} records written before the crash were recovered",
             crate::process::signal_name(sig)
@@ -63,18 +51,16 @@ pub fn explain_with(
         || sel.hsa_finalizer
         || sel.kernels
         || sel.copies;
-    // Every table any process received, parsed once.
-    let tables: Vec<String> = traces.iter().flat_map(tables_received).collect();
-    let received = |name: &str| tables.iter().any(|n| n == name);
-    let hsa_received = received("hsa");
+    // Every table any process received.
+    let tables: Vec<Runtime> = traces.iter().flat_map(tables_received).collect();
+    let received = |r: Runtime| tables.contains(&r);
+    let hsa_received = received(Runtime::Hsa);
     // Known only when the process exited normally (its exit document lists the runtimes mapped).
-    let exits: Vec<serde_json::Value> = traces.iter().flat_map(|t| docs(t, "exit")).collect();
+    let exits: Vec<_> = traces.iter().filter_map(|t| t.docs.exit.as_ref()).collect();
     let hsa_never_loaded = !exits.is_empty()
-        && exits.iter().all(|e| {
-            !e["runtimes_loaded"]
-                .as_array()
-                .is_some_and(|a| a.iter().any(|r| r == "libhsa-runtime64.so"))
-        });
+        && exits
+            .iter()
+            .all(|e| !e.runtimes_loaded.contains(&RuntimeLibrary::Hsa));
     if wants_hsa && !hsa_received {
         if hsa_never_loaded {
             out.push("nothing was recorded from the GPU runtimes: the application never loaded the HSA runtime (libhsa-runtime64.so.1), so it does not use an AMD GPU through ROCm".into());
@@ -83,11 +69,11 @@ pub fn explain_with(
         out.push(hsa_not_received(traces, status, &env));
     }
     let wants_hip = sel.hip_runtime || sel.hip_compiler;
-    let hip_received = tables.iter().any(|n| n.starts_with("hip"));
+    let hip_received = tables.iter().any(Runtime::is_hip);
     if wants_hip && !hip_received && hsa_received {
         out.push("HIP API tracing was requested but the application never registered a HIP runtime (it does not use HIP, or its libamdhip64 predates tool registration)".into());
     }
-    if sel.markers && !got.markers && !received("roctx") {
+    if sel.markers && !got.markers && !received(Runtime::Roctx) {
         out.push("--marker-trace was requested but the application never loaded ROCTx (librocprofiler-sdk-roctx); link the application against it, see Using ROCTx".into());
     }
     for (asked, have, what) in [
@@ -139,9 +125,11 @@ fn hsa_not_received(
         Some("1") => failed.push("HSA_TOOLS_DISABLE_REGISTER=1 is set in the environment: the HSA runtime skips tool registration. Unset it".to_owned()),
         _ => passed.push("HSA_TOOLS_DISABLE_REGISTER is not 1"),
     }
-    let discovery: Vec<serde_json::Value> =
-        traces.iter().flat_map(|t| docs(t, "discovery")).collect();
-    let on_wsl = discovery.iter().any(|d| d["platform"] == "wsl");
+    let discovery: Vec<_> = traces
+        .iter()
+        .filter_map(|t| t.docs.discovery.as_ref())
+        .collect();
+    let on_wsl = discovery.iter().any(|d| d.platform == PlatformKind::Wsl);
     match env("HSA_ENABLE_DXG_DETECTION").as_deref() {
         Some("0") => failed.push("HSA_ENABLE_DXG_DETECTION=0 disables the DXG path: hsa_init fails and no GPU is visible. Never set it to 0 on WSL2".to_owned()),
         Some("1") => passed.push("HSA_ENABLE_DXG_DETECTION=1"),
@@ -149,20 +137,12 @@ fn hsa_not_received(
         _ if on_wsl => passed.push("HSA_ENABLE_DXG_DETECTION unset (fine for current runtimes; the application ran)"),
         _ => {}
     }
-    let gpus = traces.iter().any(|t| {
-        trace_records::agents::AgentsDocument::find(&t.json)
-            .is_some_and(|d| d.agents.iter().any(|a| a.agent_type == "GPU"))
-    });
-    let no_gpu = discovery.iter().any(|d| {
-        d["omissions"].as_array().is_some_and(|o| {
-            o.iter().any(|o| {
-                o["kind"] == "no-gpu-nodes"
-                    || o["kind"] == "handshake-rejected"
-                    || o["kind"] == "thunk-unavailable"
-                    || o["kind"] == "thunk-incomplete"
-            })
-        })
-    });
+    let gpus = traces
+        .iter()
+        .any(|t| t.docs.agents().iter().any(|a| a.agent_type == "GPU"));
+    let no_gpu = discovery
+        .iter()
+        .any(|d| d.omissions.iter().any(|o| o.kind.loses_every_gpu()));
     if no_gpu || (!gpus && !discovery.is_empty()) {
         failed
             .push("agent discovery found no GPU agent (run `rocprof avail` to see why)".to_owned());
@@ -190,10 +170,13 @@ mod tests {
     use super::*;
 
     fn trace(json: &[&str]) -> ProcessTrace {
-        ProcessTrace {
-            json: json.iter().map(|s| s.to_string()).collect(),
-            ..Default::default()
+        let mut t = ProcessTrace::default();
+        for j in json {
+            let doc = trace_records::docs::Document::from_json(j)
+                .unwrap_or_else(|| panic!("not a document: {j}"));
+            t.docs.add(doc);
         }
+        t
     }
 
     const OK: Status = Status {
@@ -256,7 +239,7 @@ mod tests {
     fn dxg_detection_off_and_no_agents_are_named() {
         let env = |k: &str| (k == "HSA_ENABLE_DXG_DETECTION").then(|| "0".to_owned());
         let no_gpu =
-            r#"{"kind":"discovery","platform":"wsl","omissions":[{"kind":"no-gpu-nodes"}]}"#;
+            r#"{"kind":"discovery","platform":"wsl","omissions":[{"subject":"node 1","kind":"no-gpu-nodes","reason":"r"}]}"#;
         let out = explain_with(&sys(), &OK, &[trace(&[no_gpu])], &logs(), env);
         assert!(
             out[0].contains("HSA_ENABLE_DXG_DETECTION=0") && out[0].contains("no GPU agent"),
@@ -270,7 +253,7 @@ mod tests {
             code: None,
             signal: Some(libc::SIGSEGV),
         };
-        let t = trace(&[WSL, r#"{"kind":"table","name":"hsa"}"#]);
+        let t = trace(&[WSL, r#"{"kind":"table","runtime":"hsa","instance":0,"wrapped":1}"#]);
         let out = explain_with(&Selection::default(), &crashed, &[t], &logs(), |_| None);
         assert!(out[0].contains("killed by SIGSEGV"), "{out:?}");
         let out = explain_with(&sys(), &OK, &[], &[], |_| None);
@@ -289,8 +272,8 @@ mod tests {
     fn an_empty_requested_domain_is_said() {
         let t = trace(&[
             WSL,
-            r#"{"kind":"table","name":"hsa"}"#,
-            r#"{"kind":"table","name":"hip"}"#,
+            r#"{"kind":"table","runtime":"hsa","instance":0,"wrapped":1}"#,
+            r#"{"kind":"table","runtime":"hip","instance":0,"wrapped":1}"#,
         ]);
         let out = explain_with(&sys(), &OK, &[t], &logs(), |_| None);
         assert!(

@@ -3,9 +3,13 @@
 #![deny(unsafe_code)]
 
 mod avail;
+mod convert;
 mod explain;
+mod messages;
+mod outputs;
 mod placeholders;
 mod process;
+mod record_dir;
 mod report;
 mod run;
 mod sim;
@@ -20,6 +24,7 @@ use std::process::ExitCode;
 ///
 /// Run mode: `rocprof [options] -- app args…` (rocprofv3's options).
 /// Agent listing: `rocprof [--sim] avail [--json]`.
+/// Finishing a kept run: `rocprof convert <record-dir>… [output options]`.
 #[derive(Debug, Parser)]
 #[command(name = "rocprof", version, about)]
 struct RunCli {
@@ -57,7 +62,7 @@ struct Cli {
 }
 
 /// Subcommand names; any other invocation is run mode.
-const SUBCOMMANDS: [&str; 1] = ["avail"];
+const SUBCOMMANDS: [&str; 2] = ["avail", "convert"];
 
 /// Whether the command line names a subcommand (its first word that is neither an option nor
 /// an option's value, before `--`).
@@ -82,6 +87,9 @@ fn names_subcommand(args: &[OsString]) -> bool {
 enum Command {
     /// List the agents the profiler can see, and everything it had to leave out.
     Avail(avail::Args),
+    /// Turn the record logs a run kept (after a failure) into the files the run would have
+    /// written; the output options replace the run's own.
+    Convert(convert::Args),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -125,6 +133,10 @@ fn run(args: Vec<OsString>) -> Result<ExitCode> {
                 // The report lists every omission itself; log lines would repeat them.
                 init_logging(cli.log_level, "off");
                 avail::run(&a)
+            }
+            Command::Convert(a) => {
+                init_logging(cli.log_level, "warn");
+                convert::run(&a)
             }
         }
     } else {

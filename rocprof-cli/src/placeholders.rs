@@ -1,12 +1,17 @@
 //! rocprofv3's output-path placeholders (`%hostname%`, `%pid%`, `%cwd%`, …).
+//!
+//! Everything but the process ids is fixed when the run starts ([`Launch`], kept in the record
+//! directory's `run.json`), so a later `rocprof convert` expands the same names the run would
+//! have, whatever its own environment.
 
-/// Values the placeholders expand to for one process.
-#[derive(Debug, Clone)]
-pub struct Context {
-    /// The profiled process's id.
-    pub pid: u32,
-    /// Its parent's id (the `rocprof` process).
-    pub ppid: u32,
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What the placeholders of a run expand to, apart from process ids.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Launch {
+    /// The `rocprof` process (the `%ppid%` of a process whose parent is unknown).
+    pub rocprof_pid: u32,
     /// Host name.
     pub hostname: String,
     /// Working directory.
@@ -17,25 +22,88 @@ pub struct Context {
     pub launch_date: String,
     /// `HH.MM` of the launch.
     pub launch_time: String,
+    /// The environment variables the placeholders read (`%env{NAME}%`, `%job%`, `%rank%`), as
+    /// they were at the launch (`None`: unset).
+    pub env: BTreeMap<String, Option<String>>,
 }
 
-impl Context {
+/// The variables behind `%job%` and `%rank%`.
+const SLURM: [&str; 2] = ["SLURM_JOB_ID", "SLURM_PROCID"];
+
+impl Launch {
+    /// Records the environment variables `templates` name (and SLURM's), as they are now.
+    pub fn capture_env(&mut self, templates: &[&str]) {
+        let mut names: Vec<String> = SLURM.iter().map(|s| (*s).to_owned()).collect();
+        for t in templates {
+            let mut rest = *t;
+            while let Some(i) = rest.find("env{") {
+                rest = &rest[i + 4..];
+                if let Some(end) = rest.find('}') {
+                    names.push(rest[..end].to_owned());
+                    rest = &rest[end..];
+                }
+            }
+        }
+        for name in names {
+            let value = std::env::var(&name).ok();
+            self.env.insert(name, value);
+        }
+    }
+
+    fn env_var(&self, name: &str) -> Option<String> {
+        match self.env.get(name) {
+            Some(v) => v.clone(),
+            None => std::env::var(name).ok(),
+        }
+    }
+}
+
+/// Values the placeholders expand to for one process.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    /// The run.
+    pub launch: &'a Launch,
+    /// The profiled process's id.
+    pub pid: u32,
+    /// Its parent's id.
+    pub ppid: u32,
+    /// Expand every known placeholder to `x` (to see what the literal text alone does).
+    pub neutral: bool,
+}
+
+impl<'a> Context<'a> {
+    /// The values for process `pid` (parent `ppid`; 0 when unknown: then `rocprof`).
+    pub fn new(launch: &'a Launch, pid: u32, ppid: u32) -> Self {
+        Self {
+            launch,
+            pid,
+            ppid: if ppid == 0 { launch.rocprof_pid } else { ppid },
+            neutral: false,
+        }
+    }
+
     fn value(&self, key: &str) -> Option<String> {
-        let tag = self
+        let v = self.raw_value(key)?;
+        Some(if self.neutral { "x".into() } else { v })
+    }
+
+    fn raw_value(&self, key: &str) -> Option<String> {
+        let l = self.launch;
+        let tag = l
             .argv
             .first()
             .map(|a| a.rsplit('/').next().unwrap_or(a).to_owned());
         Some(match key {
             "pid" | "p" | "nid" => self.pid.to_string(),
             "ppid" => self.ppid.to_string(),
-            "hostname" | "h" => self.hostname.clone(),
-            "cwd" => self.cwd.clone(),
+            "hostname" | "h" => l.hostname.clone(),
+            "cwd" => l.cwd.clone(),
             "tag" => tag.unwrap_or_default(),
             "argv" => {
-                let s = self.argv.join("_").replace('/', "_");
+                let s = l.argv.join("_").replace('/', "_");
                 s.trim_start_matches(['.', '_']).to_owned()
             }
-            "argt" => self
+            "argt" => l
                 .argv
                 .first()
                 .cloned()
@@ -43,7 +111,7 @@ impl Context {
                 .replace('/', "_")
                 .trim_start_matches(['.', '_'])
                 .to_owned(),
-            "args" => self
+            "args" => l
                 .argv
                 .iter()
                 .skip(1)
@@ -51,20 +119,20 @@ impl Context {
                 .collect::<Vec<_>>()
                 .join("_")
                 .replace('/', "_"),
-            "job" | "j" => std::env::var("SLURM_JOB_ID").unwrap_or_else(|_| "0".into()),
-            "rank" | "r" => std::env::var("SLURM_PROCID").unwrap_or_else(|_| "0".into()),
+            "job" | "j" => l.env_var(SLURM[0]).unwrap_or_else(|| "0".into()),
+            "rank" | "r" => l.env_var(SLURM[1]).unwrap_or_else(|| "0".into()),
             "size" | "s" => "1".into(),
-            "launch_date" => self.launch_date.clone(),
-            "launch_time" => self.launch_time.clone(),
+            "launch_date" => l.launch_date.clone(),
+            "launch_time" => l.launch_time.clone(),
             _ => {
                 if let Some(n) = key
                     .strip_prefix("arg")
                     .and_then(|n| n.parse::<usize>().ok())
                 {
-                    return Some(self.argv.get(n).cloned().unwrap_or_default());
+                    return Some(l.argv.get(n).cloned().unwrap_or_default());
                 }
                 if let Some(name) = key.strip_prefix("env{").and_then(|k| k.strip_suffix('}')) {
-                    return Some(std::env::var(name).unwrap_or_default());
+                    return Some(l.env_var(name).unwrap_or_default());
                 }
                 return None;
             }
@@ -123,27 +191,46 @@ impl Context {
 mod tests {
     use super::*;
 
-    fn ctx() -> Context {
-        Context {
-            pid: 42,
-            ppid: 7,
+    fn launch() -> Launch {
+        Launch {
+            rocprof_pid: 7,
             hostname: "box".into(),
             cwd: "/w".into(),
             argv: vec!["./bin/app".into(), "a1".into()],
             launch_date: "2026-11-29".into(),
             launch_time: "09.40".into(),
+            env: BTreeMap::from([
+                ("OUT".to_owned(), Some("o".to_owned())),
+                ("GONE".to_owned(), None),
+            ]),
         }
     }
 
     #[test]
     fn expands_rocprofv3_placeholders() {
-        let c = ctx();
+        let l = launch();
+        let c = Context::new(&l, 42, 0);
         assert_eq!(c.expand("%hostname%/%pid%"), "box/42");
         assert_eq!(c.expand("{hostname}/{pid}_x"), "box/42_x");
         assert_eq!(c.expand("%cwd%/out"), "/w/out");
         assert_eq!(c.expand("%tag%-%arg1%-%arg9%"), "app-a1-");
         assert_eq!(c.expand("%argv%"), "bin_app_a1");
-        assert_eq!(c.expand("%h%_%p%"), "box_42");
+        assert_eq!(c.expand("%h%_%p%_%ppid%"), "box_42_7");
+        assert_eq!(Context::new(&l, 42, 9).expand("%ppid%"), "9");
         assert_eq!(c.expand("100% {unknown} %nope%"), "100% {unknown} %nope%");
+    }
+
+    #[test]
+    fn the_environment_is_the_launch_s_and_neutral_expansion_hides_values() {
+        let l = launch();
+        let c = Context::new(&l, 42, 0);
+        // Recorded values win over the current environment, recorded absence too.
+        assert_eq!(c.expand("%env{OUT}%-%env{GONE}%-"), "o--");
+        let n = Context { neutral: true, ..c };
+        assert_eq!(n.expand("%arg1%/../%pid%/lit"), "x/../x/lit");
+        let mut l2 = Launch::default();
+        l2.capture_env(&["%env{ROCPROF_TEST_SURELY_UNSET}%/x", "plain"]);
+        assert_eq!(l2.env.get("ROCPROF_TEST_SURELY_UNSET"), Some(&None));
+        assert!(l2.env.contains_key("SLURM_JOB_ID"));
     }
 }

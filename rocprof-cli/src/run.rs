@@ -1,15 +1,23 @@
-//! `rocprof [options] -- app args…`: run the application with the tool preloaded, then turn the
-//! record logs into rocprofv3's files and explain anything that is missing.
+//! `rocprof [options] -- app args…`: check everything that can be checked, run the application
+//! with the tool preloaded and a private record directory, then convert its record logs into
+//! rocprofv3's files ([`crate::convert`], shared with `rocprof convert`).
+//!
+//! Before the launch (exit code 2 on any problem): the options, the environment discovery
+//! reads (a malformed `ROCPROF_HSAKMT_LAYOUT` refuses to start; other malformed settings warn),
+//! the output paths ([`crate::outputs::validate`]), the record directory and its `run.json`.
 
 use crate::avail::choose_layout;
-use crate::placeholders::Context;
-use crate::process;
-use anyhow::{Context as _, Result, bail};
+use crate::convert::{self, Job};
+use crate::messages;
+use crate::outputs::{self, OutputOptions};
+use crate::placeholders::Launch;
+use crate::process::{self, LaunchError, Signals};
+use crate::record_dir::{RecordDir, RunManifest, SCHEMA};
+use anyhow::{Context as _, Result, anyhow, bail};
+use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use trace_records::agents::{AgentIndex, AgentLabels, AgentsDocument};
-use trace_records::csv::{CsvSelection, OutputPrefix, write_csv};
 use trace_records::{ApiDomain, ProcessTrace, env};
 use wsl_topology::Settings;
 
@@ -26,24 +34,15 @@ macro_rules! flags {
                       value_parser = parse_bool, value_name = "BOOL")]
                 pub $field: Option<bool>,
             )*
-            /// Output directory (`-d`); placeholders such as `%hostname%` expand. Default: `%cwd%`.
-            #[arg(short = 'd', long = "output-directory")]
-            pub output_directory: Option<String>,
-            /// Output file prefix (`-o`), may contain `/`. Default: `%hostname%/%pid%`.
-            #[arg(short = 'o', long = "output-file")]
-            pub output_file: Option<String>,
-            /// Output formats (comma or space separated). Supported: csv.
-            #[arg(short = 'f', long = "output-format", num_args = 1.., value_delimiter = ',')]
-            pub output_format: Vec<String>,
+            /// Where and how the outputs are written.
+            #[command(flatten)]
+            pub output: OutputOptions,
             /// Only kernels whose name matches are counted or traced in detail.
             #[arg(long = "kernel-include-regex")]
             pub kernel_include_regex: Option<String>,
             /// Kernels whose name matches are excluded (applied after the include filter).
             #[arg(long = "kernel-exclude-regex")]
             pub kernel_exclude_regex: Option<String>,
-            /// How Agent_Id cells name agents.
-            #[arg(short = 'A', long = "agent-index", value_parser = ["absolute", "relative", "type-relative"])]
-            pub agent_index: Option<String>,
         }
     };
 }
@@ -73,18 +72,10 @@ flags! {
     marker_trace: "marker-trace";
     /// Everything above.
     sys_trace: "sys-trace", short = 's';
-    /// Per-name and per-domain statistics files.
-    stats: "stats";
-    /// Keep kernel names mangled (default: demangled).
-    mangled_kernels: "mangled-kernels", short = 'M';
-    /// Shorten kernel names to the bare function name (e.g. `addition_kernel`).
-    truncate_kernels: "truncate-kernels", short = 'T';
-    /// A summary table on stderr after the run.
-    summary: "summary", short = 'S';
 }
 
 /// The resolved selection of what to trace.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Selection {
     pub hip_runtime: bool,
     pub hip_compiler: bool,
@@ -117,35 +108,22 @@ impl RunOptions {
     }
 
     /// Rejects unknown or contradictory options before anything runs.
-    pub fn validate(&self) -> Result<()> {
-        let s = self.selection();
-        let any = s != Selection::default();
-        if !any && (self.stats == Some(true) || self.summary == Some(true)) {
-            bail!(
-                "--stats and --summary need a tracing option (e.g. --sys-trace or --kernel-trace)"
-            );
+    pub fn validate(&self) -> Result<(), String> {
+        let any = self.selection() != Selection::default();
+        if !any && (self.output.stats == Some(true) || self.output.summary == Some(true)) {
+            return Err(messages::stats_without_tracing());
         }
-        for f in &self.output_format {
-            for f in f.split([' ', ';', ':']).filter(|f| !f.is_empty()) {
-                match f.to_ascii_lowercase().as_str() {
-                    "csv" => {}
-                    "json" | "pftrace" | "otf2" | "rocpd" => {
-                        bail!("--output-format {f} is not supported yet by this rocprof; use csv")
-                    }
-                    other => bail!("unknown --output-format '{other}' (expected csv)"),
-                }
-            }
-        }
+        self.output.formats()?;
         for (name, re) in [
             ("include", &self.kernel_include_regex),
             ("exclude", &self.kernel_exclude_regex),
         ] {
             if let Some(re) = re {
                 if re.is_empty() {
-                    bail!("--kernel-{name}-regex needs a pattern");
+                    return Err(messages::regex_empty(name));
                 }
                 if let Err(e) = regex::Regex::new(re) {
-                    bail!("--kernel-{name}-regex '{re}' is not a valid regular expression: {e}");
+                    return Err(messages::regex_invalid(name, re, &e));
                 }
             }
         }
@@ -164,19 +142,21 @@ impl RunOptions {
         }
         v
     }
+}
 
+impl Selection {
+    /// The tool's switches for this selection.
     fn env(&self) -> Vec<(&'static str, &'static str)> {
-        let s = self.selection();
         [
-            (env::HIP_RUNTIME_API_TRACE, s.hip_runtime),
-            (env::HIP_COMPILER_API_TRACE, s.hip_compiler),
-            (env::HSA_CORE_API_TRACE, s.hsa_core),
-            (env::HSA_AMD_EXT_API_TRACE, s.hsa_amd),
-            (env::HSA_IMAGE_EXT_API_TRACE, s.hsa_image),
-            (env::HSA_FINALIZER_EXT_API_TRACE, s.hsa_finalizer),
-            (env::KERNEL_TRACE, s.kernels),
-            (env::MEMORY_COPY_TRACE, s.copies),
-            (env::MARKER_API_TRACE, s.markers),
+            (env::HIP_RUNTIME_API_TRACE, self.hip_runtime),
+            (env::HIP_COMPILER_API_TRACE, self.hip_compiler),
+            (env::HSA_CORE_API_TRACE, self.hsa_core),
+            (env::HSA_AMD_EXT_API_TRACE, self.hsa_amd),
+            (env::HSA_IMAGE_EXT_API_TRACE, self.hsa_image),
+            (env::HSA_FINALIZER_EXT_API_TRACE, self.hsa_finalizer),
+            (env::KERNEL_TRACE, self.kernels),
+            (env::MEMORY_COPY_TRACE, self.copies),
+            (env::MARKER_API_TRACE, self.markers),
         ]
         .into_iter()
         .map(|(k, v)| (k, if v { "1" } else { "0" }))
@@ -216,27 +196,72 @@ pub(crate) fn prepended(var: &str, first: OsString) -> OsString {
     list
 }
 
+/// The environment discovery reads: a malformed `ROCPROF_HSAKMT_LAYOUT` is refused (the tool
+/// would read every node with a wrong size), the other problems are warnings.
+fn check_settings(settings: &Settings) -> Result<()> {
+    let layout = wsl_topology::settings::ENV_LAYOUT;
+    if let Some(v) = std::env::var(layout).ok().filter(|v| !v.is_empty())
+        && settings.layout.is_none()
+    {
+        bail!(messages::layout_malformed(&v));
+    }
+    for p in &settings.problems {
+        eprintln!("rocprof: warning: {p}");
+    }
+    Ok(())
+}
+
 /// Runs the application and writes the outputs.
 pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
-    opts.validate()?;
+    opts.validate().map_err(|e| anyhow!(e))?;
     if app.is_empty() {
-        bail!(
-            "nothing to run: give the application after `--`, e.g. `rocprof --sys-trace -- ./app`"
-        );
+        bail!(messages::nothing_to_run());
     }
     let sel = opts.selection();
     if sel == Selection::default() {
-        eprintln!(
-            "rocprof: warning: no tracing option given; the application runs with the profiler loaded but nothing is recorded (try --sys-trace)"
-        );
+        eprintln!("rocprof: warning: {}", messages::no_tracing_option());
     }
+    let signals = Signals::install().context("cannot install the signal handlers")?;
     let tool = tool_library()?;
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
-    let record_dir = std::env::temp_dir().join(format!("rocprof-records-{}", std::process::id()));
-    std::fs::create_dir_all(&record_dir)
-        .with_context(|| format!("cannot create {}", record_dir.display()))?;
-
     let settings = Settings::from_env();
+    check_settings(&settings)?;
+
+    let app_name = app[0].to_string_lossy().into_owned();
+    let (launch_date, launch_time) = process::now_local();
+    let mut launch = Launch {
+        rocprof_pid: std::process::id(),
+        hostname: hostname(),
+        cwd: cwd.display().to_string(),
+        argv: app
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        launch_date,
+        launch_time,
+        env: Default::default(),
+    };
+    let output = opts.output.settings(&cwd).map_err(|e| anyhow!(e))?;
+    launch.capture_env(&[&output.directory, &output.file]);
+    outputs::validate(&output, &launch)?;
+
+    let dir = RecordDir::create()?;
+    let mut manifest = RunManifest {
+        schema: SCHEMA.into(),
+        selection: sel,
+        kernel_include_regex: opts.kernel_include_regex.clone(),
+        kernel_exclude_regex: opts.kernel_exclude_regex.clone(),
+        outputs: output,
+        launch,
+        status: None,
+    };
+    if let Err(e) = dir.write_manifest(&manifest) {
+        let path = dir.path().to_owned();
+        let _ = dir.remove();
+        bail!(messages::manifest_write_failed(&path, &e));
+    }
+    let since = dir.fs_now();
+
     let selection = wsl_topology::platform::select(&settings);
     let layout = choose_layout(&settings, selection.platform);
     for w in &layout.warnings {
@@ -246,8 +271,8 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
     let mut cmd = std::process::Command::new(&app[0]);
     cmd.args(&app[1..]);
     cmd.env("LD_PRELOAD", prepended("LD_PRELOAD", tool.into_os_string()))
-        .env(env::RECORD_DIR, &record_dir);
-    for (k, v) in opts.env() {
+        .env(env::RECORD_DIR, dir.path());
+    for (k, v) in sel.env() {
         cmd.env(k, v);
     }
     for (k, v) in opts.filter_env() {
@@ -256,164 +281,42 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
     if let Some(choice) = layout.choice.as_ref().filter(|_| settings.layout.is_none()) {
         cmd.env(wsl_topology::settings::ENV_LAYOUT, choice.size.to_string());
     }
-    let launch = process::now_local();
-    let status = process::run_forwarding_signals(cmd)
-        .with_context(|| format!("cannot start {}", app[0].to_string_lossy()))?;
+    let status = match process::launch(signals, cmd) {
+        Ok(status) => status,
+        Err(e) => {
+            let _ = dir.remove();
+            let message = match &e {
+                LaunchError::NotFound => messages::app_not_found(&app_name),
+                LaunchError::NotExecutable(err) => messages::app_not_executable(&app_name, err),
+                LaunchError::Interrupted(s) => messages::interrupted_before_launch(*s),
+            };
+            eprintln!("rocprof: error: {message}");
+            return Ok(e.exit_code());
+        }
+    };
+    manifest.status = Some(status);
+    // Only `rocprof convert` reads it back, for the explanations; they are worded for an
+    // unknown end if this write fails.
+    let _ = dir.write_manifest(&manifest);
 
-    let mut logs: Vec<PathBuf> = std::fs::read_dir(&record_dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "rplog"))
-                .collect()
-        })
-        .unwrap_or_default();
-    logs.sort();
-    let argv: Vec<String> = app
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let mut written = Vec::new();
-    let mut traces: Vec<ProcessTrace> = Vec::new();
-    for log in &logs {
-        match ProcessTrace::read(log) {
-            Ok(t) => {
-                if let Some(d) = &t.damage {
-                    eprintln!(
-                        "rocprof: warning: {}: the record log is damaged at byte {} ({}); {} bytes after it were skipped, everything before it is kept",
-                        log.display(),
-                        d.offset,
-                        d.reason,
-                        d.bytes_lost
-                    );
-                }
-                traces.push(t);
-            }
-            Err(e) => eprintln!("rocprof: warning: {e}; that process's records are lost"),
-        }
-    }
-    let index = match opts.agent_index.as_deref() {
-        Some("absolute") => AgentIndex::Absolute,
-        Some("type-relative") => AgentIndex::TypeRelative,
-        _ => AgentIndex::Relative,
-    };
-    let csv = CsvSelection {
-        hip: sel.hip_runtime || sel.hip_compiler,
-        hsa: sel.hsa_core || sel.hsa_amd || sel.hsa_image || sel.hsa_finalizer,
-        kernels: sel.kernels,
-        copies: sel.copies,
-        markers: sel.markers,
-        stats: opts.stats == Some(true),
-    };
-    for t in &mut traces {
-        rename_kernels(
-            t,
-            opts.mangled_kernels != Some(true),
-            opts.truncate_kernels == Some(true),
-        );
-    }
-    let mut prefixes_used = std::collections::HashSet::new();
-    // Everything but the pid is the same for every process.
-    let mut ctx = Context {
-        pid: 0,
-        ppid: std::process::id(),
-        hostname: hostname(),
-        cwd: cwd.display().to_string(),
-        argv: argv.clone(),
-        launch_date: launch.0.clone(),
-        launch_time: launch.1.clone(),
-    };
-    for t in &traces {
-        ctx.pid = t.pid;
-        let dir = ctx.expand(opts.output_directory.as_deref().unwrap_or("%cwd%"));
-        let file = ctx.expand(opts.output_file.as_deref().unwrap_or("%hostname%/%pid%"));
-        let mut prefix = OutputPrefix(Path::new(&dir).join(file));
-        if !prefixes_used.insert(prefix.0.clone()) {
-            // Several processes, one name: keep them apart instead of overwriting.
-            let mut p = prefix.0.clone().into_os_string();
-            p.push(format!("_{}", t.pid));
-            eprintln!(
-                "rocprof: warning: several processes share the output name {}; process {} writes to {}",
-                prefix.0.display(),
-                t.pid,
-                Path::new(&p).display()
-            );
-            prefix = OutputPrefix(PathBuf::from(p));
-        }
-        let agents = AgentsDocument::find(&t.json)
-            .map(|d| d.agents)
-            .unwrap_or_default();
-        let labels = AgentLabels::new(agents, index);
-        written.extend(
-            write_csv(&prefix, t, &labels, csv).with_context(|| "cannot write the output files")?,
-        );
-        if opts.summary == Some(true) {
-            crate::summary::print(t);
-        }
-    }
-    let problems = crate::explain::explain(&sel, &status, &traces, &logs);
-    for p in &problems {
-        eprintln!("rocprof: {p}");
-    }
-    if problems.is_empty() || !written.is_empty() {
-        let _ = std::fs::remove_dir_all(&record_dir);
-    } else {
-        eprintln!(
-            "rocprof: the raw record logs are kept in {}",
-            record_dir.display()
-        );
-    }
-    eprintln!(
-        "rocprof: the application {}; {} process(es) recorded, {} file(s) written{}",
-        status.describe(),
-        traces.len(),
-        written.len(),
-        written
-            .first()
-            .and_then(|p| p.parent())
-            .map(|d| format!(" in {}", d.display()))
-            .unwrap_or_default()
+    let outcome = convert::convert(
+        Job {
+            dir,
+            manifest,
+            since,
+        },
+        signals,
     );
-    Ok(status.exit_code())
-}
-
-/// Demangles (and optionally truncates) the kernel names of `t`'s symbols in place.
-fn rename_kernels(t: &mut ProcessTrace, demangle: bool, truncate: bool) {
-    let ids: Vec<u32> = t.symbols.iter().map(|s| s.name).collect();
-    for id in ids {
-        let Some(name) = t.strings.get(&id) else {
-            continue;
-        };
-        let mut new = name.clone();
-        if (demangle || truncate)
-            && let Ok(sym) = cpp_demangle::Symbol::new(name.as_bytes())
-            && let Ok(d) = sym.demangle()
-        {
-            new = d;
-        }
-        if truncate {
-            new = truncate_name(&new);
-        }
-        t.strings.insert(id, new);
-    }
-}
-
-/// `void ns::kernel<float>(float*, int)` → `kernel`.
-pub fn truncate_name(name: &str) -> String {
-    let head = name.split('(').next().unwrap_or(name);
-    let mut depth = 0;
-    let plain: String = head
-        .chars()
-        .filter(|&c| {
-            match c {
-                '<' => depth += 1,
-                '>' => depth -= 1,
-                _ => return depth == 0,
-            }
-            false
-        })
-        .collect();
-    let last = plain.trim().rsplit([' ', ':']).next().unwrap_or(&plain);
-    last.to_owned()
+    eprintln!(
+        "rocprof: {}",
+        messages::run_summary(
+            &status,
+            outcome.processes,
+            outcome.written.len(),
+            outcome.first_dir()
+        )
+    );
+    Ok(convert::run_exit_code(&status, &outcome))
 }
 
 /// Domains with records, to compare with what was asked for.
@@ -451,22 +354,6 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<RunOptions, clap::Error> {
         P::try_parse_from(std::iter::once("rocprof").chain(args.iter().copied())).map(|p| p.o)
-    }
-
-    #[test]
-    fn kernel_names_truncate_to_the_function() {
-        assert_eq!(
-            truncate_name("void addition_kernel<float>(float*, float const*, int)"),
-            "addition_kernel"
-        );
-        assert_eq!(
-            truncate_name("ns::axpb(float const*, float*, unsigned long)"),
-            "axpb"
-        );
-        assert_eq!(
-            truncate_name("__amd_rocclr_copyBuffer"),
-            "__amd_rocclr_copyBuffer"
-        );
     }
 
     #[test]

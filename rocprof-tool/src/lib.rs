@@ -78,7 +78,46 @@ fn constructor_body() {
     start(config);
 }
 
-/// Starts the tool now if the constructor deferred it (a runtime was loaded later).
+/// `dlopen`, interposed (the tool is preloaded, so its definition comes first): when the
+/// constructor deferred the start and the application now opens a ROCm runtime, the tool
+/// starts before the runtime is even mapped — discovery still runs before `hsa_init`, exactly
+/// as for an application linked against the runtime. Everything else is forwarded untouched.
+///
+/// # Safety
+/// As for `dlopen(3)`: `filename` is null or a C string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dlopen(filename: *const c_char, flags: c_int) -> *mut c_void {
+    if DEFERRED.load(std::sync::atomic::Ordering::Acquire) && !filename.is_null() {
+        // SAFETY: a non-null filename is a C string (the caller's contract).
+        let name = unsafe { CStr::from_ptr(filename) }.to_bytes();
+        let runtime = RuntimeLibrary::ALL
+            .iter()
+            .any(|(_, stem)| name.windows(stem.len()).any(|w| w == stem.as_bytes()));
+        if runtime {
+            let _ = std::panic::catch_unwind(start_if_deferred);
+        }
+    }
+    match real_dlopen() {
+        // SAFETY: the next definition of dlopen, with the caller's arguments.
+        Some(real) => unsafe { real(filename, flags) },
+        None => std::ptr::null_mut(),
+    }
+}
+
+type DlopenFn = unsafe extern "C" fn(*const c_char, c_int) -> *mut c_void;
+
+/// The `dlopen` this one hides (libc's).
+fn real_dlopen() -> Option<DlopenFn> {
+    static REAL: OnceLock<usize> = OnceLock::new();
+    let p = *REAL.get_or_init(|| {
+        // SAFETY: looks up the next definition of a libc symbol by a NUL-terminated name.
+        unsafe { libc::dlsym(libc::RTLD_NEXT, c"dlopen".as_ptr()) as usize }
+    });
+    // SAFETY: a non-null result is libc's dlopen, which has this signature.
+    (p != 0).then(|| unsafe { std::mem::transmute::<usize, DlopenFn>(p) })
+}
+
+/// Starts the tool now if the constructor deferred it (a runtime is being loaded).
 fn start_if_deferred() {
     if DEFERRED.load(std::sync::atomic::Ordering::Acquire) {
         start(Config::from_env());
@@ -198,6 +237,7 @@ fn init(config: Config) {
 extern "C" fn after_fork_in_child() {
     let _ = std::panic::catch_unwind(|| {
         let Some(state) = STATE.get() else { return };
+        sink::detach_after_fork();
         hsa_intercept::clock::restart_after_fork();
         hsa_intercept::dispatch::after_fork_in_child();
         match open_log(&state.config.record_dir) {

@@ -202,19 +202,65 @@ impl OutputPrefix {
     }
 }
 
-/// Writes `body` into a new file at `path` (creating its directory).
+/// Writes `body` into a new file at `path` (creating its directory), never half-written: the
+/// bytes go to a temporary file beside it (`.<name>.tmp-<pid>-<n>`, created exclusively) that
+/// is renamed over `path` only once complete. On any error the temporary file is removed, so
+/// `path` keeps either its old content or the whole new one, and concurrent writers of the
+/// same name never mix their rows.
 pub(crate) fn write_whole(
     path: &Path,
     body: impl FnOnce(&mut Out) -> io::Result<()>,
 ) -> Result<(), Error> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(Error::io(path))?;
-    }
-    let file = std::fs::File::create(path).map_err(Error::io(path))?;
+    let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(Error::io(path))?;
+            dir
+        }
+        None => Path::new("."),
+    };
+    let (temp, file) = create_temp_beside(dir, path).map_err(Error::io(path))?;
     let mut out = io::BufWriter::with_capacity(1 << 20, file);
-    body(&mut out)
+    let written = body(&mut out)
         .and_then(|()| out.flush())
-        .map_err(Error::io(path))
+        .and_then(|()| std::fs::rename(&temp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written.map_err(Error::io(path))
+}
+
+/// Creates a new, empty temporary file in `dir` for `path`'s content. Its name starts with a
+/// dot and the target's name (shortened so the whole name fits a 255-byte file name), then
+/// this process's id and a counter; an existing file of that name is never reused.
+fn create_temp_beside(dir: &Path, path: &Path) -> io::Result<(PathBuf, std::fs::File)> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    const NAME_MAX: usize = 255;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    loop {
+        let suffix = format!(
+            ".tmp-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut keep = name.len().min(NAME_MAX - 1 - suffix.len());
+        while !name.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        let temp = dir.join(format!(".{}{suffix}", &name[..keep]));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+        {
+            Ok(file) => return Ok((temp, file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Which files to write.
@@ -530,4 +576,54 @@ fn write_agent(out: &mut impl Write, a: &AgentInfo) -> io::Result<()> {
             Cell::Str(&a.model_name),
         ],
     )
+}
+
+#[cfg(test)]
+mod file_creation_tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("trace-records-csv-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_failed_write_keeps_the_old_file_and_leaves_no_temporary() {
+        let dir = scratch("fail");
+        let path = dir.join("sub").join("x_kernel_trace.csv");
+        write_whole(&path, |out| out.write_all(b"old\n")).unwrap();
+        let err = write_whole(&path, |out| {
+            out.write_all(b"half a ro")?;
+            Err(io::Error::other("disk went away"))
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("x_kernel_trace.csv"), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\n");
+        assert_eq!(names(path.parent().unwrap()), ["x_kernel_trace.csv"]);
+        write_whole(&path, |out| out.write_all(b"new\n")).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
+        assert_eq!(names(path.parent().unwrap()), ["x_kernel_trace.csv"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_temporary_name_fits_beside_a_255_byte_name() {
+        let dir = scratch("long");
+        let path = dir.join(format!("{}.csv", "k".repeat(251)));
+        write_whole(&path, |out| out.write_all(b"a\n")).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\n");
+        assert_eq!(names(&dir).len(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

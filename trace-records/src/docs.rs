@@ -49,9 +49,19 @@ pub struct AgentsList {
 pub enum PlatformKind {
     /// KFD sysfs (native Linux).
     #[default]
-    Gnulinux,
+    GnuLinux,
     /// `/dev/dxg` and libdxcore (WSL2).
     Wsl,
+}
+
+impl PlatformKind {
+    /// The name used by `ROCPROFILER_FORCE_PLATFORM` (and in JSON).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::GnuLinux => "gnulinux",
+            Self::Wsl => "wsl",
+        }
+    }
 }
 
 /// The kinds of omission discovery reports (see `docs/avail-json.md`).
@@ -85,6 +95,11 @@ pub enum OmissionKind {
 }
 
 impl OmissionKind {
+    /// How loudly this is reported: informational kinds are expected on healthy systems.
+    pub fn is_warning(self) -> bool {
+        !matches!(self, Self::NonAmdAdapter | Self::NoAdapters)
+    }
+
     /// Whether this omission leaves the process without any GPU agent.
     pub fn loses_every_gpu(self) -> bool {
         matches!(
@@ -107,6 +122,7 @@ pub struct OmissionFact {
 
 /// What the tool learnt of the DXG thunk.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ThunkFacts {
     /// The file the loader mapped.
     pub path: Option<String>,
@@ -124,6 +140,7 @@ pub struct ThunkFacts {
 
 /// The tracing the tool was asked for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 #[allow(missing_docs)]
 pub struct TracingConfig {
     pub hip_runtime: bool,
@@ -139,6 +156,7 @@ pub struct TracingConfig {
 
 /// How discovery went in the process.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct DiscoveryFacts {
     /// The enumerator used.
     pub platform: PlatformKind,
@@ -154,6 +172,7 @@ pub struct DiscoveryFacts {
 
 /// The pairing of agent records with HSA agents.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct AgentMapping {
     /// KMT node ids paired.
     pub pairs: Vec<u32>,
@@ -236,6 +255,7 @@ impl RuntimeLibrary {
 
 /// Facts known at a normal exit.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ExitFacts {
     /// ROCm runtimes mapped into the process when it exited.
     pub runtimes_loaded: Vec<RuntimeLibrary>,

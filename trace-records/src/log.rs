@@ -169,10 +169,22 @@ impl ChunkFill {
         true
     }
 
-    /// Appends a fixed-size record.
+    /// Appends a fixed-size record (the traced path: one bounds check, three copies).
     #[inline]
     pub fn push<R: FixedRecord>(&mut self, payload: &mut [u8], record: &R) -> bool {
-        self.push_parts(payload, R::TAG, &[record.as_bytes()])
+        let bytes = record.as_bytes();
+        let at = self.len as usize;
+        let end = at + 4 + bytes.len();
+        let Some(dst) = payload.get_mut(at..end).filter(|_| end <= CHUNK_CAPACITY) else {
+            return false;
+        };
+        let (head, body) = dst.split_at_mut(4);
+        head[..2].copy_from_slice(&(R::TAG as u16).to_le_bytes());
+        head[2..].copy_from_slice(&(bytes.len() as u16).to_le_bytes());
+        body.copy_from_slice(bytes);
+        self.len = end as u32;
+        self.entries += 1;
+        true
     }
 
     /// Appends a string definition (a text too long for one entry is cut at a character

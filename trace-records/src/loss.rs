@@ -29,8 +29,10 @@ pub enum LossCause {
     Damaged = 5,
     /// Kernel dispatches that never finished before their queue or the runtime went away.
     Unfinished = 6,
-    /// An entry too long for any chunk.
-    TooLong = 7,
+    /// Definitions rather than trace records — string definitions (kernel and marker names),
+    /// operation names, and the tool's documents (agents, discovery facts, warnings) — lost for
+    /// any reason. Counted apart so that the other causes count trace records exactly.
+    Definitions = 7,
 }
 
 impl LossCause {
@@ -43,7 +45,7 @@ impl LossCause {
         LossCause::Malformed,
         LossCause::Damaged,
         LossCause::Unfinished,
-        LossCause::TooLong,
+        LossCause::Definitions,
     ];
 
     /// Number of causes (the size of a count table).
@@ -64,7 +66,7 @@ impl LossCause {
             Self::Malformed => "were malformed entries in otherwise intact chunks of the record log",
             Self::Damaged => "were in damaged chunks of the record log",
             Self::Unfinished => "were kernel dispatches that had not finished when their queue was destroyed or the runtime shut down",
-            Self::TooLong => "were entries too long to fit any chunk of the record log",
+            Self::Definitions => "were definitions (names of kernels, markers or API operations, or the profiler's facts about the run) rather than trace records, so some names may read as numbers and some explanations may be missing",
         }
     }
 
@@ -78,7 +80,7 @@ impl LossCause {
             Self::Malformed => "the log was written by another version of the profiler or damaged on disk; run again",
             Self::Damaged => "the log was damaged on disk after it was written (or by the application writing through a stray pointer); run again",
             Self::Unfinished => "make the application wait for its kernels (hipDeviceSynchronize or a blocking copy) before it exits",
-            Self::TooLong => "report it: such an entry (a name of over 64 KiB) is not expected",
+            Self::Definitions => "see the other lost-record lines for why; a definition longer than 64 KiB cannot be recorded at all",
         }
     }
 }
@@ -93,7 +95,7 @@ impl std::fmt::Display for LossCause {
             Self::Malformed => "malformed",
             Self::Damaged => "damaged",
             Self::Unfinished => "unfinished",
-            Self::TooLong => "too-long",
+            Self::Definitions => "definitions",
         };
         f.write_str(name)
     }

@@ -1,87 +1,56 @@
-//! Agent records and the reasons something was not published.
+//! Building agent records, and the reasons something was not published.
+//!
+//! The record type itself ([`Agent`], with [`AgentKind`] and [`GpuProperties`]) lives in
+//! `trace_records::agents`, so discovery, the record log, `rocprof avail` and every exporter
+//! share one type; the omission kinds are `trace_records::docs::OmissionKind`.
 
 use crate::layout::{Luid, NodeProps};
 use serde::Serialize;
 use std::fmt;
 
-/// CPU or GPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AgentKind {
-    /// A CPU agent.
-    Cpu,
-    /// A GPU agent.
-    Gpu,
-}
+pub use trace_records::agents::{Agent, AgentKind, GpuProperties};
+pub use trace_records::docs::OmissionKind;
 
-/// One published agent. Built once at discovery; never modified afterwards.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Agent {
-    /// CPU or GPU.
-    pub kind: AgentKind,
-    /// Dense ordinal over all published agents (CPU first).
-    pub logical_node_id: u32,
-    /// The driver's node id: the KMT node id on WSL, the sysfs node on native Linux. HSA agents
-    /// are paired by it.
-    pub node_id: u32,
-    /// Ordinal among agents of the same kind (GPU 0, GPU 1, …).
-    pub logical_node_type_id: u32,
-    /// The gfx target for a GPU (`gfx1150`), the CPU model for a CPU.
-    pub name: String,
-    /// Marketing name.
-    pub product_name: String,
-    /// `AMD` for GPUs, `CPU` for the synthesized CPU agent.
-    pub vendor_name: String,
-    /// Model name (empty where the platform reports none).
-    pub model_name: String,
-    /// Cores of a CPU agent (0 for a GPU).
-    pub cpu_cores_count: u32,
-    /// GPU properties; `None` for a CPU.
-    pub gpu: Option<GpuProperties>,
-}
-
-impl Agent {
-    /// A GPU agent published after `published`, whose ordinals it continues: vendor `AMD`, no
-    /// model, no cores; an empty `product_name` becomes `unknown`.
-    pub fn gpu(
-        published: &[Agent],
-        node_id: u32,
-        name: String,
-        product_name: &str,
-        gpu: GpuProperties,
-    ) -> Self {
-        let (logical_node_id, logical_node_type_id) = next_ordinals(published, AgentKind::Gpu);
-        Self {
-            kind: AgentKind::Gpu,
-            logical_node_id,
-            node_id,
-            logical_node_type_id,
-            name,
-            product_name: gpu_product_name(product_name).to_owned(),
-            vendor_name: "AMD".into(),
-            model_name: String::new(),
-            cpu_cores_count: 0,
-            gpu: Some(gpu),
-        }
+/// A GPU agent published after `published`, whose ordinals it continues: vendor `AMD`, no
+/// model, no cores; an empty `product_name` becomes `unknown`.
+pub fn gpu_agent(
+    published: &[Agent],
+    node_id: u32,
+    name: String,
+    product_name: &str,
+    gpu: GpuProperties,
+) -> Agent {
+    let (logical_node_id, logical_node_type_id) = next_ordinals(published, AgentKind::Gpu);
+    Agent {
+        kind: AgentKind::Gpu,
+        logical_node_id,
+        node_id,
+        logical_node_type_id,
+        name,
+        product_name: gpu_product_name(product_name).to_owned(),
+        vendor_name: "AMD".into(),
+        model_name: String::new(),
+        cpu_cores_count: 0,
+        gpu: Some(gpu),
     }
+}
 
-    /// A CPU agent published after `published`, whose ordinals it continues: vendor `CPU`, no
-    /// model; an empty `name` becomes `CPU`, and the product name is the name.
-    pub fn cpu(published: &[Agent], node_id: u32, name: &str, cpu_cores_count: u32) -> Self {
-        let (logical_node_id, logical_node_type_id) = next_ordinals(published, AgentKind::Cpu);
-        let name = if name.is_empty() { "CPU" } else { name };
-        Self {
-            kind: AgentKind::Cpu,
-            logical_node_id,
-            node_id,
-            logical_node_type_id,
-            name: name.to_owned(),
-            product_name: name.to_owned(),
-            vendor_name: "CPU".into(),
-            model_name: String::new(),
-            cpu_cores_count,
-            gpu: None,
-        }
+/// A CPU agent published after `published`, whose ordinals it continues: vendor `CPU`, no
+/// model; an empty `name` becomes `CPU`, and the product name is the name.
+pub fn cpu_agent(published: &[Agent], node_id: u32, name: &str, cpu_cores_count: u32) -> Agent {
+    let (logical_node_id, logical_node_type_id) = next_ordinals(published, AgentKind::Cpu);
+    let name = if name.is_empty() { "CPU" } else { name };
+    Agent {
+        kind: AgentKind::Cpu,
+        logical_node_id,
+        node_id,
+        logical_node_type_id,
+        name: name.to_owned(),
+        product_name: name.to_owned(),
+        vendor_name: "CPU".into(),
+        model_name: String::new(),
+        cpu_cores_count,
+        gpu: None,
     }
 }
 
@@ -99,62 +68,6 @@ pub(crate) fn gpu_product_name(product: &str) -> &str {
     } else {
         product
     }
-}
-
-/// The properties of a GPU agent, as derived from its node topology.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[allow(missing_docs)]
-pub struct GpuProperties {
-    /// `major·10000 + minor·100 + stepping` of the gfx target.
-    pub gfx_target_version: u32,
-    pub simd_count: u32,
-    pub simd_per_cu: u32,
-    pub cu_count: u32,
-    /// Shader engines.
-    pub num_shader_banks: u32,
-    pub simd_arrays_per_engine: u32,
-    /// Shader arrays in total (`num_shader_banks × simd_arrays_per_engine`).
-    pub array_count: u32,
-    pub cu_per_engine: u32,
-    /// Derived (`cu_count / array_count`), not copied.
-    pub cu_per_simd_array: u32,
-    pub wave_front_size: u32,
-    pub max_waves_per_simd: u32,
-    pub max_waves_per_cu: u32,
-    pub max_slots_scratch_cu: u32,
-    pub lds_size_in_kb: u32,
-    pub gds_size_in_kb: u32,
-    pub num_gws: u32,
-    pub num_xcc: u32,
-    pub num_sdma_engines: u32,
-    pub num_sdma_xgmi_engines: u32,
-    pub num_sdma_queues_per_engine: u32,
-    pub num_cp_queues: u32,
-    pub max_engine_clk_fcompute: u32,
-    pub max_engine_clk_ccompute: u32,
-    pub vendor_id: u32,
-    pub device_id: u32,
-    pub location_id: u32,
-    pub domain: u32,
-    pub family_id: u32,
-    pub capability: u32,
-    pub hive_id: u64,
-    /// KFD gpu id.
-    pub gpu_id: u32,
-    pub fw_version: u32,
-    pub sdma_fw_version: u32,
-    /// Low 64 bits of the UUID (the node's `UniqueID`); the rest is zero.
-    pub unique_id: u64,
-    /// Local (dedicated) memory in bytes.
-    pub local_mem_size: u64,
-    pub workgroup_max_size: u32,
-    pub workgroup_max_dim: [u32; 3],
-    pub grid_max_size: u32,
-    pub grid_max_dim: [u32; 3],
-    /// Windows adapter LUID (WSL only, when known).
-    pub luid: Option<Luid>,
-    /// GPU wall-clock frequency in kHz, when the node reports it.
-    pub wallclock_khz: Option<u64>,
 }
 
 /// The five node fields without which a topology is incomplete.
@@ -264,7 +177,7 @@ pub fn synthesized_cpu(model: Option<&str>, cores: i64) -> Agent {
     let name = model.map_or("", |m| {
         m.trim_matches([' ', '\t', '\r', '\n', '\x0b', '\x0c'])
     });
-    Agent::cpu(&[], 0, name, u32::try_from(cores).unwrap_or(0))
+    cpu_agent(&[], 0, name, u32::try_from(cores).unwrap_or(0))
 }
 
 /// The "model name" of the first processor in `/proc/cpuinfo` text.
@@ -327,40 +240,6 @@ impl fmt::Display for Subject {
             Self::Library { name } => f.write_str(name),
             Self::Platform => f.write_str("platform"),
         }
-    }
-}
-
-/// Why something was not published.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-#[allow(missing_docs)]
-pub enum OmissionKind {
-    LateAttach,
-    DxcoreUnavailable,
-    AdapterEnumerationFailed,
-    NoAdapters,
-    ThunkUnavailable,
-    ThunkIncomplete,
-    HandshakeRejected,
-    KfdOpenFailed,
-    SystemPropertiesFailed,
-    NodeReadFailed,
-    LayoutMismatch,
-    NoGpuNodes,
-    NonAmdAdapter,
-    AdapterQueryFailed,
-    AmbiguousAdapter,
-    NoMatchingNode,
-    UnparsableGfx,
-    IncompleteTopology,
-    UnclaimedNode,
-    KfdNodeUnreadable,
-}
-
-impl OmissionKind {
-    /// How loudly this is reported: informational kinds are expected on healthy systems.
-    pub fn is_warning(self) -> bool {
-        !matches!(self, Self::NonAmdAdapter | Self::NoAdapters)
     }
 }
 
@@ -477,6 +356,46 @@ mod tests {
         };
         let g = apply_node_topology(1, &p).unwrap();
         assert_eq!((g.num_xcc, g.cu_per_simd_array), (1, 8));
+    }
+
+    #[test]
+    fn shared_types_keep_their_documented_json_names() {
+        use crate::Platform;
+        fn json(v: impl Serialize) -> String {
+            serde_json::to_string(&v).unwrap()
+        }
+        assert_eq!(json(Platform::GnuLinux), r#""gnulinux""#);
+        assert_eq!(json(Platform::Wsl), r#""wsl""#);
+        for p in [Platform::GnuLinux, Platform::Wsl] {
+            assert_eq!(json(p), format!("{:?}", p.name()));
+        }
+        assert_eq!(json(OmissionKind::LayoutMismatch), r#""layout-mismatch""#);
+        assert_eq!(
+            json(OmissionKind::KfdNodeUnreadable),
+            r#""kfd-node-unreadable""#
+        );
+        assert_eq!(json(AgentKind::Cpu), r#""cpu""#);
+        assert_eq!(json(Luid { low: 1, high: 2 }), r#"{"low":1,"high":2}"#);
+    }
+
+    #[test]
+    fn agents_survive_the_log_unchanged() {
+        let mut gpu = apply_node_topology(1, &gfx1150_props()).unwrap();
+        gpu.gfx_target_version = 110500;
+        let cpu = synthesized_cpu(Some("AMD Ryzen"), 24);
+        let gpu = gpu_agent(std::slice::from_ref(&cpu), 1, "gfx1150".into(), "", gpu);
+        assert_eq!(
+            (
+                gpu.logical_node_id,
+                gpu.logical_node_type_id,
+                gpu.product_name.as_str()
+            ),
+            (1, 0, "unknown")
+        );
+        for a in [cpu, gpu] {
+            let json = serde_json::to_string(&a).unwrap();
+            assert_eq!(serde_json::from_str::<Agent>(&json).unwrap(), a, "{json}");
+        }
     }
 
     #[test]

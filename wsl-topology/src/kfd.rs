@@ -1,6 +1,8 @@
 //! The native-Linux enumerator: KFD sysfs topology (`.../topology/nodes/<id>/properties`).
 
-use crate::agent::{Agent, Omission, OmissionKind, Subject, apply_node_topology};
+use crate::agent::{
+    Agent, Omission, OmissionKind, Subject, apply_node_topology, cpu_agent, gpu_agent,
+};
 use crate::gfx::GfxTarget;
 use crate::layout::NodeProps;
 use std::collections::HashMap;
@@ -53,7 +55,7 @@ pub fn enumerate(root: &Path) -> (Vec<Agent>, Vec<Omission>) {
         let get32 = |k: &str| u32::try_from(get(k)).unwrap_or(u32::MAX);
         let name_file = std::fs::read_to_string(dir.join("name")).unwrap_or_default();
         if get("simd_count") == 0 {
-            let cpu = Agent::cpu(&agents, node_id, name_file.trim(), get32("cpu_cores_count"));
+            let cpu = cpu_agent(&agents, node_id, name_file.trim(), get32("cpu_cores_count"));
             agents.push(cpu);
             continue;
         }
@@ -119,7 +121,7 @@ pub fn enumerate(root: &Path) -> (Vec<Agent>, Vec<Omission>) {
             }
         };
         gpu.gfx_target_version = target.version();
-        let agent = Agent::gpu(&agents, node_id, target.to_string(), name_file.trim(), gpu);
+        let agent = gpu_agent(&agents, node_id, target.to_string(), name_file.trim(), gpu);
         agents.push(agent);
     }
     (agents, omissions)

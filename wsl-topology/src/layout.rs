@@ -72,27 +72,8 @@ impl NodeLayout {
     }
 }
 
-/// A Windows adapter LUID (`LowPart`, `HighPart`; the high part compared as unsigned).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
-pub struct Luid {
-    /// `LowPart`.
-    pub low: u32,
-    /// `HighPart`, as its unsigned bit pattern.
-    pub high: u32,
-}
-
-impl Luid {
-    /// Both halves zero means "no LUID".
-    pub fn is_present(self) -> bool {
-        self.low != 0 || self.high != 0
-    }
-}
-
-impl std::fmt::Display for Luid {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "0x{:08x}:0x{:08x}", self.high, self.low)
-    }
-}
+/// A Windows adapter LUID; the type is shared with the agent record.
+pub use trace_records::agents::Luid;
 
 /// What the thunk reported for one KMT node, decoded from whichever layout was read. Fields a
 /// layout does not have are `None`.

@@ -5,25 +5,9 @@ use dxcore_sys::DxcoreLibrary;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-/// An agent enumerator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Platform {
-    /// Native Linux: KFD sysfs topology.
-    GnuLinux,
-    /// WSL2: DXCore adapters paired with DXG thunk KMT nodes.
-    Wsl,
-}
-
-impl Platform {
-    /// The name used by `ROCPROFILER_FORCE_PLATFORM`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::GnuLinux => "gnulinux",
-            Self::Wsl => "wsl",
-        }
-    }
-}
+/// An agent enumerator: `GnuLinux` (native Linux, KFD sysfs topology) or `Wsl` (DXCore adapters
+/// paired with DXG thunk KMT nodes). The type is the one the record log's discovery facts carry.
+pub use trace_records::docs::PlatformKind as Platform;
 
 /// Why a platform was selected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -1,7 +1,7 @@
 //! The WSL enumerator: DXCore adapters paired with DXG thunk KMT nodes.
 
 use crate::agent::{
-    Agent, Omission, OmissionKind, Subject, apply_node_topology, cpuinfo_model_name,
+    Agent, Omission, OmissionKind, Subject, apply_node_topology, cpuinfo_model_name, gpu_agent,
     gpu_product_name, synthesized_cpu,
 };
 use crate::gfx::{node_gfx_name, resolve_gfx_target};
@@ -539,7 +539,7 @@ pub fn publish(
             gpu.num_xcc,
             gpu.family_id
         );
-        let agent = Agent::gpu(&agents, node.node_id, gfx, &details.description, gpu);
+        let agent = gpu_agent(&agents, node.node_id, gfx, &details.description, gpu);
         agents.push(agent);
     }
     for n in nodes.iter().filter(|n| !consumed.contains(&n.node_id)) {

@@ -4,6 +4,8 @@ use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod tidy;
+
 const HELP: &str = "\
 cargo xtask <command>
 
@@ -11,7 +13,9 @@ cargo xtask <command>
              (target/debug/sim: lib/libdxcore.so, lib/librocdxg.so -> .so.1 -> .so.1.2.0, dev/dxg)
   demo       build, then on the simulated Radeon 890M: `rocprof --sim avail`, and a
              `--sys-trace --stats -S` run of the seed's reference workload (files in target/demo)
-  test       build, run `cargo test --workspace`, then the valgrind check
+  test       tidy, build, run `cargo test --workspace`, then the valgrind check
+  tidy       check the dependency direction of the workspace crates on cargo's resolved graph
+             (the rule table is in xtask/src/tidy.rs; docs/ARCHITECTURE.md explains it)
   valgrind   run the layout-mismatch scenarios under valgrind (no invalid access allowed)
   abi-dump   print every #[repr(C)] layout of the FFI and interception crates
   bench      release build, then: added cost per traced HSA / HIP call and kernel dispatch
@@ -50,6 +54,7 @@ fn main() -> Result<()> {
         Some("bench") => bench(),
         Some("demo") => demo(),
         Some("test") => test(),
+        Some("tidy") => tidy::tidy(&root()),
         Some("valgrind") => valgrind(&build()?),
         Some("abi-dump") => {
             print!("{}", abi_dump());
@@ -214,6 +219,7 @@ fn demo() -> Result<()> {
 }
 
 fn test() -> Result<()> {
+    tidy::tidy(&root())?;
     let bin = build()?;
     run(cargo().args(["test", "--workspace"]))?;
     valgrind(&bin)
@@ -413,17 +419,36 @@ fn bench() -> Result<()> {
             }
         }
     }
-    eprintln!("bench: peak memory while tracing 10 M HSA calls");
-    let rss = |traced: bool| -> Result<String> {
-        let out = workload(
+    eprintln!("bench: peak memory while tracing 10 M HSA calls, and of rocprof converting them");
+    // The application's own peak (it prints maxrss_kb=), and, traced, rocprof's: sampled from
+    // /proc/<pid>/status (VmHWM, a high-water mark) until it exits, so the conversion of the
+    // 10 M records after the application ended is included.
+    let rss = |traced: bool| -> Result<(String, u64)> {
+        let mut child = workload(
             &bin,
             bin.join("hsa-rate"),
             &["10000000"],
             traced.then_some(("--hsa-trace", out_dir.as_path())),
         )
-        .output()?;
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+        let status_file = format!("/proc/{}/status", child.id());
+        let mut peak = 0u64;
+        while child.try_wait()?.is_none() {
+            if let Ok(text) = std::fs::read_to_string(&status_file)
+                && let Some(kb) = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            {
+                peak = peak.max(kb);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let out = child.wait_with_output()?;
         let text = String::from_utf8_lossy(&out.stdout);
-        Ok(text
+        let app = text
             .lines()
             .last()
             .and_then(|l| {
@@ -431,16 +456,17 @@ fn bench() -> Result<()> {
                     .find_map(|w| w.strip_prefix("maxrss_kb="))
             })
             .unwrap_or("?")
-            .to_owned())
+            .to_owned();
+        Ok((app, peak))
     };
+    let (plain, _) = rss(false)?;
+    let (traced, converting) = rss(true)?;
     let memory = format!(
-        "peak RSS of hsa-rate 10000000: untraced {} KiB, traced --hsa-trace {} KiB",
-        rss(false)?,
-        rss(true)?
+        "peak RSS of hsa-rate 10000000: untraced {plain} KiB, traced --hsa-trace {traced} KiB; rocprof itself (reading the 10 M records and writing hsa_api_trace.csv) {converting} KiB"
     );
     let _ = std::fs::remove_dir_all(&out_dir);
-    eprintln!("bench: log-to-CSV throughput");
-    let csv = example_output("trace-records", "csv_throughput")?;
+    eprintln!("bench: record log write, read and CSV throughput");
+    let csv = example_output("record-log", "log_throughput")?;
     eprintln!("bench: cost of a host timestamp");
     let clock = example_output("hsa-intercept", "clock_cost")?;
     let instructions = callgrind_per_call(&bin)?;

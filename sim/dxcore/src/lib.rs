@@ -22,6 +22,24 @@ pub fn reset_for_tests(scenario: Scenario) {
     state::reset(scenario);
 }
 
+/// For `rocprof --sim`, before it launches anything: the scenario's one-line diagnostic
+/// (`wslsim: cannot use scenario <path>: <reason>`, NUL-terminated, valid while the library
+/// stays loaded), or null when the scenario is usable. Printing it is the caller's job; it
+/// then sets `WSLSIM_SCENARIO_REPORTED` so the libraries stay quiet in the run's processes.
+#[unsafe(no_mangle)]
+pub extern "C" fn wslsim_scenario_diagnostic() -> *const std::ffi::c_char {
+    static TEXT: std::sync::OnceLock<Option<std::ffi::CString>> = std::sync::OnceLock::new();
+    std::panic::catch_unwind(|| {
+        TEXT.get_or_init(|| {
+            wslsim_scenario::current_diagnostic()
+                .map(|d| std::ffi::CString::new(d.replace('\0', " ")).unwrap_or_default())
+        })
+        .as_ref()
+        .map_or(std::ptr::null(), |c| c.as_ptr())
+    })
+    .unwrap_or(std::ptr::null())
+}
+
 /// The ELF constructor: runs when the shared object is loaded (not in this crate's unit tests).
 #[cfg_attr(test, allow(dead_code))]
 extern "C" fn on_load() {

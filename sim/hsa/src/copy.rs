@@ -4,7 +4,7 @@
 //! signal when async-copy profiling is on, then decrements the completion signal.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, OnceLock};
 
@@ -187,12 +187,22 @@ pub unsafe extern "C" fn hsa_amd_profiling_async_copy_enable(enable: bool) -> St
     })
 }
 
-/// `hsa_amd_profiling_get_async_copy_time`: the completion signal's ticks in system ns.
+/// `hsa_amd_profiling_get_async_copy_time`: the completion signal's ticks in system ns
+/// (`[faults] copy_time_fail_calls` make chosen calls fail with `HSA_STATUS_ERROR`).
 pub unsafe extern "C" fn hsa_amd_profiling_get_async_copy_time(
     signal: Signal,
     time: *mut ProfilingTime,
 ) -> Status {
     guard(|| {
+        static CALLS: AtomicU64 = AtomicU64::new(0);
+        let call = CALLS.fetch_add(1, Ordering::Relaxed) + 1;
+        if wslsim_scenario::current()
+            .faults
+            .copy_time_fail_calls
+            .contains(&call)
+        {
+            return Err(ERROR);
+        }
         let rt = runtime::require()?;
         let obj = signal::live_object(signal).ok_or(ERROR_INVALID_SIGNAL)?;
         let gpu = rt.first_gpu().ok_or(ERROR_INVALID_AGENT)?;

@@ -11,23 +11,32 @@ use crate::guard::{guard, write_out};
 use crate::runtime;
 use crate::types::*;
 
-/// A kernel descriptor copy owned by the runtime: its address is the kernel object.
+/// A kernel descriptor copy owned by the runtime (the host copy of the kernel object).
 #[repr(C, align(64))]
 pub struct DescriptorBlock(pub [u8; DESCRIPTOR_SIZE]);
+
+impl DescriptorBlock {
+    /// Bytes per descriptor (and per kernel object slot).
+    pub const SIZE: usize = DESCRIPTOR_SIZE;
+}
+
+const _: () = assert!(DESCRIPTOR_SIZE == 64 && align_of::<DescriptorBlock>() == 64);
 
 /// What a dispatch needs to know about a kernel object.
 pub struct KernelEntry {
     pub kernel: Kernel,
     pub descriptor: Box<DescriptorBlock>,
     pub agent: Agent,
+    /// The kernel object: the descriptor's address, or a device address (see [`crate::loader`]).
+    object: u64,
     /// The CPU implementation's address, resolved on first use (0 = none).
     resolved: OnceLock<usize>,
 }
 
 impl KernelEntry {
-    /// The kernel object (descriptor address).
+    /// The kernel object (the descriptor's device address).
     pub fn kernel_object(&self) -> u64 {
-        &*self.descriptor as *const DescriptorBlock as u64
+        self.object
     }
 
     /// The CPU implementation: the code object's address, else `dlsym(RTLD_DEFAULT, host)`.
@@ -92,6 +101,27 @@ fn kernels_mut() -> RwLockWriteGuard<'static, HashMap<u64, Arc<KernelEntry>>> {
 pub fn lookup_kernel(kernel_object: u64) -> Option<Arc<KernelEntry>> {
     let kernels = KERNELS.read().unwrap_or_else(|e| e.into_inner());
     kernels.get(&kernel_object).cloned()
+}
+
+/// The host address of `device_address` when it lies inside a loaded kernel descriptor (kernel
+/// objects are 64-byte aligned and 64 bytes long). Valid while the executable is loaded.
+pub fn host_address(device_address: u64) -> Option<*const u8> {
+    let offset = device_address % DescriptorBlock::SIZE as u64;
+    let entry = lookup_kernel(device_address - offset)?;
+    // `offset` < 64: inside the runtime's descriptor copy, which the entry keeps alive.
+    Some(entry.descriptor.0[offset as usize..].as_ptr())
+}
+
+/// The executable that loaded the kernel object `kernel_object`.
+pub fn executable_of(kernel_object: u64) -> Option<Executable> {
+    with_tables(|t| {
+        t.executables.iter().find_map(|(handle, exe)| {
+            exe.symbols
+                .iter()
+                .any(|s| s.entry.kernel_object() == kernel_object)
+                .then_some(Executable { handle: *handle })
+        })
+    })
 }
 
 fn find_symbol(symbol: ExecutableSymbol) -> Option<(String, Arc<KernelEntry>)> {
@@ -223,7 +253,9 @@ pub unsafe extern "C" fn hsa_executable_create(
 }
 
 /// `hsa_executable_load_agent_code_object`: parses the code object and copies each kernel
-/// descriptor into 64-byte aligned memory the runtime owns (the kernel object).
+/// descriptor into 64-byte aligned memory the runtime owns (the host copy; its address is the
+/// kernel object unless `[faults] device_code_objects` places kernel objects at device
+/// addresses, see [`crate::loader`]).
 pub unsafe extern "C" fn hsa_executable_load_agent_code_object(
     executable: Executable,
     agent: Agent,
@@ -250,10 +282,13 @@ pub unsafe extern "C" fn hsa_executable_load_agent_code_object(
             }
             let mut registered = kernels_mut();
             for kernel in kernels {
+                let descriptor = Box::new(DescriptorBlock(kernel.descriptor.0));
+                let object = crate::loader::kernel_object_for(&descriptor)?;
                 let entry = Arc::new(KernelEntry {
-                    descriptor: Box::new(DescriptorBlock(kernel.descriptor.0)),
+                    descriptor,
                     kernel,
                     agent,
+                    object,
                     resolved: OnceLock::new(),
                 });
                 registered.insert(entry.kernel_object(), entry.clone());

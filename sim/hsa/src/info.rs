@@ -3,6 +3,7 @@
 use std::ffi::{CStr, c_char, c_void};
 
 use crate::guard::{guard, monotonic_ns};
+use crate::loader;
 use crate::runtime::{self, AgentInfo, AgentKind, Runtime};
 use crate::types::*;
 
@@ -120,7 +121,15 @@ fn system_info(attribute: u32, out: &Out) -> Result<(), Status> {
         SYSTEM_INFO_SIGNAL_MAX_WAIT => out.put(u64::MAX),
         SYSTEM_INFO_ENDIANNESS => out.put(0u32),
         SYSTEM_INFO_MACHINE_MODEL => out.put(1u32),
-        SYSTEM_INFO_EXTENSIONS => out.put([0u8; 128]),
+        SYSTEM_INFO_EXTENSIONS => {
+            // A bit per extension id (the AMD loader is id 0x201: byte 64, bit 1).
+            let mut mask = [0u8; 128];
+            if loader::offered() {
+                let id = usize::from(loader::EXTENSION_AMD_LOADER);
+                mask[id / 8] |= 1 << (id % 8);
+            }
+            out.put(mask)
+        }
         AMD_SYSTEM_INFO_BUILD_VERSION => out.put(c"1.18.0-wslsim".as_ptr()),
         AMD_SYSTEM_INFO_SVM_SUPPORTED
         | AMD_SYSTEM_INFO_SVM_ACCESSIBLE_BY_DEFAULT
@@ -309,31 +318,43 @@ pub unsafe extern "C" fn hsa_agent_get_exception_policies(
     })
 }
 
-/// `hsa_system_extension_supported`: no extension is offered.
+/// Whether the system offers `extension` in version `major`: only the AMD loader extension
+/// 1.x (unless the scenario withholds it).
+fn system_offers(extension: u16, major: u16) -> bool {
+    extension == loader::EXTENSION_AMD_LOADER && major == loader::LOADER_MAJOR && loader::offered()
+}
+
+/// `hsa_system_extension_supported`: the AMD loader extension up to 1.3.
 pub unsafe extern "C" fn hsa_system_extension_supported(
-    _extension: u16,
-    _major: u16,
-    _minor: u16,
+    extension: u16,
+    major: u16,
+    minor: u16,
     result: *mut bool,
 ) -> Status {
     guard(|| {
         runtime::require()?;
+        let offered = system_offers(extension, major) && minor <= loader::LOADER_MINOR;
         // SAFETY: checked for null by write_out; writable per the API.
-        unsafe { crate::guard::write_out(result, false) }
+        unsafe { crate::guard::write_out(result, offered) }
     })
 }
 
-/// `hsa_system_major_extension_supported`: no extension is offered.
+/// `hsa_system_major_extension_supported`: the AMD loader extension 1.3.
 pub unsafe extern "C" fn hsa_system_major_extension_supported(
-    _extension: u16,
-    _major: u16,
-    _minor: *mut u16,
+    extension: u16,
+    major: u16,
+    minor: *mut u16,
     result: *mut bool,
 ) -> Status {
     guard(|| {
         runtime::require()?;
+        let offered = system_offers(extension, major);
+        if offered {
+            // SAFETY: checked for null by write_out; writable per the API.
+            unsafe { crate::guard::write_out(minor, loader::LOADER_MINOR)? };
+        }
         // SAFETY: checked for null by write_out; writable per the API.
-        unsafe { crate::guard::write_out(result, false) }
+        unsafe { crate::guard::write_out(result, offered) }
     })
 }
 

@@ -26,6 +26,7 @@ pub mod executable;
 pub mod guard;
 pub mod info;
 pub mod intercept;
+pub mod loader;
 pub mod memory;
 pub mod queue;
 pub mod runtime;

@@ -620,13 +620,23 @@ pub unsafe extern "C" fn hsa_amd_profiling_set_profiler_enabled(
     })
 }
 
-/// `hsa_amd_profiling_get_dispatch_time`: the completion signal's GPU ticks in system ns.
+/// `hsa_amd_profiling_get_dispatch_time`: the completion signal's GPU ticks in system ns
+/// (`[faults] dispatch_time_fail_calls` make chosen calls fail with `HSA_STATUS_ERROR`).
 pub unsafe extern "C" fn hsa_amd_profiling_get_dispatch_time(
     agent: Agent,
     signal: Signal,
     time: *mut ProfilingTime,
 ) -> Status {
     guard(|| {
+        static CALLS: AtomicU64 = AtomicU64::new(0);
+        let call = CALLS.fetch_add(1, Ordering::Relaxed) + 1;
+        if wslsim_scenario::current()
+            .faults
+            .dispatch_time_fail_calls
+            .contains(&call)
+        {
+            return Err(ERROR);
+        }
         let rt = runtime::require()?;
         let info = rt.gpu(agent).ok_or(ERROR_INVALID_AGENT)?;
         let obj = signal::live_object(signal).ok_or(ERROR_INVALID_SIGNAL)?;

@@ -595,7 +595,8 @@ pub unsafe extern "C" fn hsa_amd_signal_wait_any(
     })
 }
 
-/// `hsa_amd_signal_async_handler`.
+/// `hsa_amd_signal_async_handler` (`[faults] async_handler_fail_*` make chosen calls fail with
+/// `HSA_STATUS_ERROR`, registering nothing).
 pub unsafe extern "C" fn hsa_amd_signal_async_handler(
     signal: Signal,
     condition: u32,
@@ -604,6 +605,11 @@ pub unsafe extern "C" fn hsa_amd_signal_async_handler(
     arg: *mut c_void,
 ) -> Status {
     guard(|| {
+        static CALLS: AtomicU64 = AtomicU64::new(0);
+        let call = CALLS.fetch_add(1, Ordering::Relaxed) + 1;
+        if wslsim_scenario::current().faults.async_handler_fails(call) {
+            return Err(ERROR);
+        }
         let handler = handler.ok_or(ERROR_INVALID_ARGUMENT)?;
         if !is_live(signal) {
             return Err(ERROR_INVALID_SIGNAL);

@@ -294,7 +294,7 @@ api_table! {
     hsa_status_string(status: Status, string: *mut *const c_char) -> Status = info::hsa_status_string;
     hsa_extension_get_name;
     hsa_system_major_extension_supported(extension: u16, major: u16, minor: *mut u16, result: *mut bool) -> Status = info::hsa_system_major_extension_supported;
-    hsa_system_get_major_extension_table;
+    hsa_system_get_major_extension_table(extension: u16, version_major: u16, table_length: usize, table: *mut c_void) -> Status = crate::loader::hsa_system_get_major_extension_table;
     hsa_agent_major_extension_supported(extension: u16, agent: Agent, major: u16, minor: *mut u16, result: *mut bool) -> Status = info::hsa_agent_major_extension_supported;
     hsa_cache_get_info;
     hsa_agent_iterate_caches(agent: Agent, callback: CacheCallback, data: *mut c_void) -> Status = info::hsa_agent_iterate_caches;

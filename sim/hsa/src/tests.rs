@@ -672,3 +672,95 @@ fn intercept_handlers_chain_from_the_last_registered() {
     intercept::pass(&[], &packet(9), 44, &sink);
     assert_eq!(*sink_log.lock().unwrap(), vec![105, 5, 9]);
 }
+
+/// Whether the process can read `bytes` bytes at `address`, asked without touching them: a
+/// pipe write from unreadable memory fails with EFAULT instead of faulting.
+fn host_readable(address: usize, bytes: usize) -> bool {
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe writes two descriptors into the array.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: the kernel reads `bytes` bytes at `address` and reports EFAULT for memory the
+    // process cannot read.
+    let written = unsafe { libc::write(fds[1], address as *const c_void, bytes) };
+    let error = std::io::Error::last_os_error().raw_os_error();
+    // SAFETY: our own descriptors.
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+    match written {
+        -1 => {
+            assert_eq!(error, Some(libc::EFAULT));
+            false
+        }
+        n => {
+            assert_eq!(n, bytes as isize);
+            true
+        }
+    }
+}
+
+#[test]
+fn device_space_hands_out_unreadable_aligned_slots_until_full() {
+    use crate::loader::DeviceSpace;
+    let space = DeviceSpace::reserve(4096).expect("mmap PROT_NONE");
+    let slots: Vec<u64> = std::iter::from_fn(|| space.place()).collect();
+    assert_eq!(slots.len(), 4096 / 64, "every 64-byte slot once, then none");
+    for pair in slots.windows(2) {
+        assert_eq!(pair[1] - pair[0], 64);
+    }
+    for &slot in &slots {
+        assert!(slot.is_multiple_of(64) && space.contains(slot));
+        assert!(!host_readable(slot as usize, 64), "{slot:#x} is readable");
+    }
+    assert!(!space.contains(slots[63] + 64));
+    let here = 0u64;
+    assert!(host_readable(&raw const here as usize, 8));
+}
+
+#[test]
+fn loader_table_follows_the_1_03_member_order() {
+    use crate::loader::{LOADER_TABLE, LoaderTable, hsa_ven_amd_loader_query_host_address};
+    assert_eq!(size_of::<LoaderTable>(), 7 * 8);
+    assert_eq!(offset_of!(LoaderTable, query_host_address), 0);
+    assert_eq!(offset_of!(LoaderTable, query_executable), 16);
+    assert_eq!(offset_of!(LoaderTable, iterate_executables), 48);
+    let first = LOADER_TABLE.query_host_address as usize;
+    let implementation: unsafe extern "C" fn(*const c_void, *mut *const c_void) -> Status =
+        hsa_ven_amd_loader_query_host_address;
+    assert_eq!(first, implementation as usize);
+    // No stub hides behind an implemented member, and the stubs are distinct.
+    let stubs = [
+        LOADER_TABLE.query_segment_descriptors as usize,
+        LOADER_TABLE.executable_iterate_loaded_code_objects as usize,
+        LOADER_TABLE.loaded_code_object_get_info as usize,
+        LOADER_TABLE.code_object_reader_create_from_file_with_offset_size as usize,
+        LOADER_TABLE.iterate_executables as usize,
+    ];
+    let distinct: std::collections::BTreeSet<usize> = stubs.iter().copied().collect();
+    assert_eq!(distinct.len(), stubs.len());
+    assert!(!distinct.contains(&first));
+    // The core table's slot is implemented by the loader module.
+    assert!(CoreApiTable::IMPLEMENTED[CoreSlot::hsa_system_get_major_extension_table as usize]);
+}
+
+#[test]
+fn fault_knobs_parse_and_select_calls() {
+    let parse = |text: &str| {
+        wslsim_scenario::Scenario::from_toml_str(text)
+            .unwrap()
+            .faults
+    };
+    let none = parse("");
+    assert!(!none.device_code_objects && none.loader_extension);
+    assert!((1..100).all(|n| !none.async_handler_fails(n)));
+    let nth = parse("[faults]\nasync_handler_fail_calls = [2, 5]\n");
+    let failing: Vec<u64> = (1..8).filter(|&n| nth.async_handler_fails(n)).collect();
+    assert_eq!(failing, [2, 5]);
+    let from = parse("[faults]\nasync_handler_fail_from = 3\n");
+    let failing: Vec<u64> = (1..6).filter(|&n| from.async_handler_fails(n)).collect();
+    assert_eq!(failing, [3, 4, 5]);
+    let all = parse("[faults]\nasync_handler_fail_from = 1\ndevice_code_objects = true\n");
+    assert!(all.async_handler_fails(1) && all.device_code_objects);
+    assert!(wslsim_scenario::Scenario::from_toml_str("[faults]\nasync = 1\n").is_err());
+}

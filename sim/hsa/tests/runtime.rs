@@ -76,6 +76,16 @@ type AgentCb = unsafe extern "C" fn(Handle, *mut c_void) -> Status;
 type QueueErrorCb = unsafe extern "C" fn(Status, *mut HsaQueue, *mut c_void);
 type Writer = unsafe extern "C" fn(*const c_void, u64);
 type InterceptHandler = unsafe extern "C" fn(*const c_void, u64, u64, *mut c_void, Writer);
+type AsyncHandler = unsafe extern "C" fn(i64, *mut c_void) -> bool;
+type QueryHostAddress = unsafe extern "C" fn(*const c_void, *mut *const c_void) -> Status;
+
+/// `hsa_ven_amd_loader_1_00_pfn_t` (the first three members of every later version).
+#[repr(C)]
+struct LoaderTable {
+    query_host_address: Option<QueryHostAddress>,
+    query_segment_descriptors: *const c_void,
+    query_executable: *const c_void,
+}
 
 macro_rules! api {
     ($($name:ident: fn($($t:ty),*) -> $r:ty;)*) => {
@@ -127,6 +137,9 @@ api! {
     hsa_amd_memory_async_copy: fn(*mut c_void, Handle, *const c_void, Handle, usize, u32, *const Handle, Handle) -> Status;
     hsa_amd_queue_intercept_create: fn(Handle, u32, u32, Option<QueueErrorCb>, *mut c_void, u32, u32, *mut *mut HsaQueue) -> Status;
     hsa_amd_queue_intercept_register: fn(*mut HsaQueue, InterceptHandler, *mut c_void) -> Status;
+    hsa_system_get_major_extension_table: fn(u16, u16, usize, *mut c_void) -> Status;
+    hsa_system_major_extension_supported: fn(u16, u16, *mut u16, *mut bool) -> Status;
+    hsa_amd_signal_async_handler: fn(Handle, u32, i64, AsyncHandler, *mut c_void) -> Status;
 }
 
 fn open_runtime() -> Result<(Library, Api), String> {
@@ -351,6 +364,16 @@ struct Kernel {
 }
 
 fn load_kernel(s: &Setup) -> Result<Kernel, String> {
+    let kernel = load_kernel_unread(s)?;
+    // The descriptor the kernel object points at encodes 24 VGPRs in wave32 granules.
+    // SAFETY: the runtime-owned 64-byte descriptor.
+    let rsrc1 = unsafe { ((kernel.object + 48) as *const u32).read() };
+    check!((rsrc1 & 0x3F) + 1 == 3, "rsrc1 {rsrc1:#x}");
+    Ok(kernel)
+}
+
+/// Loads the vector-add kernel without touching its kernel object.
+fn load_kernel_unread(s: &Setup) -> Result<Kernel, String> {
     let kernel = KernelBuilder::new("vector_add")
         .impl_address(vector_add as *const () as usize as u64)
         .kernarg(KERNARG_SIZE, 8)
@@ -405,10 +428,6 @@ fn load_kernel(s: &Setup) -> Result<Kernel, String> {
         (&raw mut kernarg_size).cast()
     ));
     check!(kernarg_size == KERNARG_SIZE, "kernarg size {kernarg_size}");
-    // The descriptor the kernel object points at encodes 24 VGPRs in wave32 granules.
-    // SAFETY: the runtime-owned 64-byte descriptor.
-    let rsrc1 = unsafe { ((object + 48) as *const u32).read() };
-    check!((rsrc1 & 0x3F) + 1 == 3, "rsrc1 {rsrc1:#x}");
     Ok(Kernel {
         executable,
         reader,
@@ -738,6 +757,202 @@ fn case_main_flow() -> Result<(), String> {
     Ok(())
 }
 
+/// Whether the host can read `bytes` bytes at `address`, asked without touching them: a pipe
+/// write from unreadable memory fails with EFAULT instead of faulting.
+fn host_readable(address: u64, bytes: usize) -> Result<bool, String> {
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe writes two descriptors into the array.
+    check!(unsafe { libc::pipe(fds.as_mut_ptr()) } == 0, "pipe failed");
+    // SAFETY: write only reads `bytes` bytes at `address` in the kernel, which reports EFAULT
+    // for memory the process cannot read.
+    let written = unsafe { libc::write(fds[1], address as *const c_void, bytes) };
+    let error = std::io::Error::last_os_error().raw_os_error();
+    // SAFETY: our own descriptors.
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+    match written {
+        n if n == bytes as isize => Ok(true),
+        -1 if error == Some(libc::EFAULT) => Ok(false),
+        n => Err(format!("write returned {n} ({error:?})")),
+    }
+}
+
+/// The AMD loader extension's table (`hsa_system_get_major_extension_table(0x201, 1, ...)`).
+fn loader_table(s: &Setup) -> Result<LoaderTable, String> {
+    let mut table = LoaderTable {
+        query_host_address: None,
+        query_segment_descriptors: std::ptr::null(),
+        query_executable: std::ptr::null(),
+    };
+    ok!((s.api.hsa_system_get_major_extension_table)(
+        0x201,
+        1,
+        size_of::<LoaderTable>(),
+        (&raw mut table).cast()
+    ));
+    Ok(table)
+}
+
+/// `[faults] device_code_objects`: the kernel object is not host-readable, the loader extension
+/// leads to the descriptor, and dispatches still run.
+fn case_device_code_objects() -> Result<(), String> {
+    let s = setup()?;
+    let (mut minor, mut supported) = (0u16, false);
+    ok!((s.api.hsa_system_major_extension_supported)(
+        0x201,
+        1,
+        &mut minor,
+        &mut supported
+    ));
+    check!(
+        supported && minor == 3,
+        "loader 1.{minor} supported={supported}"
+    );
+    let kernel = load_kernel_unread(&s)?;
+    check!(
+        !host_readable(kernel.object, 64)?,
+        "kernel object {:#x} is readable by the host",
+        kernel.object
+    );
+    let table = loader_table(&s)?;
+    let query = table.query_host_address.ok_or("no query_host_address")?;
+    check!(!table.query_executable.is_null(), "no query_executable");
+    let mut host: *const c_void = std::ptr::null();
+    ok!(query(kernel.object as *const c_void, &mut host));
+    check!(
+        !host.is_null() && host as u64 != kernel.object,
+        "host address {host:?}"
+    );
+    check!(
+        host_readable(host as u64, 64)?,
+        "the host copy is not readable"
+    );
+    // SAFETY: the runtime's 64-byte host copy of the descriptor.
+    let rsrc1 = unsafe { (host.cast::<u8>().add(48) as *const u32).read_unaligned() };
+    check!((rsrc1 & 0x3F) + 1 == 3, "rsrc1 {rsrc1:#x}");
+    // An address inside the descriptor maps into the host copy too.
+    let mut inner: *const c_void = std::ptr::null();
+    ok!(query((kernel.object + 48) as *const c_void, &mut inner));
+    check!(
+        inner as u64 == host as u64 + 48,
+        "inner {inner:?} vs {host:?}"
+    );
+    // Anything else is not a loaded address.
+    let mut other: *const c_void = std::ptr::null();
+    // SAFETY: valid pointers; the address is the test's own stack.
+    let status = unsafe { query((&raw const other).cast(), &mut other) };
+    check!(status == 0x1001, "unknown address -> {status:#x}");
+
+    let mut queue: *mut HsaQueue = std::ptr::null_mut();
+    ok!((s.api.hsa_queue_create)(
+        s.gpu,
+        256,
+        0,
+        None,
+        std::ptr::null_mut(),
+        0,
+        0,
+        &mut queue
+    ));
+    ok!((s.api.hsa_amd_profiling_set_profiler_enabled)(queue, 1));
+    run_dispatches(&s, queue, &kernel, 2)?;
+    ok!((s.api.hsa_queue_destroy)(queue));
+    ok!((s.api.hsa_executable_destroy)(kernel.executable));
+    ok!((s.api.hsa_shut_down)());
+    Ok(())
+}
+
+/// `[faults] loader_extension = false`: no loader table, and the kernel object is host memory.
+fn case_no_loader_extension() -> Result<(), String> {
+    let s = setup()?;
+    let mut table = [0u8; 24];
+    // SAFETY: 24 writable bytes.
+    let status = unsafe {
+        (s.api.hsa_system_get_major_extension_table)(0x201, 1, 24, table.as_mut_ptr().cast())
+    };
+    check!(status == 0x1000, "loader table -> {status:#x}");
+    let (mut minor, mut supported) = (0u16, true);
+    ok!((s.api.hsa_system_major_extension_supported)(
+        0x201,
+        1,
+        &mut minor,
+        &mut supported
+    ));
+    check!(!supported, "the loader extension is still reported");
+    let kernel = load_kernel(&s)?;
+    check!(
+        host_readable(kernel.object, 64)?,
+        "kernel object unreadable"
+    );
+    ok!((s.api.hsa_shut_down)());
+    Ok(())
+}
+
+static FIRED: AtomicU64 = AtomicU64::new(0);
+
+unsafe extern "C" fn count_firing(_value: i64, _arg: *mut c_void) -> bool {
+    FIRED.fetch_add(1, Ordering::SeqCst);
+    false
+}
+
+/// `[faults] async_handler_fail_calls = [2]`, `dispatch_time_fail_calls = [1]`,
+/// `copy_time_fail_calls = [1]`: exactly those calls fail, the others work.
+fn case_injected_failures() -> Result<(), String> {
+    let s = setup()?;
+    let mut statuses = Vec::new();
+    let mut signals = Vec::new();
+    for _ in 0..3 {
+        let signal = new_signal(&s, 1)?;
+        // SAFETY: a live signal and a handler that only counts.
+        statuses.push(unsafe {
+            (s.api.hsa_amd_signal_async_handler)(signal, 2, 1, count_firing, std::ptr::null_mut())
+        });
+        signals.push(signal);
+    }
+    check!(
+        statuses == [0, 0x1000, 0],
+        "handler registrations {statuses:x?}"
+    );
+    for &signal in &signals {
+        // SAFETY: a live signal.
+        unsafe { (s.api.hsa_signal_store_screlease)(signal, 0) };
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while FIRED.load(Ordering::SeqCst) < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let fired = FIRED.load(Ordering::SeqCst);
+    check!(
+        fired == 2,
+        "{fired} handlers ran, expected the 2 registered"
+    );
+
+    let mut time = ProfilingTime::default();
+    // SAFETY: a live signal and a writable time.
+    let first =
+        unsafe { (s.api.hsa_amd_profiling_get_dispatch_time)(s.gpu, signals[0], &mut time) };
+    // SAFETY: as above.
+    let second =
+        unsafe { (s.api.hsa_amd_profiling_get_dispatch_time)(s.gpu, signals[0], &mut time) };
+    check!(
+        (first, second) == (0x1000, 0),
+        "dispatch times {first:#x}, {second:#x}"
+    );
+    // SAFETY: as above.
+    let first = unsafe { (s.api.hsa_amd_profiling_get_async_copy_time)(signals[1], &mut time) };
+    // SAFETY: as above.
+    let second = unsafe { (s.api.hsa_amd_profiling_get_async_copy_time)(signals[1], &mut time) };
+    check!(
+        (first, second) == (0x1000, 0),
+        "copy times {first:#x}, {second:#x}"
+    );
+    ok!((s.api.hsa_shut_down)());
+    Ok(())
+}
+
 /// `hsa_init` must return `EXPECT_INIT` (decimal).
 fn case_init_status() -> Result<(), String> {
     let expected: u32 = std::env::var("EXPECT_INIT")
@@ -908,6 +1123,9 @@ struct Case {
 const STOCK_72: &str = "[runtime]\ngeneration = \"stock-7.2\"\n";
 const CURRENT: &str = "[runtime]\ngeneration = \"current\"\n";
 const NO_REGISTER: &str = "[runtime]\nregister_on_dxg = false\n";
+const DEVICE_CODE: &str = "[faults]\ndevice_code_objects = true\n";
+const NO_LOADER: &str = "[faults]\nloader_extension = false\n";
+const INJECTED: &str = "[faults]\nasync_handler_fail_calls = [2]\ndispatch_time_fail_calls = [1]\ncopy_time_fail_calls = [1]\n";
 
 const fn case(name: &'static str, child: &'static str) -> Case {
     Case {
@@ -925,6 +1143,18 @@ const fn case(name: &'static str, child: &'static str) -> Case {
 fn cases() -> Vec<Case> {
     vec![
         case("main-flow", "main"),
+        Case {
+            scenario: Some(DEVICE_CODE),
+            ..case("device-code-objects-through-the-loader", "device-code")
+        },
+        Case {
+            scenario: Some(NO_LOADER),
+            ..case("no-loader-extension", "no-loader")
+        },
+        Case {
+            scenario: Some(INJECTED),
+            ..case("injected-failures-hit-only-their-calls", "injected")
+        },
         Case {
             scenario: Some(STOCK_72),
             env: &[("EXPECT_INIT", "4104")],
@@ -1273,6 +1503,9 @@ fn main() -> ExitCode {
         "init" => case_init_status(),
         "copies" => case_copies(),
         "vendor" => case_vendor_packet(),
+        "device-code" => case_device_code_objects(),
+        "no-loader" => case_no_loader_extension(),
+        "injected" => case_injected_failures(),
         other => Err(format!("unknown case {other}")),
     };
     match result {

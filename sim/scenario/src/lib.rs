@@ -4,8 +4,9 @@
 //! `sim-rocdxg`) read the same scenario: a TOML file named by `WSLSIM_SCENARIO`, or the
 //! built-in Radeon 890M machine when the variable is unset. [`current`] reads it once per
 //! library copy. A file that cannot be used prints one line per process,
-//! `wslsim: cannot use scenario <path>: <reason>`, and the libraries then simulate an empty
-//! machine, so nothing crashes.
+//! `wslsim: cannot use scenario <path>: <reason>` (none when `WSLSIM_SCENARIO_REPORTED` says
+//! `rocprof --sim` already printed it), and the libraries then simulate an empty machine, so
+//! nothing crashes.
 //!
 //! The crate also holds what both libraries share: the call log ([`log_call`], env
 //! `WSLSIM_CALL_LOG`) and load-time export hiding ([`hide_exports`]).
@@ -30,8 +31,8 @@ pub use calllog::{CALL_LOG_ENV, append_line, call_log_enabled, log_call, ntstatu
 pub use elf::{gnu_hash, hide_exports, in_shared_object, object_path, sysv_hash};
 pub use gpu::{Counters, Gpu};
 pub use model::{
-    AbiCheck, Adapter, AdapterQuery, BUS_TYPE_PCI, Cpu, Dxcore, EngineId, GpuNode, Luid, Machine,
-    Scenario, Thunk, WriteSize,
+    AbiCheck, Adapter, AdapterQuery, BUS_TYPE_PCI, Cpu, Dxcore, EngineId, Faults, GpuNode, Luid,
+    Machine, Scenario, Thunk, WriteSize,
 };
 pub use runtime::{Generation, Runtime};
 pub use schema::{MAX_LAYOUT, NODE_NAME_ELEMENTS, REGISTRY_STRING_CHARS, check_layout};
@@ -91,21 +92,41 @@ pub fn load_from_env() -> Loaded {
     load(path.as_deref().map(Path::new))
 }
 
+/// Set (to anything) by `rocprof --sim` once it has printed the scenario's diagnostic itself
+/// ([`current_diagnostic`], exported by libdxcore as `wslsim_scenario_diagnostic`): the
+/// libraries then stay quiet in every process of the run, so the line appears once.
+pub const REPORTED_ENV: &str = "WSLSIM_SCENARIO_REPORTED";
+
+/// The process's scenario choice (this library copy's), read on first use.
+fn loaded() -> &'static Loaded {
+    static LOADED: OnceLock<Loaded> = OnceLock::new();
+    LOADED.get_or_init(load_from_env)
+}
+
 /// The process's scenario, read from `WSLSIM_SCENARIO` on first use.
 ///
 /// The diagnostic of an unusable file is printed on stderr once per process, even when both
-/// simulated libraries (each with its own copy of this crate) are loaded.
+/// simulated libraries (each with its own copy of this crate) are loaded — and not at all when
+/// [`REPORTED_ENV`] says the launcher already printed it.
 pub fn current() -> &'static Scenario {
-    static CURRENT: OnceLock<Scenario> = OnceLock::new();
-    CURRENT.get_or_init(|| {
-        let loaded = load_from_env();
-        if let Some(line) = &loaded.diagnostic
-            && once::first_in_process("scenario-diagnostic")
-        {
-            eprintln!("{line}");
-        }
-        loaded.scenario
-    })
+    static SAID: std::sync::Once = std::sync::Once::new();
+    let loaded = loaded();
+    if let Some(line) = &loaded.diagnostic {
+        SAID.call_once(|| {
+            if std::env::var_os(REPORTED_ENV).is_none()
+                && once::first_in_process("scenario-diagnostic")
+            {
+                eprintln!("{line}");
+            }
+        });
+    }
+    &loaded.scenario
+}
+
+/// The one-line diagnostic of the process's scenario (`None` when it is usable), without
+/// printing it.
+pub fn current_diagnostic() -> Option<&'static str> {
+    loaded().diagnostic.as_deref()
 }
 
 /// What a simulated library's ELF constructor does: log `<lib> loaded pid=<pid> path=<path>`

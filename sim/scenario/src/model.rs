@@ -31,6 +31,55 @@ pub struct Scenario {
     pub counters: crate::gpu::Counters,
     /// The simulated HSA runtime.
     pub runtime: crate::runtime::Runtime,
+    /// Failures the simulated HSA runtime injects (`[faults]`).
+    pub faults: Faults,
+}
+
+/// `[faults]`: failures the simulated HSA runtime (`sim/hsa`) injects, so a tool's handling of
+/// them can be tested. The default injects nothing.
+///
+/// A list of call numbers counts the calls of that entry point made through the runtime's API
+/// (exported function or table slot), from 1, over the whole process.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Faults {
+    /// Kernel objects (and the kernel descriptors behind them) live at device addresses the
+    /// host cannot read: handles inside an address range reserved with `PROT_NONE`, as code
+    /// objects in a discrete GPU's memory are. Reading one faults (SIGSEGV); only
+    /// `hsa_ven_amd_loader_query_host_address` leads to the host copy.
+    pub device_code_objects: bool,
+    /// `false`: `hsa_system_get_major_extension_table` refuses the AMD loader extension.
+    pub loader_extension: bool,
+    /// These calls of `hsa_amd_signal_async_handler` fail with `HSA_STATUS_ERROR` (nothing is
+    /// registered).
+    pub async_handler_fail_calls: Vec<u64>,
+    /// Non-zero N: call N of `hsa_amd_signal_async_handler` and every later one fail (1: all).
+    pub async_handler_fail_from: u64,
+    /// These calls of `hsa_amd_profiling_get_async_copy_time` fail with `HSA_STATUS_ERROR`.
+    pub copy_time_fail_calls: Vec<u64>,
+    /// These calls of `hsa_amd_profiling_get_dispatch_time` fail with `HSA_STATUS_ERROR`.
+    pub dispatch_time_fail_calls: Vec<u64>,
+}
+
+impl Default for Faults {
+    fn default() -> Self {
+        Faults {
+            device_code_objects: false,
+            loader_extension: true,
+            async_handler_fail_calls: Vec::new(),
+            async_handler_fail_from: 0,
+            copy_time_fail_calls: Vec::new(),
+            dispatch_time_fail_calls: Vec::new(),
+        }
+    }
+}
+
+impl Faults {
+    /// Whether call `n` (from 1) of `hsa_amd_signal_async_handler` fails.
+    pub fn async_handler_fails(&self, n: u64) -> bool {
+        (self.async_handler_fail_from != 0 && n >= self.async_handler_fail_from)
+            || self.async_handler_fail_calls.contains(&n)
+    }
 }
 
 /// Machine presets selectable with `machine = "..."`.
@@ -478,6 +527,7 @@ impl Scenario {
             gpu: Default::default(),
             counters: Default::default(),
             runtime: Default::default(),
+            faults: Default::default(),
         }
     }
 

@@ -33,6 +33,7 @@ pub(crate) struct RawScenario {
     gpu: Option<crate::gpu::Gpu>,
     counters: Option<crate::gpu::Counters>,
     runtime: Option<crate::runtime::Runtime>,
+    faults: Option<crate::model::Faults>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -201,6 +202,9 @@ pub(crate) fn resolve(raw: RawScenario) -> Result<Scenario, String> {
     }
     if let Some(runtime) = raw.runtime {
         scenario.runtime = runtime;
+    }
+    if let Some(faults) = raw.faults {
+        scenario.faults = faults;
     }
     Ok(scenario)
 }

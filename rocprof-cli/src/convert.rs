@@ -1,0 +1,408 @@
+//! From record logs to rocprofv3's files: the one conversion run mode ends with, and
+//! `rocprof convert <record-dir>…`, which finishes the job for a record directory a run kept.
+//!
+//! [`convert`] reads every log of a record directory, writes each process's files (staged,
+//! then renamed into place: [`crate::outputs::Placement`]), prints the `-S` tables, the
+//! explanations of anything missing and the after-run report, then removes the record
+//! directory — or keeps it, and says how to finish, after a failure: a log that is unreadable
+//! or damaged, records lost, an output that could not be written, or a signal.
+
+use crate::messages;
+use crate::outputs::{self, OutputOptions, Placement, Replacement, WriteFailure};
+use crate::placeholders::Context;
+use crate::process::{Signals, Status, signal_exit_code};
+use crate::record_dir::{RecordDir, RunManifest};
+use anyhow::{Context as _, Result, anyhow};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::SystemTime;
+use trace_records::ProcessTrace;
+use trace_records::agents::AgentLabels;
+use trace_records::csv::{CsvSelection, write_csv};
+
+/// `rocprof convert`'s options.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Record directories kept by earlier runs (rocprof prints the command when it keeps
+    /// one). Give them before the options.
+    #[arg(required = true, value_name = "RECORD_DIR")]
+    pub dirs: Vec<PathBuf>,
+
+    /// Options given here replace the run's own (kept in the directory's run.json).
+    #[command(flatten)]
+    pub output: OutputOptions,
+}
+
+/// One conversion.
+#[derive(Debug)]
+pub struct Job {
+    /// The record directory (removed after success, kept after a failure).
+    pub dir: RecordDir,
+    /// The run, with the output settings to use.
+    pub manifest: RunManifest,
+    /// When this run (or conversion) started, on the file system's clock.
+    pub since: SystemTime,
+}
+
+/// What a conversion did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Processes whose logs were read.
+    pub processes: usize,
+    /// Files renamed into place.
+    pub written: Vec<PathBuf>,
+    /// An output could not be written.
+    pub write_failed: bool,
+    /// The signal that stopped the conversion.
+    pub interrupted: Option<i32>,
+}
+
+impl Outcome {
+    /// The directory the first file went to, for the summary line.
+    pub fn first_dir(&self) -> Option<&Path> {
+        self.written.first().and_then(|p| p.parent())
+    }
+}
+
+/// Converts `job`'s record directory (see the module documentation).
+pub fn convert(job: Job, signals: &Signals) -> Outcome {
+    let Job {
+        dir,
+        manifest,
+        since,
+    } = job;
+    let settings = &manifest.outputs;
+    let sel = manifest.selection;
+    let status = manifest.status.unwrap_or_default();
+    let mut out = Outcome::default();
+    let mut lost = false;
+
+    let (logs, skipped) = dir.logs();
+    for s in &skipped {
+        eprintln!(
+            "rocprof: warning: {}",
+            messages::skipped_entry(&s.path, s.kind)
+        );
+    }
+    let mut traces: Vec<ProcessTrace> = Vec::new();
+    for log in &logs {
+        if signals.interrupted().is_some() {
+            break;
+        }
+        match ProcessTrace::read(log) {
+            Ok(t) => {
+                for d in &t.damage {
+                    eprintln!(
+                        "rocprof: warning: {}",
+                        messages::log_damaged(log, d.offset, &d.reason)
+                    );
+                }
+                lost |= !t.damage.is_empty();
+                traces.push(t);
+            }
+            Err(e) => {
+                eprintln!("rocprof: warning: {}", messages::log_unreadable(&e));
+                lost = true;
+            }
+        }
+    }
+    out.processes = traces.len();
+    lost |= crate::report::total_lost(&traces) > 0;
+    for t in &mut traces {
+        rename_kernels(t, !settings.mangled_kernels, settings.truncate_kernels);
+    }
+
+    let csv = CsvSelection {
+        hip: sel.hip_runtime || sel.hip_compiler,
+        hsa: sel.hsa_core || sel.hsa_amd || sel.hsa_image || sel.hsa_finalizer,
+        kernels: sel.kernels,
+        copies: sel.copies,
+        markers: sel.markers,
+        stats: settings.stats,
+    };
+    let mut placement = Placement::new(since);
+    let mut prefixes_used = HashSet::new();
+    for t in &traces {
+        if out.interrupted.is_none() {
+            out.interrupted = signals.interrupted();
+        }
+        if out.interrupted.is_some() || out.write_failed {
+            break;
+        }
+        let ctx = Context::new(&manifest.launch, t.pid, t.ppid);
+        let prefix = match outputs::prefix_for(settings, &ctx) {
+            Ok(p) => unique_prefix(p, t.pid, &mut prefixes_used),
+            Err(e) => {
+                eprintln!("rocprof: error: {e}");
+                out.write_failed = true;
+                break;
+            }
+        };
+        let labels = AgentLabels::new(t.docs.agents().to_vec(), settings.agent_index.index());
+        let staged = placement.stage(&prefix).and_then(|staged| {
+            write_csv(&staged, t, &labels, csv).map_err(|e| write_failure(e, &prefix))
+        });
+        match staged {
+            Ok(files) => {
+                if let Some(s) = signals.interrupted() {
+                    placement.discard(&files);
+                    out.interrupted = Some(s);
+                    break;
+                }
+                match placement.commit(&files) {
+                    Ok(done) => out.written.extend(done),
+                    Err(e) => {
+                        eprintln!("rocprof: error: {e}");
+                        out.write_failed = true;
+                    }
+                }
+            }
+            Err(e) => {
+                eprintln!("rocprof: error: {e}");
+                out.write_failed = true;
+            }
+        }
+        if settings.summary && !out.write_failed {
+            crate::summary::print(t);
+        }
+    }
+    for r in placement.finish() {
+        eprintln!(
+            "rocprof: note: {}",
+            match &r {
+                Replacement::ByOther(p) => messages::replaced_by_other(p),
+                Replacement::OfOther(p) => messages::replaced_other(p),
+            }
+        );
+    }
+    if out.interrupted.is_none() {
+        for p in crate::explain::explain(&sel, &status, &traces, &logs) {
+            eprintln!("rocprof: {p}");
+        }
+    }
+    for line in crate::report::after_run(&traces) {
+        eprintln!("rocprof: {line}");
+    }
+    if let Some(s) = out.interrupted {
+        eprintln!("rocprof: {}", messages::interrupted_conversion(s));
+    }
+    if out.interrupted.is_some() || out.write_failed {
+        eprintln!("rocprof: {}", messages::kept_to_finish(dir.path()));
+    } else if lost {
+        eprintln!("rocprof: {}", messages::kept_after_losses(dir.path()));
+    } else {
+        let path = dir.path().to_owned();
+        if let Err(e) = dir.remove() {
+            eprintln!(
+                "rocprof: warning: cannot remove the record directory {}: {e}",
+                path.display()
+            );
+        }
+    }
+    out
+}
+
+/// A write error of the CSV writer, named by the file's final path (`prefix`, the outputs'
+/// final prefix, when the error names no file).
+fn write_failure(e: trace_records::Error, prefix: &Path) -> WriteFailure {
+    match e {
+        trace_records::Error::Io { path, source } => WriteFailure {
+            file: Placement::final_path(&path),
+            source,
+        },
+        other => WriteFailure {
+            file: prefix.to_owned(),
+            source: std::io::Error::other(other.to_string()),
+        },
+    }
+}
+
+/// `prefix`, or `prefix_<pid>` (then `_<pid>_2`, …) when another process of the run already
+/// writes under `prefix`.
+fn unique_prefix(prefix: PathBuf, pid: u32, used: &mut HashSet<PathBuf>) -> PathBuf {
+    if used.insert(prefix.clone()) {
+        return prefix;
+    }
+    let mut n = 1;
+    loop {
+        let mut p = prefix.clone().into_os_string();
+        p.push(format!("_{pid}"));
+        if n > 1 {
+            p.push(format!("_{n}"));
+        }
+        let p = PathBuf::from(p);
+        if used.insert(p.clone()) {
+            eprintln!(
+                "rocprof: warning: {}",
+                messages::shared_output_name(&prefix, pid, &p)
+            );
+            return p;
+        }
+        n += 1;
+    }
+}
+
+/// Demangles (and optionally truncates) the kernel names of `t`'s symbols in place.
+fn rename_kernels(t: &mut ProcessTrace, demangle: bool, truncate: bool) {
+    let ids: Vec<u32> = t.symbols.iter().map(|s| s.name).collect();
+    for id in ids {
+        let Some(name) = t.strings.get(&id) else {
+            continue;
+        };
+        let mut new = name.clone();
+        if (demangle || truncate)
+            && let Ok(sym) = cpp_demangle::Symbol::new(name.as_bytes())
+            && let Ok(d) = sym.demangle()
+        {
+            new = d;
+        }
+        if truncate {
+            new = truncate_name(&new);
+        }
+        t.strings.insert(id, new);
+    }
+}
+
+/// `void ns::kernel<float>(float*, int)` → `kernel`.
+pub fn truncate_name(name: &str) -> String {
+    let head = name.split('(').next().unwrap_or(name);
+    let mut depth = 0;
+    let plain: String = head
+        .chars()
+        .filter(|&c| {
+            match c {
+                '<' => depth += 1,
+                '>' => depth -= 1,
+                _ => return depth == 0,
+            }
+            false
+        })
+        .collect();
+    let last = plain.trim().rsplit([' ', ':']).next().unwrap_or(&plain);
+    last.to_owned()
+}
+
+/// `rocprof convert <record-dir>…`.
+pub fn run(args: &Args) -> Result<ExitCode> {
+    let signals = Signals::install().context("cannot install the signal handlers")?;
+    let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    // Every directory and its output paths are checked before anything is converted.
+    let mut jobs = Vec::new();
+    for d in &args.dirs {
+        let (dir, mut manifest) = RecordDir::open(&cwd.join(d))?;
+        manifest.outputs = args
+            .output
+            .apply_to(&manifest.outputs, &cwd)
+            .map_err(|e| anyhow!(e))?;
+        outputs::validate(&manifest.outputs, &manifest.launch)?;
+        jobs.push((dir, manifest));
+    }
+    let mut code = ExitCode::SUCCESS;
+    for (dir, manifest) in jobs {
+        if let Some(s) = signals.interrupted() {
+            eprintln!("rocprof: {}", messages::interrupted_conversion(s));
+            eprintln!("rocprof: {}", messages::kept_to_finish(dir.path()));
+            return Ok(signal_exit_code(s));
+        }
+        let path = dir.path().to_owned();
+        let since = dir.fs_now();
+        let outcome = convert(
+            Job {
+                dir,
+                manifest,
+                since,
+            },
+            signals,
+        );
+        eprintln!(
+            "rocprof: {}",
+            messages::convert_summary(
+                &path,
+                outcome.processes,
+                outcome.written.len(),
+                outcome.first_dir()
+            )
+        );
+        if let Some(s) = outcome.interrupted {
+            return Ok(signal_exit_code(s));
+        }
+        if outcome.write_failed {
+            code = ExitCode::FAILURE;
+        }
+    }
+    Ok(code)
+}
+
+/// The exit code of a run: the application's (128 + signal if a signal killed it), 128 +
+/// signal if one stopped the conversion, 1 if an output could not be written after an
+/// application that succeeded.
+pub fn run_exit_code(status: &Status, outcome: &Outcome) -> ExitCode {
+    match outcome.interrupted {
+        Some(s) => signal_exit_code(s),
+        None if outcome.write_failed && status.success() => ExitCode::FAILURE,
+        None => status.exit_code(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_names_truncate_to_the_function() {
+        assert_eq!(
+            truncate_name("void addition_kernel<float>(float*, float const*, int)"),
+            "addition_kernel"
+        );
+        assert_eq!(
+            truncate_name("ns::axpb(float const*, float*, unsigned long)"),
+            "axpb"
+        );
+        assert_eq!(
+            truncate_name("__amd_rocclr_copyBuffer"),
+            "__amd_rocclr_copyBuffer"
+        );
+    }
+
+    #[test]
+    fn processes_sharing_a_name_get_distinct_ones() {
+        let mut used = HashSet::new();
+        let p = PathBuf::from("/o/run");
+        assert_eq!(unique_prefix(p.clone(), 7, &mut used), p);
+        assert_eq!(
+            unique_prefix(p.clone(), 7, &mut used),
+            Path::new("/o/run_7")
+        );
+        // The same pid again (an exec'd image of the process).
+        assert_eq!(
+            unique_prefix(p.clone(), 7, &mut used),
+            Path::new("/o/run_7_2")
+        );
+        assert_eq!(unique_prefix(p, 8, &mut used), Path::new("/o/run_8"));
+    }
+
+    #[test]
+    fn exit_codes_follow_the_application_then_the_conversion() {
+        let ok = Status {
+            code: Some(0),
+            signal: None,
+        };
+        let failed = Outcome {
+            write_failed: true,
+            ..Default::default()
+        };
+        assert_eq!(run_exit_code(&ok, &Outcome::default()), ExitCode::SUCCESS);
+        assert_eq!(run_exit_code(&ok, &failed), ExitCode::FAILURE);
+        let three = Status {
+            code: Some(3),
+            signal: None,
+        };
+        assert_eq!(run_exit_code(&three, &failed), ExitCode::from(3));
+        let stopped = Outcome {
+            interrupted: Some(libc::SIGINT),
+            ..Default::default()
+        };
+        assert_eq!(run_exit_code(&ok, &stopped), ExitCode::from(130));
+    }
+}

@@ -1,0 +1,625 @@
+//! Output options (`-d`, `-o`, `-f`, `--stats`, `-S`, `-M`, `-T`, `-A`), checked before
+//! anything runs, and output files that are never half-written or mixed.
+//!
+//! A process's files are written into a private staging directory beside their final place
+//! (`.rocprof-<pid>-<random>/`, same file system) and renamed into place only when all of
+//! them are complete; a failure removes what was staged. Each file itself is also written
+//! under a temporary name and renamed (`trace_records::csv`), so a full disk or a concurrent
+//! run leaves either the old file or the whole new one. [`Placement`] remembers the identity
+//! (device, inode) of every file it renamed into place, notices a target that another run
+//! created after this one started, and at the end re-checks its own files.
+
+use crate::messages;
+use crate::placeholders::{Context, Launch};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+use std::path::{Component, Path, PathBuf};
+use std::time::SystemTime;
+use trace_records::csv::OutputPrefix;
+
+pub use trace_records::env::parse_bool;
+
+/// The output options (rocprofv3's names), shared by run mode and `rocprof convert`.
+#[derive(Debug, Default, Clone, clap::Args)]
+pub struct OutputOptions {
+    /// Output directory (`-d`); placeholders such as `%hostname%` expand. Default: `%cwd%`.
+    #[arg(short = 'd', long = "output-directory")]
+    pub output_directory: Option<String>,
+    /// Output file prefix (`-o`), may contain `/`. Default: `%hostname%/%pid%`.
+    #[arg(short = 'o', long = "output-file")]
+    pub output_file: Option<String>,
+    /// Output formats (comma or space separated). Supported: csv.
+    #[arg(short = 'f', long = "output-format", num_args = 1.., value_delimiter = ',')]
+    pub output_format: Vec<String>,
+    /// Per-name and per-domain statistics files.
+    #[arg(long = "stats", num_args = 0..=1, default_missing_value = "true",
+          value_parser = parse_bool, value_name = "BOOL")]
+    pub stats: Option<bool>,
+    /// A summary table on stderr after the run.
+    #[arg(short = 'S', long = "summary", num_args = 0..=1, default_missing_value = "true",
+          value_parser = parse_bool, value_name = "BOOL")]
+    pub summary: Option<bool>,
+    /// Keep kernel names mangled (default: demangled).
+    #[arg(short = 'M', long = "mangled-kernels", num_args = 0..=1,
+          default_missing_value = "true", value_parser = parse_bool, value_name = "BOOL")]
+    pub mangled_kernels: Option<bool>,
+    /// Shorten kernel names to the bare function name (e.g. `addition_kernel`).
+    #[arg(short = 'T', long = "truncate-kernels", num_args = 0..=1,
+          default_missing_value = "true", value_parser = parse_bool, value_name = "BOOL")]
+    pub truncate_kernels: Option<bool>,
+    /// How Agent_Id cells name agents.
+    #[arg(short = 'A', long = "agent-index", value_enum)]
+    pub agent_index: Option<AgentIndexChoice>,
+}
+
+/// `-A/--agent-index`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AgentIndexChoice {
+    /// `Agent <node id>`.
+    Absolute,
+    /// `Agent <logical node id>` (the default).
+    #[default]
+    Relative,
+    /// `CPU <n>` / `GPU <n>`.
+    TypeRelative,
+}
+
+impl AgentIndexChoice {
+    /// The CSV writer's setting.
+    pub fn index(self) -> trace_records::agents::AgentIndex {
+        use trace_records::agents::AgentIndex;
+        match self {
+            Self::Absolute => AgentIndex::Absolute,
+            Self::Relative => AgentIndex::Relative,
+            Self::TypeRelative => AgentIndex::TypeRelative,
+        }
+    }
+}
+
+/// An output format this build writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputFormat {
+    /// rocprofv3's CSV files.
+    Csv,
+}
+
+/// The output options of a run, resolved (kept in `run.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputSettings {
+    /// `-d` as given (placeholders unexpanded).
+    pub directory: String,
+    /// The directory a relative `-d` is relative to (the working directory it was given in).
+    pub base: PathBuf,
+    /// `-o` as given.
+    pub file: String,
+    /// `-f`.
+    pub formats: Vec<OutputFormat>,
+    /// `--stats`.
+    pub stats: bool,
+    /// `-S`.
+    pub summary: bool,
+    /// `-M`.
+    pub mangled_kernels: bool,
+    /// `-T`.
+    pub truncate_kernels: bool,
+    /// `-A`.
+    pub agent_index: AgentIndexChoice,
+}
+
+/// `-d` when not given.
+pub const DEFAULT_DIRECTORY: &str = "%cwd%";
+/// `-o` when not given.
+pub const DEFAULT_FILE: &str = "%hostname%/%pid%";
+
+impl OutputOptions {
+    /// The formats asked for (csv when none), or what is wrong with them.
+    pub fn formats(&self) -> Result<Vec<OutputFormat>, String> {
+        let mut out = Vec::new();
+        for f in &self.output_format {
+            for f in f.split([' ', ';', ':']).filter(|f| !f.is_empty()) {
+                match f.to_ascii_lowercase().as_str() {
+                    "csv" => out.push(OutputFormat::Csv),
+                    "json" | "pftrace" | "otf2" | "rocpd" => {
+                        return Err(messages::format_not_supported(f));
+                    }
+                    other => return Err(messages::format_unknown(other)),
+                }
+            }
+        }
+        if out.is_empty() {
+            out.push(OutputFormat::Csv);
+        }
+        out.dedup();
+        Ok(out)
+    }
+
+    /// The settings of a run started in `cwd`: these options, defaults for the rest.
+    pub fn settings(&self, cwd: &Path) -> Result<OutputSettings, String> {
+        Ok(OutputSettings {
+            directory: self
+                .output_directory
+                .clone()
+                .unwrap_or_else(|| DEFAULT_DIRECTORY.into()),
+            base: cwd.to_owned(),
+            file: self
+                .output_file
+                .clone()
+                .unwrap_or_else(|| DEFAULT_FILE.into()),
+            formats: self.formats()?,
+            stats: self.stats == Some(true),
+            summary: self.summary == Some(true),
+            mangled_kernels: self.mangled_kernels == Some(true),
+            truncate_kernels: self.truncate_kernels == Some(true),
+            agent_index: self.agent_index.unwrap_or_default(),
+        })
+    }
+
+    /// `run`'s settings with the options given here (on a command line run in `cwd`) in
+    /// their place.
+    pub fn apply_to(&self, run: &OutputSettings, cwd: &Path) -> Result<OutputSettings, String> {
+        let mut s = run.clone();
+        if let Some(d) = &self.output_directory {
+            s.directory = d.clone();
+            s.base = cwd.to_owned();
+        }
+        if let Some(f) = &self.output_file {
+            s.file = f.clone();
+        }
+        if !self.output_format.is_empty() {
+            s.formats = self.formats()?;
+        }
+        s.stats = self.stats.unwrap_or(s.stats);
+        s.summary = self.summary.unwrap_or(s.summary);
+        s.mangled_kernels = self.mangled_kernels.unwrap_or(s.mangled_kernels);
+        s.truncate_kernels = self.truncate_kernels.unwrap_or(s.truncate_kernels);
+        s.agent_index = self.agent_index.unwrap_or(s.agent_index);
+        Ok(s)
+    }
+}
+
+/// A bad output path, found before anything is written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    /// A placeholder's value takes `-o` out of `-d`.
+    #[error("{}", messages::path_escapes(template, expanded, directory))]
+    Escapes {
+        /// `-o` as given.
+        template: String,
+        /// What it expanded to.
+        expanded: String,
+        /// The output directory.
+        directory: PathBuf,
+    },
+    /// A name longer than a file system allows.
+    #[error("{}", messages::name_too_long(name))]
+    NameTooLong {
+        /// The name (one path component).
+        name: String,
+    },
+    /// A path longer than the system allows.
+    #[error("{}", messages::path_too_long(path))]
+    PathTooLong {
+        /// The longest path an output could have.
+        path: PathBuf,
+    },
+    /// Something on the way is not a directory.
+    #[error("{}", messages::not_a_directory(path))]
+    NotADirectory {
+        /// It.
+        path: PathBuf,
+    },
+    /// Nothing can be created there.
+    #[error("{}", messages::not_writable(path, reason))]
+    NotWritable {
+        /// The deepest existing directory.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The longest name a component may have (Linux file systems).
+const NAME_MAX: usize = 255;
+/// The longest path the system accepts (with its terminating NUL).
+const PATH_MAX: usize = 4096;
+/// The names of the files rocprof writes after the prefix (`<prefix>_<name>.csv`).
+pub const OUTPUT_NAMES: [&str; 12] = [
+    "agent_info",
+    "hip_api_trace",
+    "hsa_api_trace",
+    "kernel_trace",
+    "memory_copy_trace",
+    "marker_api_trace",
+    "hip_api_stats",
+    "hsa_api_stats",
+    "kernel_stats",
+    "memory_copy_stats",
+    "marker_api_stats",
+    "domain_stats",
+];
+/// A process id of the longest kind (Linux's `pid_max` is at most 2^22).
+pub const STAND_IN_PID: u32 = 4_194_304;
+
+/// The output prefix of the process `ctx` describes: `-d` joined with `-o`, placeholders
+/// expanded, refused if a placeholder's value takes it out of `-d`.
+pub fn prefix_for(s: &OutputSettings, ctx: &Context<'_>) -> Result<PathBuf, PathError> {
+    let dir = s.base.join(ctx.expand(&s.directory));
+    let file = ctx.expand(&s.file);
+    let literal = Context {
+        neutral: true,
+        ..*ctx
+    }
+    .expand(&s.file);
+    if leaves(&file) && !leaves(&literal) {
+        return Err(PathError::Escapes {
+            template: s.file.clone(),
+            expanded: file,
+            directory: dir,
+        });
+    }
+    // `Path::join` would drop a trailing `/` of `-o` (a prefix naming a directory).
+    let mut prefix = dir.join(&file).into_os_string();
+    if file.ends_with('/') && !prefix.as_bytes().ends_with(b"/") {
+        prefix.push("/");
+    }
+    Ok(PathBuf::from(prefix))
+}
+
+/// Whether a relative path leaves its starting directory (or is absolute).
+fn leaves(path: &str) -> bool {
+    let mut depth = 0usize;
+    for c in Path::new(path).components() {
+        match c {
+            Component::RootDir | Component::Prefix(_) => return true,
+            Component::ParentDir if depth == 0 => return true,
+            Component::ParentDir => depth -= 1,
+            Component::Normal(_) => depth += 1,
+            Component::CurDir => {}
+        }
+    }
+    false
+}
+
+/// Checks `-d`/`-o` before anything runs: no placeholder takes `-o` out of `-d`, every name
+/// fits the file system, and the directory can be created and written. Values known only per
+/// process (`%pid%`) stand in with a value of the longest shape.
+pub fn validate(s: &OutputSettings, launch: &Launch) -> Result<(), PathError> {
+    let ctx = Context::new(launch, STAND_IN_PID, STAND_IN_PID);
+    let prefix = prefix_for(s, &ctx)?;
+    let (parent, name) = split_prefix(&prefix);
+    let longest = OUTPUT_NAMES.iter().map(|n| n.len()).max().unwrap_or(0);
+    // `<name>_<pid>_<output>.csv`: the `_<pid>` is added when processes share a name.
+    let file_len = name.len() + 1 + STAND_IN_PID.to_string().len() + 1 + longest + 4;
+    for c in parent.components() {
+        if let Component::Normal(n) = c
+            && n.len() > NAME_MAX
+        {
+            return Err(PathError::NameTooLong {
+                name: n.to_string_lossy().into_owned(),
+            });
+        }
+    }
+    if file_len > NAME_MAX {
+        return Err(PathError::NameTooLong {
+            name: format!(
+                "{}_{STAND_IN_PID}_memory_copy_trace.csv",
+                name.to_string_lossy()
+            ),
+        });
+    }
+    if parent.as_os_str().len() + 1 + file_len >= PATH_MAX {
+        return Err(PathError::PathTooLong {
+            path: parent.join(format!(
+                "{}_{STAND_IN_PID}_memory_copy_trace.csv",
+                name.to_string_lossy()
+            )),
+        });
+    }
+    check_writable(&parent)
+}
+
+/// `(directory, file-name prefix)` of an output prefix (`dir/` → `(dir, "")`).
+fn split_prefix(prefix: &Path) -> (PathBuf, OsString) {
+    if prefix.as_os_str().as_bytes().ends_with(b"/") {
+        return (prefix.to_owned(), OsString::new());
+    }
+    let parent = prefix
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = prefix.file_name().map(OsString::from).unwrap_or_default();
+    (parent.to_owned(), name)
+}
+
+/// The deepest existing ancestor of `dir` is a directory in which this process can create
+/// entries (a directory is created and removed there to find out).
+fn check_writable(dir: &Path) -> Result<(), PathError> {
+    let mut at = dir;
+    loop {
+        match std::fs::metadata(at) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) => {
+                return Err(PathError::NotADirectory {
+                    path: at.to_owned(),
+                });
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
+                match at.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    Some(p) => at = p,
+                    None => {
+                        return Err(PathError::NotWritable {
+                            path: dir.to_owned(),
+                            reason: e.to_string(),
+                        });
+                    }
+                }
+            }
+            Err(e) => {
+                return Err(PathError::NotWritable {
+                    path: at.to_owned(),
+                    reason: e.to_string(),
+                });
+            }
+        }
+    }
+    let probe = at.join(format!(
+        ".rocprof-probe-{}-{}",
+        std::process::id(),
+        crate::record_dir::random_token()
+    ));
+    match std::fs::create_dir(&probe) {
+        Ok(()) => {
+            let _ = std::fs::remove_dir(&probe);
+            Ok(())
+        }
+        Err(e) => Err(PathError::NotWritable {
+            path: at.to_owned(),
+            reason: messages::io_reason(&e),
+        }),
+    }
+}
+
+/// An output file that could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", messages::write_failed(file, source))]
+pub struct WriteFailure {
+    /// The file (its final name).
+    pub file: PathBuf,
+    /// Why.
+    pub source: io::Error,
+}
+
+/// What happened to a file this run wrote, or one it replaced, because of another run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Replacement {
+    /// Another run replaced (or removed) this file after this run wrote it.
+    ByOther(PathBuf),
+    /// This run replaced a file another run wrote after this run started.
+    OfOther(PathBuf),
+}
+
+/// The files of one conversion: staged, moved into place, checked at the end.
+#[derive(Debug)]
+pub struct Placement {
+    /// When this run started, on the file system's clock.
+    since: SystemTime,
+    /// Final directory → its staging directory.
+    staging: BTreeMap<PathBuf, PathBuf>,
+    /// Files renamed into place, with (device, inode).
+    placed: Vec<(PathBuf, (u64, u64))>,
+    /// Files of other runs this run replaced.
+    replaced: Vec<PathBuf>,
+}
+
+impl Placement {
+    /// A placement for a run that started at `since` (file-system time).
+    pub fn new(since: SystemTime) -> Self {
+        Self {
+            since,
+            staging: BTreeMap::new(),
+            placed: Vec::new(),
+            replaced: Vec::new(),
+        }
+    }
+
+    /// The prefix to write a process's files under, in the staging directory beside their
+    /// final place `prefix` (creating both directories).
+    pub fn stage(&mut self, prefix: &Path) -> Result<OutputPrefix, WriteFailure> {
+        let (parent, name) = split_prefix(prefix);
+        let stage = match self.staging.get(&parent) {
+            Some(s) => s.clone(),
+            None => {
+                let fail = |source| WriteFailure {
+                    file: parent.clone(),
+                    source,
+                };
+                std::fs::create_dir_all(&parent).map_err(fail)?;
+                let stage = parent.join(format!(
+                    ".rocprof-{}-{}",
+                    std::process::id(),
+                    crate::record_dir::random_token()
+                ));
+                std::fs::DirBuilder::new()
+                    .mode(0o700)
+                    .create(&stage)
+                    .map_err(fail)?;
+                self.staging.insert(parent, stage.clone());
+                stage
+            }
+        };
+        let mut staged = stage.into_os_string();
+        staged.push("/");
+        staged.push(name);
+        Ok(OutputPrefix(PathBuf::from(staged)))
+    }
+
+    /// The final name of a staged file.
+    pub fn final_path(staged: &Path) -> PathBuf {
+        let stage = staged.parent().unwrap_or(Path::new("."));
+        let dir = stage.parent().unwrap_or(Path::new("."));
+        dir.join(staged.file_name().unwrap_or_default())
+    }
+
+    /// Renames a process's staged files into place; returns their final names.
+    pub fn commit(&mut self, staged: &[PathBuf]) -> Result<Vec<PathBuf>, WriteFailure> {
+        let mut done = Vec::with_capacity(staged.len());
+        for s in staged {
+            let target = Self::final_path(s);
+            let fail = |source| WriteFailure {
+                file: target.clone(),
+                source,
+            };
+            let id = std::fs::symlink_metadata(s)
+                .map(|m| (m.dev(), m.ino()))
+                .map_err(fail)?;
+            if let Ok(old) = std::fs::symlink_metadata(&target)
+                && !self.placed.iter().any(|p| p.1 == (old.dev(), old.ino()))
+                && old.modified().is_ok_and(|t| t >= self.since)
+            {
+                self.replaced.push(target.clone());
+            }
+            std::fs::rename(s, &target).map_err(fail)?;
+            self.placed.push((target.clone(), id));
+            done.push(target);
+        }
+        Ok(done)
+    }
+
+    /// Removes staged files that will not be committed.
+    pub fn discard(&self, staged: &[PathBuf]) {
+        for s in staged {
+            let _ = std::fs::remove_file(s);
+        }
+    }
+
+    /// Removes the staging directories and reports every replacement: files of other runs
+    /// this run replaced, and files of this run that are no longer in place.
+    pub fn finish(self) -> Vec<Replacement> {
+        for stage in self.staging.values() {
+            let _ = std::fs::remove_dir_all(stage);
+        }
+        let mut out: Vec<Replacement> = self
+            .replaced
+            .into_iter()
+            .map(Replacement::OfOther)
+            .collect();
+        for (path, id) in self.placed {
+            let now = std::fs::symlink_metadata(&path).map(|m| (m.dev(), m.ino()));
+            if now.ok() != Some(id) {
+                out.push(Replacement::ByOther(path));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(d: &str, o: &str) -> OutputSettings {
+        OutputOptions {
+            output_directory: Some(d.into()),
+            output_file: Some(o.into()),
+            ..Default::default()
+        }
+        .settings(Path::new("/base"))
+        .unwrap()
+    }
+
+    fn launch(args: &[&str]) -> Launch {
+        Launch {
+            rocprof_pid: 1,
+            hostname: "h".into(),
+            cwd: "/w".into(),
+            argv: args.iter().map(|a| (*a).to_owned()).collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_placeholder_cannot_take_the_output_out_of_the_directory() {
+        let l = launch(&["app", "../../etc/x", "/abs", "sub/dir"]);
+        let ctx = Context::new(&l, 5, 0);
+        for o in ["%arg1%", "%arg2%", "a/%arg1%"] {
+            let e = prefix_for(&settings("out", o), &ctx).unwrap_err();
+            assert!(matches!(e, PathError::Escapes { .. }), "{o}: {e}");
+            assert!(e.to_string().contains("-o"), "{e}");
+        }
+        // A value that stays inside, and a literal path the user wrote, are fine.
+        assert_eq!(
+            prefix_for(&settings("out", "%arg3%_%pid%"), &ctx).unwrap(),
+            Path::new("/base/out/sub/dir_5")
+        );
+        assert_eq!(
+            prefix_for(&settings("out", "../side/%pid%"), &ctx).unwrap(),
+            Path::new("/base/out/../side/5")
+        );
+        assert_eq!(
+            prefix_for(&settings("/abs", "run/"), &ctx).unwrap(),
+            Path::new("/abs/run/")
+        );
+    }
+
+    #[test]
+    fn bad_directories_and_names_are_refused() {
+        let l = launch(&["app"]);
+        let file =
+            std::env::temp_dir().join(format!("rocprof-outputs-test-{}", std::process::id()));
+        std::fs::write(&file, "x").unwrap();
+        let e = validate(&settings(file.to_str().unwrap(), "run"), &l).unwrap_err();
+        assert_eq!(e, PathError::NotADirectory { path: file.clone() });
+        let sub = file.join("deeper");
+        let e = validate(&settings(sub.to_str().unwrap(), "run"), &l).unwrap_err();
+        assert_eq!(e, PathError::NotADirectory { path: file.clone() });
+        std::fs::remove_file(&file).unwrap();
+        let e = validate(&settings("/tmp", &"n".repeat(230)), &l).unwrap_err();
+        assert!(matches!(e, PathError::NameTooLong { .. }), "{e}");
+        let e = validate(&settings(&format!("/tmp/{}", "d".repeat(256)), "run"), &l).unwrap_err();
+        assert!(matches!(e, PathError::NameTooLong { .. }), "{e}");
+        let deep = format!("/tmp{}", "/d".repeat(2100));
+        let e = validate(&settings(&deep, "run"), &l).unwrap_err();
+        assert!(matches!(e, PathError::PathTooLong { .. }), "{e}");
+        let e = validate(&settings("/proc/self", "run"), &l).unwrap_err();
+        assert!(matches!(e, PathError::NotWritable { .. }), "{e}");
+        validate(
+            &settings("/tmp/rocprof-not-yet/%pid%", "%hostname%/%pid%"),
+            &l,
+        )
+        .unwrap();
+        assert!(
+            !Path::new("/tmp/rocprof-not-yet").exists(),
+            "validation creates nothing"
+        );
+    }
+
+    #[test]
+    fn convert_options_override_only_what_they_name() {
+        let run = settings("out", "run");
+        let o = OutputOptions {
+            stats: Some(true),
+            output_directory: Some("again".into()),
+            ..Default::default()
+        };
+        let s = o.apply_to(&run, Path::new("/elsewhere")).unwrap();
+        assert_eq!((s.directory.as_str(), s.file.as_str()), ("again", "run"));
+        assert_eq!(s.base, Path::new("/elsewhere"));
+        assert!(s.stats && !s.summary);
+        let bad = OutputOptions {
+            output_format: vec!["xml".into()],
+            ..Default::default()
+        };
+        assert!(bad.apply_to(&run, Path::new("/")).is_err());
+    }
+}
