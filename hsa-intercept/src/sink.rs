@@ -101,7 +101,8 @@ static CURRENT: AtomicPtr<Sink> = AtomicPtr::new(std::ptr::null_mut());
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
 /// Losses counted while no log was open; moved into the log's header when one is installed.
-static EARLY_LOSSES: [AtomicU64; LossCause::COUNT] = [const { AtomicU64::new(0) }; LossCause::COUNT];
+static EARLY_LOSSES: [AtomicU64; LossCause::COUNT] =
+    [const { AtomicU64::new(0) }; LossCause::COUNT];
 
 /// Definitions (strings, operation names, JSON documents) re-emitted into a forked child's log.
 #[derive(Clone)]
@@ -275,7 +276,9 @@ fn with_local(record: bool, f: impl FnOnce(&'static Sink, &mut Option<Chunk>)) {
 /// Appends one record from the calling thread.
 #[inline]
 pub fn emit<R: FixedRecord>(record: &R) {
-    with_local(true, |sink, c| push_or_replace(sink, c, true, |c| c.push(record)));
+    with_local(true, |sink, c| {
+        push_or_replace(sink, c, true, |c| c.push(record))
+    });
 }
 
 /// Appends a string definition from the calling thread (and remembers it for forked children).
@@ -297,7 +300,9 @@ fn push_string(id: u32, text: &str) {
 }
 
 fn push_operation(op: &OperationName) {
-    with_local(false, |sink, c| push_or_replace(sink, c, false, |c| c.push(op)));
+    with_local(false, |sink, c| {
+        push_or_replace(sink, c, false, |c| c.push(op))
+    });
 }
 
 static STRINGS: OnceLock<Mutex<std::collections::HashMap<String, u32>>> = OnceLock::new();

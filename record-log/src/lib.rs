@@ -106,7 +106,9 @@ impl std::fmt::Debug for LogFile {
 }
 
 fn errno() -> i32 {
-    io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+    io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
 }
 
 impl LogFile {
@@ -191,7 +193,12 @@ impl LogFile {
         // SAFETY: the header page is mapped for the life of `self`; the counters lie inside it
         // at 8-byte aligned offsets (LOSSES_AT is a multiple of 8, the page is page-aligned),
         // and every access to them is atomic.
-        unsafe { &*self.header.add(LOSSES_AT + 8 * cause as usize).cast::<AtomicU64>() }
+        unsafe {
+            &*self
+                .header
+                .add(LOSSES_AT + 8 * cause as usize)
+                .cast::<AtomicU64>()
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -271,8 +278,7 @@ impl LogFile {
             // newest (it may still have chunks to hand out).
             if seg.sealed == seg.count && seg.first + seg.count <= next {
                 let seg = s.segments.remove(pos);
-                s.retired
-                    .push((seg.base, seg.count as usize * CHUNK_SIZE));
+                s.retired.push((seg.base, seg.count as usize * CHUNK_SIZE));
                 self.wake.notify_one();
             }
         }
@@ -434,7 +440,12 @@ impl Drop for LogFile {
         for seg in s.segments.drain(..) {
             // SAFETY: the LogFile is gone, so no chunk of it is in use any more (chunks are
             // only handed out through `&self`, and their holders keep the Arc alive).
-            unsafe { libc::munmap(seg.base as *mut libc::c_void, seg.count as usize * CHUNK_SIZE) };
+            unsafe {
+                libc::munmap(
+                    seg.base as *mut libc::c_void,
+                    seg.count as usize * CHUNK_SIZE,
+                )
+            };
         }
         for (base, len) in s.retired.drain(..) {
             // SAFETY: as above.
@@ -485,7 +496,10 @@ fn create_exclusive(dir: &Path, pid: u32) -> io::Result<(OwnedFd, PathBuf, u32)>
     }
     Err(io::Error::new(
         io::ErrorKind::AlreadyExists,
-        format!("{MAX_IMAGES} logs of pid {pid} already exist in {}", dir.display()),
+        format!(
+            "{MAX_IMAGES} logs of pid {pid} already exist in {}",
+            dir.display()
+        ),
     ))
 }
 
@@ -535,7 +549,8 @@ impl Chunk {
         // SAFETY: the commit word is 8-byte aligned inside the chunk header (chunks are
         // page-aligned) and written only atomically; Release orders the entry bytes before it.
         unsafe {
-            (*self.base.add(COMMIT_AT).cast::<AtomicU64>()).store(self.fill.commit(), Ordering::Release)
+            (*self.base.add(COMMIT_AT).cast::<AtomicU64>())
+                .store(self.fill.commit(), Ordering::Release)
         };
     }
 

@@ -68,7 +68,11 @@ fn threads_write_concurrently_and_every_record_reads_back() {
             .filter(|r| u64::from(r.thread_id) == thread)
             .map(|r| r.correlation_id)
             .collect();
-        assert_eq!(mine, (0..50_000).collect::<Vec<_>>(), "thread {thread} in order");
+        assert_eq!(
+            mine,
+            (0..50_000).collect::<Vec<_>>(),
+            "thread {thread} in order"
+        );
     }
 }
 
@@ -128,7 +132,8 @@ fn write_then(dir: &Path, end: fn()) -> i32 {
             }
         }
         log.lost(LossCause::DispatchTime, 2);
-        std::mem::forget(chunk);
+        // The last chunk stays open (unsealed), as a dying process leaves it.
+        let _ = chunk.entries();
         end();
     })
 }
@@ -145,18 +150,26 @@ fn only_log(dir: &Path) -> ProcessTrace {
 #[test]
 fn every_record_survives_exit_without_flush_and_sigkill() {
     let dir = tempdir("exit");
+    // SAFETY: ends the forked child at once.
     let status = write_then(&dir, || unsafe { libc::_exit(0) });
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "{status}");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{status}"
+    );
     let t = only_log(&dir);
     assert_eq!(t.api.len(), 100_000, "_exit loses nothing");
     assert_eq!(t.open_chunks, 1);
     assert_eq!(t.losses.get(LossCause::DispatchTime), 2);
 
     let dir = tempdir("kill");
+    // SAFETY: the forked child kills itself.
     let status = write_then(&dir, || unsafe {
         libc::kill(libc::getpid(), libc::SIGKILL);
     });
-    assert!(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL, "{status}");
+    assert!(
+        libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL,
+        "{status}"
+    );
     let t = only_log(&dir);
     assert_eq!(t.api.len(), 100_000, "SIGKILL loses nothing");
     assert!(t.damage.is_empty());
@@ -202,11 +215,20 @@ fn a_file_size_limit_is_counted_as_no_space_and_the_process_lives() {
         }
         assert!(lost > 0, "the limit must stop the log");
     });
-    assert!(libc::WIFEXITED(status), "the process was not killed by SIGXFSZ: {status}");
+    assert!(
+        libc::WIFEXITED(status),
+        "the process was not killed by SIGXFSZ: {status}"
+    );
     let t = only_log(&dir);
     let lost = t.losses.get(LossCause::NoSpace);
-    assert!(lost > 0 && !t.api.is_empty(), "{} written, {lost} lost", t.api.len());
+    assert!(
+        lost > 0 && !t.api.is_empty(),
+        "{} written, {lost} lost",
+        t.api.len()
+    );
     assert!(t.damage.is_empty(), "{:?}", t.damage);
-    let size = std::fs::metadata(dir.join(format!("{}.rplog", t.pid))).unwrap().len();
+    let size = std::fs::metadata(dir.join(format!("{}.rplog", t.pid)))
+        .unwrap()
+        .len();
     assert!(size <= 512 * 1024, "{size}");
 }

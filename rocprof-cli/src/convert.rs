@@ -177,7 +177,8 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
         );
     }
     if out.interrupted.is_none() {
-        for p in crate::explain::explain(&sel, &status, &traces, &logs) {
+        let untraced = crate::explain::untraced_pids(dir.path());
+        for p in crate::explain::explain(&sel, &status, &traces, &logs, &untraced) {
             eprintln!("rocprof: {p}");
         }
     }
@@ -194,10 +195,7 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
     } else {
         let path = dir.path().to_owned();
         if let Err(e) = dir.remove() {
-            eprintln!(
-                "rocprof: warning: cannot remove the record directory {}: {e}",
-                path.display()
-            );
+            eprintln!("rocprof: warning: {}", messages::remove_failed(&path, &e));
         }
     }
     out
@@ -285,7 +283,7 @@ pub fn truncate_name(name: &str) -> String {
 
 /// `rocprof convert <record-dir>…`.
 pub fn run(args: &Args) -> Result<ExitCode> {
-    let signals = Signals::install().context("cannot install the signal handlers")?;
+    let signals = Signals::install().map_err(|e| anyhow!(messages::signals_unavailable(&e)))?;
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     // Every directory and its output paths are checked before anything is converted.
     let mut jobs = Vec::new();

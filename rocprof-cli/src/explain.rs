@@ -2,7 +2,7 @@
 
 use crate::process::Status;
 use crate::run::{Selection, recorded};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use trace_records::ProcessTrace;
 use trace_records::docs::{PlatformKind, Runtime, RuntimeLibrary};
 
@@ -11,14 +11,42 @@ pub fn tables_received(t: &ProcessTrace) -> Vec<Runtime> {
     t.docs.tables.iter().map(|t| t.runtime.clone()).collect()
 }
 
-/// Explanations for everything missing from the run (empty when all is well).
+/// The processes noted in `<dir>/untraced.pids`: they ran with the profiler loaded but never
+/// loaded a ROCm runtime (so they wrote no log). A missing or unreadable file is no process.
+pub fn untraced_pids(dir: &Path) -> Vec<u32> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let path = dir.join(trace_records::env::UNTRACED_PIDS);
+    let mut bytes = Vec::new();
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path);
+    if let Ok(mut f) = opened
+        && f.metadata().is_ok_and(|m| m.is_file())
+    {
+        let _ = std::io::Read::read_to_end(&mut f, &mut bytes);
+    }
+    let mut pids: Vec<u32> = bytes
+        .chunks_exact(8)
+        .map(|e| u32::from_le_bytes([e[0], e[1], e[2], e[3]]))
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
+
+/// Explanations for everything missing from the run (empty when all is well). `untraced` are
+/// the processes that ran with the profiler but without any ROCm runtime.
 pub fn explain(
     sel: &Selection,
     status: &Status,
     traces: &[ProcessTrace],
     logs: &[PathBuf],
+    untraced: &[u32],
 ) -> Vec<String> {
-    explain_with(sel, status, traces, logs, |k| std::env::var(k).ok())
+    explain_with(sel, status, traces, logs, untraced, |k| {
+        std::env::var(k).ok()
+    })
 }
 
 /// [`explain`] with an injectable environment.
@@ -27,6 +55,7 @@ pub fn explain_with(
     status: &Status,
     traces: &[ProcessTrace],
     logs: &[PathBuf],
+    untraced: &[u32],
     env: impl Fn(&str) -> Option<String>,
 ) -> Vec<String> {
     let mut out = Vec::new();
@@ -36,6 +65,16 @@ pub fn explain_with(
             "the application was killed by {}; the {n} records written before the crash were recovered",
             crate::process::signal_name(sig)
         ));
+    }
+    if logs.is_empty() && !untraced.is_empty() {
+        let n = untraced.len();
+        let which = if n == 1 {
+            "the application's process".to_owned()
+        } else {
+            format!("any of the application's {n} processes")
+        };
+        out.push(format!("nothing was recorded: the profiler ran in {which}, but none loaded a ROCm runtime (libhsa-runtime64 or libamdhip64), so nothing used an AMD GPU through ROCm"));
+        return out;
     }
     if logs.is_empty() {
         out.push("no record log was written: the profiler library never ran inside the application (a statically linked or setuid program ignores LD_PRELOAD, and a wrapper script may drop it)".into());
@@ -202,7 +241,7 @@ mod tests {
     #[test]
     fn disable_register_is_named() {
         let env = |k: &str| (k == "HSA_TOOLS_DISABLE_REGISTER").then(|| "1".to_owned());
-        let out = explain_with(&sys(), &OK, &[trace(&[WSL])], &logs(), env);
+        let out = explain_with(&sys(), &OK, &[trace(&[WSL])], &logs(), &[], env);
         assert!(
             out[0].contains("HSA_TOOLS_DISABLE_REGISTER=1 is set"),
             "{out:?}"
@@ -212,7 +251,7 @@ mod tests {
     #[test]
     fn a_suppressing_runtime_is_the_remaining_explanation() {
         let env = |k: &str| (k == "HSA_ENABLE_DXG_DETECTION").then(|| "1".to_owned());
-        let out = explain_with(&sys(), &OK, &[trace(&[WSL, AGENTS])], &logs(), env);
+        let out = explain_with(&sys(), &OK, &[trace(&[WSL, AGENTS])], &logs(), &[], env);
         assert!(
             out[0].contains("suppresses tool registration on the DXG path"),
             "{out:?}"
@@ -226,21 +265,29 @@ mod tests {
             code: Some(1),
             signal: None,
         };
-        let out = explain_with(&sys(), &failed, &[trace(&[WSL, AGENTS])], &logs(), |_| None);
+        let out = explain_with(
+            &sys(),
+            &failed,
+            &[trace(&[WSL, AGENTS])],
+            &logs(),
+            &[],
+            |_| None,
+        );
         assert!(
             out[0].contains("HSA_ENABLE_DXG_DETECTION is unset"),
             "{out:?}"
         );
-        let out = explain_with(&sys(), &OK, &[trace(&[WSL, AGENTS])], &logs(), |_| None);
+        let out = explain_with(&sys(), &OK, &[trace(&[WSL, AGENTS])], &logs(), &[], |_| {
+            None
+        });
         assert!(out[0].contains("suppresses tool registration"), "{out:?}");
     }
 
     #[test]
     fn dxg_detection_off_and_no_agents_are_named() {
         let env = |k: &str| (k == "HSA_ENABLE_DXG_DETECTION").then(|| "0".to_owned());
-        let no_gpu =
-            r#"{"kind":"discovery","platform":"wsl","omissions":[{"subject":"node 1","kind":"no-gpu-nodes","reason":"r"}]}"#;
-        let out = explain_with(&sys(), &OK, &[trace(&[no_gpu])], &logs(), env);
+        let no_gpu = r#"{"kind":"discovery","platform":"wsl","omissions":[{"subject":"node 1","kind":"no-gpu-nodes","reason":"r"}]}"#;
+        let out = explain_with(&sys(), &OK, &[trace(&[no_gpu])], &logs(), &[], env);
         assert!(
             out[0].contains("HSA_ENABLE_DXG_DETECTION=0") && out[0].contains("no GPU agent"),
             "{out:?}"
@@ -253,17 +300,29 @@ mod tests {
             code: None,
             signal: Some(libc::SIGSEGV),
         };
-        let t = trace(&[WSL, r#"{"kind":"table","runtime":"hsa","instance":0,"wrapped":1}"#]);
-        let out = explain_with(&Selection::default(), &crashed, &[t], &logs(), |_| None);
+        let t = trace(&[
+            WSL,
+            r#"{"kind":"table","runtime":"hsa","instance":0,"wrapped":1}"#,
+        ]);
+        let out = explain_with(&Selection::default(), &crashed, &[t], &logs(), &[], |_| {
+            None
+        });
         assert!(out[0].contains("killed by SIGSEGV"), "{out:?}");
-        let out = explain_with(&sys(), &OK, &[], &[], |_| None);
+        let out = explain_with(&sys(), &OK, &[], &[], &[], |_| None);
         assert!(out[0].contains("no record log was written"), "{out:?}");
+        let out = explain_with(&sys(), &OK, &[], &[], &[7, 8], |_| None);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(
+            out[0].contains("any of the application's 2 processes")
+                && out[0].contains("none loaded a ROCm runtime"),
+            "{out:?}"
+        );
     }
 
     #[test]
     fn an_application_without_hsa_is_told_so() {
         let exit = r#"{"kind":"exit","runtimes_loaded":[]}"#;
-        let out = explain_with(&sys(), &OK, &[trace(&[WSL, exit])], &logs(), |_| None);
+        let out = explain_with(&sys(), &OK, &[trace(&[WSL, exit])], &logs(), &[], |_| None);
         assert_eq!(out.len(), 1);
         assert!(out[0].contains("never loaded the HSA runtime"), "{out:?}");
     }
@@ -275,7 +334,7 @@ mod tests {
             r#"{"kind":"table","runtime":"hsa","instance":0,"wrapped":1}"#,
             r#"{"kind":"table","runtime":"hip","instance":0,"wrapped":1}"#,
         ]);
-        let out = explain_with(&sys(), &OK, &[t], &logs(), |_| None);
+        let out = explain_with(&sys(), &OK, &[t], &logs(), &[], |_| None);
         assert!(
             out.iter().any(|o| o.starts_with("--kernel-trace")),
             "{out:?}"

@@ -160,6 +160,11 @@ pub fn manifest_write_failed(dir: &Path, e: &io::Error) -> String {
     )
 }
 
+/// The signal handlers cannot be installed (before anything runs).
+pub fn signals_unavailable(e: &io::Error) -> String {
+    format!("cannot install the signal handlers: {e}; nothing was started")
+}
+
 /// A signal arrived before the application was started.
 pub fn interrupted_before_launch(signal: i32) -> String {
     format!(
@@ -297,6 +302,15 @@ pub fn kept_after_losses(dir: &Path) -> String {
         "the record logs are kept in {} because some records were lost or could not be read (see above); convert them again with:\n  {}\nor remove them with: rm -r {}",
         dir.display(),
         convert_command(dir),
+        quoted(&dir.to_string_lossy())
+    )
+}
+
+/// The record directory of a finished job cannot be removed.
+pub fn remove_failed(dir: &Path, e: &io::Error) -> String {
+    format!(
+        "cannot remove the record directory {}: {e}; the outputs are complete, remove it with: rm -r {}",
+        dir.display(),
         quoted(&dir.to_string_lossy())
     )
 }

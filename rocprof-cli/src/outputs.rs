@@ -420,6 +420,8 @@ pub struct Placement {
     placed: Vec<(PathBuf, (u64, u64))>,
     /// Files of other runs this run replaced.
     replaced: Vec<PathBuf>,
+    /// Output directories this placement created (removed again if they stay empty).
+    created: Vec<PathBuf>,
 }
 
 impl Placement {
@@ -430,6 +432,7 @@ impl Placement {
             staging: BTreeMap::new(),
             placed: Vec::new(),
             replaced: Vec::new(),
+            created: Vec::new(),
         }
     }
 
@@ -444,7 +447,13 @@ impl Placement {
                     file: parent.clone(),
                     source,
                 };
+                let missing: Vec<PathBuf> = parent
+                    .ancestors()
+                    .take_while(|a| !a.as_os_str().is_empty() && !a.exists())
+                    .map(Path::to_owned)
+                    .collect();
                 std::fs::create_dir_all(&parent).map_err(fail)?;
+                self.created.extend(missing);
                 let stage = parent.join(format!(
                     ".rocprof-{}-{}",
                     std::process::id(),
@@ -505,9 +514,15 @@ impl Placement {
 
     /// Removes the staging directories and reports every replacement: files of other runs
     /// this run replaced, and files of this run that are no longer in place.
-    pub fn finish(self) -> Vec<Replacement> {
+    pub fn finish(mut self) -> Vec<Replacement> {
         for stage in self.staging.values() {
             let _ = std::fs::remove_dir_all(stage);
+        }
+        // Deepest first; a directory that received a file (or anything else) stays.
+        self.created
+            .sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        for dir in &self.created {
+            let _ = std::fs::remove_dir(dir);
         }
         let mut out: Vec<Replacement> = self
             .replaced
@@ -602,6 +617,63 @@ mod tests {
             !Path::new("/tmp/rocprof-not-yet").exists(),
             "validation creates nothing"
         );
+    }
+
+    #[test]
+    fn placement_stages_renames_and_tells_replacements_apart() {
+        let root = std::env::temp_dir().join(format!("rocprof-placement-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let out = root.join("out");
+        std::fs::create_dir_all(&out).unwrap();
+        // Older than this run: replacing it is an ordinary overwrite, not another run's file.
+        std::fs::write(out.join("run_old.csv"), "old").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let stamp = root.join("stamp");
+        std::fs::write(&stamp, "").unwrap();
+        let since = std::fs::metadata(&stamp).unwrap().modified().unwrap();
+        // Written by "another run" after this one started.
+        std::fs::write(out.join("run_other.csv"), "other").unwrap();
+
+        let mut p = Placement::new(since);
+        let staged = p.stage(&out.join("run")).unwrap();
+        assert_ne!(
+            staged.0.parent().unwrap(),
+            out,
+            "staged beside, not in place"
+        );
+        let files: Vec<PathBuf> = ["old", "other", "mine"]
+            .iter()
+            .map(|n| {
+                let f = staged.file(n, "csv");
+                std::fs::write(&f, format!("new {n}")).unwrap();
+                f
+            })
+            .collect();
+        let done = p.commit(&files).unwrap();
+        assert_eq!(done[2], out.join("run_mine.csv"));
+        assert_eq!(std::fs::read_to_string(&done[0]).unwrap(), "new old");
+        // Another run replaces one of this run's files afterwards.
+        std::fs::write(root.join("theirs"), "theirs").unwrap();
+        std::fs::rename(root.join("theirs"), &done[2]).unwrap();
+        let said = p.finish();
+        assert_eq!(
+            said,
+            [
+                Replacement::OfOther(out.join("run_other.csv")),
+                Replacement::ByOther(out.join("run_mine.csv")),
+            ]
+        );
+        let mut left: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            ["run_mine.csv", "run_old.csv", "run_other.csv"],
+            "staging removed"
+        );
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

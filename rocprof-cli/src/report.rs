@@ -18,7 +18,10 @@ pub fn after_run(traces: &[ProcessTrace]) -> Vec<String> {
         }
         if let Some(d) = &t.docs.discovery {
             for o in &d.omissions {
-                if matches!(o.kind, OmissionKind::NonAmdAdapter | OmissionKind::NoAdapters) {
+                if matches!(
+                    o.kind,
+                    OmissionKind::NonAmdAdapter | OmissionKind::NoAdapters
+                ) {
                     continue;
                 }
                 let line = format!("agent discovery left out {}: {}", o.subject, o.reason);
@@ -82,12 +85,7 @@ pub fn loss_lines(traces: &[ProcessTrace]) -> Vec<String> {
 pub fn total_lost(traces: &[ProcessTrace]) -> u64 {
     traces
         .iter()
-        .map(|t| {
-            LossCause::ALL
-                .iter()
-                .map(|c| t.losses.get(*c))
-                .sum::<u64>()
-        })
+        .map(|t| LossCause::ALL.iter().map(|c| t.losses.get(*c)).sum::<u64>())
         .sum()
 }
 
@@ -129,20 +127,36 @@ mod tests {
             ]
         );
         let many: Vec<ProcessTrace> = (0..7).map(|p| trace(p, Some("w"), &[])).collect();
-        assert_eq!(after_run(&many), vec!["warning (processes 0, 1 and 5 others): w"]);
+        assert_eq!(
+            after_run(&many),
+            vec!["warning (processes 0, 1 and 5 others): w"]
+        );
     }
 
     #[test]
     fn losses_are_summed_per_cause_and_shared_out() {
         let traces = [
-            trace(1, None, &[(LossCause::NoSpace, 5), (LossCause::DispatchTime, 1)]),
+            trace(
+                1,
+                None,
+                &[(LossCause::NoSpace, 5), (LossCause::DispatchTime, 1)],
+            ),
             trace(2, None, &[(LossCause::NoSpace, 2)]),
         ];
         let lines = loss_lines(&traces);
         assert_eq!(lines.len(), 2, "{lines:?}");
-        assert!(lines[0].starts_with("lost 7 records (no-space)"), "{lines:?}");
-        assert!(lines[0].ends_with("[5 in process 1, 2 in process 2]"), "{lines:?}");
-        assert!(lines[1].starts_with("lost 1 record (dispatch-time)"), "{lines:?}");
+        assert!(
+            lines[0].starts_with("lost 7 records (no-space)"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[0].ends_with("[5 in process 1, 2 in process 2]"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].starts_with("lost 1 record (dispatch-time)"),
+            "{lines:?}"
+        );
         assert!(!lines[1].contains('['), "one process: no breakdown");
         assert_eq!(total_lost(&traces), 8);
         assert!(loss_lines(&[trace(3, None, &[])]).is_empty());

@@ -221,7 +221,7 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
     if sel == Selection::default() {
         eprintln!("rocprof: warning: {}", messages::no_tracing_option());
     }
-    let signals = Signals::install().context("cannot install the signal handlers")?;
+    let signals = Signals::install().map_err(|e| anyhow!(messages::signals_unavailable(&e)))?;
     let tool = tool_library()?;
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let settings = Settings::from_env();

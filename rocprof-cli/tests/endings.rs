@@ -17,7 +17,11 @@ fn exe_dir() -> PathBuf {
 
 fn workload(name: &str) -> PathBuf {
     let p = exe_dir().join(name);
-    assert!(p.exists(), "{} is not built: run `cargo xtask test`", p.display());
+    assert!(
+        p.exists(),
+        "{} is not built: run `cargo xtask test`",
+        p.display()
+    );
     assert!(
         exe_dir().join("sim/lib/libamdhip64.so.7").exists(),
         "the simulated stack is not staged: run `cargo xtask test`"
@@ -35,7 +39,11 @@ fn out_dir(tag: &str) -> PathBuf {
 fn run(ending: &str) -> (Output, PathBuf) {
     let dir = out_dir(ending);
     let mut c = Command::new(env!("CARGO_BIN_EXE_rocprof"));
-    for v in ["WSLSIM_SCENARIO", "HSA_TOOLS_DISABLE_REGISTER", "LD_PRELOAD"] {
+    for v in [
+        "WSLSIM_SCENARIO",
+        "HSA_TOOLS_DISABLE_REGISTER",
+        "LD_PRELOAD",
+    ] {
         c.env_remove(v);
     }
     c.args(["--sim", "--sys-trace", "-d"])
@@ -45,6 +53,9 @@ fn run(ending: &str) -> (Output, PathBuf) {
         .arg(ending);
     (c.output().unwrap(), dir)
 }
+
+/// (start, end) of each row, by kind of file, for one process image's files.
+type Files = BTreeMap<&'static str, Vec<(u64, u64)>>;
 
 const KINDS: [&str; 5] = [
     "hip_api_trace",
@@ -62,7 +73,7 @@ const KINDS: [&str; 5] = [
 /// number depends on timing (`hsa_signal_wait_*`, `hsa_signal_load_*`). Summed over every
 /// process image's files in `dir`.
 fn rows(dir: &Path) -> BTreeMap<String, usize> {
-    let mut by_prefix: BTreeMap<String, BTreeMap<&str, Vec<(u64, u64)>>> = BTreeMap::new();
+    let mut by_prefix: BTreeMap<String, Files> = BTreeMap::new();
     for e in std::fs::read_dir(dir).unwrap() {
         let path = e.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
@@ -131,7 +142,10 @@ fn exit_without_atexit_loses_nothing() {
     assert_eq!(&rows(&dir), baseline(), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(!err.contains("lost"), "{err}");
-    assert!(!err.contains("mismatch") && !err.contains("never"), "no false explanation: {err}");
+    assert!(
+        !err.contains("mismatch") && !err.contains("never"),
+        "no false explanation: {err}"
+    );
 }
 
 #[test]
@@ -155,7 +169,12 @@ fn an_execd_image_gets_its_own_log_and_the_first_keeps_all_of_its_records() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let got = rows(&dir);
     for (kind, n) in baseline() {
-        assert_eq!(got.get(kind), Some(&(2 * n)), "{kind}: both images' records\n{got:?}\n{}", stderr(&o));
+        assert_eq!(
+            got.get(kind),
+            Some(&(2 * n)),
+            "{kind}: both images' records\n{got:?}\n{}",
+            stderr(&o)
+        );
     }
 }
 
@@ -178,7 +197,10 @@ fn processes_without_gpu_runtime_are_quiet_and_cheap() {
         !err.contains("rocprof-tool"),
         "nothing from inside the processes: {err}"
     );
-    assert!(err.lines().count() < 10, "a few lines, not one per process: {err}");
+    assert!(
+        err.lines().count() < 10,
+        "a few lines, not one per process: {err}"
+    );
     // Not a benchmark, a sanity bound: 201 processes each paying a discovery (milliseconds)
     // would take far longer than this on any machine.
     assert!(elapsed.as_secs() < 20, "{elapsed:?}");
@@ -269,14 +291,21 @@ fn a_full_record_directory_is_warned_once_and_every_lost_record_counted() {
     let (full, written, how) = hsa_rate(n, Some(512));
     eprintln!("record directory limited by {how}");
     let err = stderr(&full);
-    assert_eq!(full.status.code(), Some(0), "the application keeps running: {err}");
+    assert_eq!(
+        full.status.code(),
+        Some(0),
+        "the application keeps running: {err}"
+    );
     assert_eq!(
         err.matches("cannot grow").count(),
         1,
         "one warning at the moment it happens: {err}"
     );
     let lost = lost_no_space(&err);
-    assert!(lost > 0 && written > 0, "{written} written, {lost} lost: {err}");
+    assert!(
+        lost > 0 && written > 0,
+        "{written} written, {lost} lost: {err}"
+    );
     let (all, total, _) = hsa_rate(n, None);
     assert!(all.status.success(), "{}", stderr(&all));
     assert_eq!(

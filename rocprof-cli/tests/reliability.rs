@@ -301,7 +301,7 @@ fn a_full_disk_keeps_the_logs_and_convert_finishes_the_job_identically() {
         );
     }
     let kept = convert_command(&err);
-    assert_eq!(record_dirs(&tmp), [kept.clone()], "{err}");
+    assert_eq!(record_dirs(&tmp), std::slice::from_ref(&kept), "{err}");
 
     // Convert a copy and the kept directory itself, into two directories.
     let copy = tmp.join("copy");

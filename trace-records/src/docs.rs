@@ -104,7 +104,10 @@ impl OmissionKind {
     pub fn loses_every_gpu(self) -> bool {
         matches!(
             self,
-            Self::NoGpuNodes | Self::HandshakeRejected | Self::ThunkUnavailable | Self::ThunkIncomplete
+            Self::NoGpuNodes
+                | Self::HandshakeRejected
+                | Self::ThunkUnavailable
+                | Self::ThunkIncomplete
         )
     }
 }

@@ -191,7 +191,11 @@ impl ChunkFill {
     /// boundary).
     pub fn push_string(&mut self, payload: &mut [u8], id: StringId, text: &str) -> bool {
         let text = truncate(text, MAX_ENTRY - 4);
-        self.push_parts(payload, Tag::StringDef, &[&id.to_le_bytes(), text.as_bytes()])
+        self.push_parts(
+            payload,
+            Tag::StringDef,
+            &[&id.to_le_bytes(), text.as_bytes()],
+        )
     }
 
     /// Appends a JSON document (`false` if it is longer than [`MAX_ENTRY`]).
@@ -366,7 +370,9 @@ pub fn walk(
             true
         }
         Err(HeaderProblem::Version(v)) => return Err(LogError::Version(v)),
-        Err(HeaderProblem::Short) if got == 0 => return Err(LogError::NotALog("the file is empty")),
+        Err(HeaderProblem::Short) if got == 0 => {
+            return Err(LogError::NotALog("the file is empty"));
+        }
         Err(HeaderProblem::Short) => {
             return Err(LogError::NotALog("the file is shorter than a log header"));
         }
@@ -398,7 +404,11 @@ pub fn walk(
         let bytes = &chunk[..n];
         match check_chunk(bytes) {
             ChunkState::Unused => {}
-            ChunkState::Intact { len, entries, sealed } => {
+            ChunkState::Intact {
+                len,
+                entries,
+                sealed,
+            } => {
                 let payload = &bytes[CHUNK_HEADER_LEN..CHUNK_HEADER_LEN + len];
                 match split_entries(payload, entries) {
                     Ok(()) => {
@@ -449,8 +459,15 @@ fn read_full(source: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 
 enum ChunkState {
     Unused,
-    Intact { len: usize, entries: u32, sealed: bool },
-    Damaged { reason: String, records: u64 },
+    Intact {
+        len: usize,
+        entries: u32,
+        sealed: bool,
+    },
+    Damaged {
+        reason: String,
+        records: u64,
+    },
 }
 
 /// Most records a chunk can hold (each entry takes at least its 4-byte header).
@@ -471,7 +488,9 @@ fn check_chunk(b: &[u8]) -> ChunkState {
     let plausible = u64::from(entries).min(MAX_ENTRIES);
     let magic = u32_at(b, 0);
     if magic != CHUNK_MAGIC {
-        if b[..CHUNK_HEADER_LEN].iter().all(|&x| x == 0) && b[CHUNK_HEADER_LEN..CHUNK_HEADER_LEN + 4] == [0; 4] {
+        if b[..CHUNK_HEADER_LEN].iter().all(|&x| x == 0)
+            && b[CHUNK_HEADER_LEN..CHUNK_HEADER_LEN + 4] == [0; 4]
+        {
             return ChunkState::Unused;
         }
         return ChunkState::Damaged {

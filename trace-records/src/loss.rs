@@ -59,28 +59,58 @@ impl LossCause {
     /// What happened, completing "N records ...".
     pub fn what(self) -> &'static str {
         match self {
-            Self::NoSpace => "could not be written because the record directory's file system was full (or a quota, the file-size limit or an I/O error stopped the log from growing)",
-            Self::NoBuffer => "arrived when no record buffer was available (before the log was open, or while the process was exiting)",
-            Self::DispatchTime => "were kernel dispatches whose GPU time the runtime could not report",
-            Self::CopyUntraced => "were memory copies that ran untraced because the runtime refused the profiler's completion signal or handler",
-            Self::Malformed => "were malformed entries in otherwise intact chunks of the record log",
+            Self::NoSpace => {
+                "could not be written because the record directory's file system was full (or a quota, the file-size limit or an I/O error stopped the log from growing)"
+            }
+            Self::NoBuffer => {
+                "arrived when no record buffer was available (before the log was open, or while the process was exiting)"
+            }
+            Self::DispatchTime => {
+                "were kernel dispatches whose GPU time the runtime could not report"
+            }
+            Self::CopyUntraced => {
+                "were memory copies that ran untraced because the runtime refused the profiler's completion signal or handler"
+            }
+            Self::Malformed => {
+                "were malformed entries in otherwise intact chunks of the record log"
+            }
             Self::Damaged => "were in damaged chunks of the record log",
-            Self::Unfinished => "were kernel dispatches that had not finished when their queue was destroyed or the runtime shut down",
-            Self::Definitions => "were definitions (names of kernels, markers or API operations, or the profiler's facts about the run) rather than trace records, so some names may read as numbers and some explanations may be missing",
+            Self::Unfinished => {
+                "were kernel dispatches that had not finished when their queue was destroyed or the runtime shut down"
+            }
+            Self::Definitions => {
+                "were definitions (names of kernels, markers or API operations, or the profiler's facts about the run) rather than trace records, so some names may read as numbers and some explanations may be missing"
+            }
         }
     }
 
     /// What the user can do about it.
     pub fn fix(self) -> &'static str {
         match self {
-            Self::NoSpace => "free space where the records are kept (TMPDIR) or point TMPDIR at a larger file system, then run again",
-            Self::NoBuffer => "usually harmless at start-up or exit; if the count is large, report it with the application",
-            Self::DispatchTime => "a runtime problem: check that libhsa-runtime64 and librocdxg are a matched pair (`rocprof avail`)",
-            Self::CopyUntraced => "a runtime problem: the copies themselves completed; check the runtime with `rocprof avail`",
-            Self::Malformed => "the log was written by another version of the profiler or damaged on disk; run again",
-            Self::Damaged => "the log was damaged on disk after it was written (or by the application writing through a stray pointer); run again",
-            Self::Unfinished => "make the application wait for its kernels (hipDeviceSynchronize or a blocking copy) before it exits",
-            Self::Definitions => "see the other lost-record lines for why; a definition longer than 64 KiB cannot be recorded at all",
+            Self::NoSpace => {
+                "free space where the records are kept (TMPDIR) or point TMPDIR at a larger file system, then run again"
+            }
+            Self::NoBuffer => {
+                "usually harmless at start-up or exit; if the count is large, report it with the application"
+            }
+            Self::DispatchTime => {
+                "a runtime problem: check that libhsa-runtime64 and librocdxg are a matched pair (`rocprof avail`)"
+            }
+            Self::CopyUntraced => {
+                "a runtime problem: the copies themselves completed; check the runtime with `rocprof avail`"
+            }
+            Self::Malformed => {
+                "the log was written by another version of the profiler or damaged on disk; run again"
+            }
+            Self::Damaged => {
+                "the log was damaged on disk after it was written (or by the application writing through a stray pointer); run again"
+            }
+            Self::Unfinished => {
+                "make the application wait for its kernels (hipDeviceSynchronize or a blocking copy) before it exits"
+            }
+            Self::Definitions => {
+                "see the other lost-record lines for why; a definition longer than 64 KiB cannot be recorded at all"
+            }
         }
     }
 }
@@ -163,8 +193,14 @@ mod tests {
         l.add(LossCause::DispatchTime, 1);
         let lines = l.report_lines();
         assert_eq!(lines.len(), 2);
-        assert!(lines[0].starts_with("lost 3 records (no-space)"), "{lines:?}");
-        assert!(lines[1].starts_with("lost 1 record (dispatch-time)"), "{lines:?}");
+        assert!(
+            lines[0].starts_with("lost 3 records (no-space)"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].starts_with("lost 1 record (dispatch-time)"),
+            "{lines:?}"
+        );
         assert_eq!(l.total(), 4);
     }
 }

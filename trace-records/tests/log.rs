@@ -80,7 +80,11 @@ fn an_open_chunk_is_read_up_to_its_commit_word() {
     // it had not committed yet: they are not read.
     let mut bytes = log(2, 10, true);
     let open = chunk_at(1);
-    let commit = u64::from_le_bytes(bytes[open + COMMIT_AT..open + COMMIT_AT + 8].try_into().unwrap());
+    let commit = u64::from_le_bytes(
+        bytes[open + COMMIT_AT..open + COMMIT_AT + 8]
+            .try_into()
+            .unwrap(),
+    );
     let used = (commit & 0xFFFF_FFFF) as usize;
     // An entry half-written after the commit.
     bytes[open + CHUNK_HEADER_LEN + used] = Tag::Api as u8;
@@ -196,7 +200,11 @@ fn crc32(bytes: &[u8]) -> u32 {
     for &b in bytes {
         crc ^= u32::from(b);
         for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc
@@ -205,7 +213,9 @@ fn crc32(bytes: &[u8]) -> u32 {
 #[test]
 fn the_longest_strings_are_cut_to_fit_an_empty_chunk_not_dropped() {
     let mut b = LogBuilder::new(header());
-    b.chunk(true, |f, p| assert!(f.push_string(p, 7, &"é".repeat(40_000))));
+    b.chunk(true, |f, p| {
+        assert!(f.push_string(p, 7, &"é".repeat(40_000)))
+    });
     let t = ProcessTrace::from_bytes(b.bytes()).unwrap();
     let text = t.string(7);
     assert!(
@@ -241,7 +251,10 @@ fn documents_are_typed_and_unknown_ones_counted_as_malformed() {
         assert!(f.push_json(p, r#"{"kind":"from-the-future"}"#));
     });
     let t = ProcessTrace::from_bytes(b.bytes()).unwrap();
-    assert_eq!(t.docs.exit.as_ref().unwrap().runtimes_loaded, vec![RuntimeLibrary::Hip]);
+    assert_eq!(
+        t.docs.exit.as_ref().unwrap().runtimes_loaded,
+        vec![RuntimeLibrary::Hip]
+    );
     assert_eq!(t.losses.get(LossCause::Malformed), 1);
 }
 

@@ -470,6 +470,8 @@ fn bench() -> Result<()> {
     eprintln!("bench: cost of a host timestamp");
     let clock = example_output("hsa-intercept", "clock_cost")?;
     let instructions = callgrind_per_call(&bin)?;
+    eprintln!("bench: start-up cost of processes that never touch the GPU");
+    let startup = untraced_startup(&bin)?;
     println!("| loop (calls) | untraced / call | traced / call | added / call | ratio |");
     println!("|---|---|---|---|---|");
     for r in rows {
@@ -488,6 +490,8 @@ fn bench() -> Result<()> {
     println!();
     println!("{memory}");
     println!();
+    println!("{startup}");
+    println!();
     print!("{csv}");
     println!();
     print!("{clock}");
@@ -496,6 +500,46 @@ fn bench() -> Result<()> {
         println!("{line}");
     }
     Ok(())
+}
+
+/// Added start-up cost per process that loads no GPU runtime: `sh -c 'for i in $(seq 200); do
+/// /bin/true; done'` plain and under `rocprof --sim --kernel-trace` (the tool is preloaded into
+/// all 201 processes), interleaved, medians of 5.
+fn untraced_startup(bin: &Path) -> Result<String> {
+    let script = "for i in $(seq 200); do /bin/true; done";
+    let out_dir = std::env::temp_dir().join(format!("rocprof-startup-{}", std::process::id()));
+    let time = |traced: bool| -> Result<f64> {
+        let mut c = if traced {
+            let mut c = Command::new(bin.join("rocprof"));
+            c.args(["--sim", "--kernel-trace", "-d"])
+                .arg(&out_dir)
+                .args(["--", "sh", "-c", script]);
+            c
+        } else {
+            let mut c = Command::new("sh");
+            c.args(["-c", script]);
+            c
+        };
+        let t = std::time::Instant::now();
+        let out = c.output()?;
+        if !out.status.success() {
+            bail!("{c:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(t.elapsed().as_secs_f64() * 1e6)
+    };
+    let (mut plain, mut traced) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        plain.push(time(false)?);
+        traced.push(time(true)?);
+    }
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let (p, t) = (median(plain), median(traced));
+    Ok(format!(
+        "200 processes without GPU runtime (sh loop of /bin/true): untraced {:.0} µs, under rocprof {:.0} µs; added per process {:.0} µs (rocprof's own start and end included)",
+        p,
+        t,
+        (t - p) / 201.0
+    ))
 }
 
 /// Instructions per `hsa-rate` call under callgrind, untraced and traced with `--hsa-trace`:

@@ -28,22 +28,33 @@ fn main() {
         "exec" | "exec-true" => {
             let exe = std::env::current_exe().expect("own executable");
             let (path, args) = if ending == "exec" {
-                (exe.to_string_lossy().into_owned(), vec!["reference-then", "exit"])
+                (
+                    exe.to_string_lossy().into_owned(),
+                    vec!["reference-then", "exit"],
+                )
             } else {
                 ("/bin/true".to_owned(), vec!["true"])
             };
             let path = CString::new(path).expect("no NUL");
-            let args: Vec<CString> = args.iter().map(|a| CString::new(*a).expect("no NUL")).collect();
+            let args: Vec<CString> = args
+                .iter()
+                .map(|a| CString::new(*a).expect("no NUL"))
+                .collect();
             let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
             argv.push(std::ptr::null());
             // SAFETY: a NUL-terminated path and a NULL-terminated argv of live C strings; the
             // environment is inherited.
             unsafe { libc::execv(path.as_ptr(), argv.as_ptr()) };
-            eprintln!("reference-then: exec failed: {}", std::io::Error::last_os_error());
+            eprintln!(
+                "reference-then: exec failed: {}",
+                std::io::Error::last_os_error()
+            );
             std::process::exit(127)
         }
         other => {
-            eprintln!("reference-then: unknown ending {other:?} (exit, _exit, exec, exec-true, sigkill)");
+            eprintln!(
+                "reference-then: unknown ending {other:?} (exit, _exit, exec, exec-true, sigkill)"
+            );
             std::process::exit(2)
         }
     }
