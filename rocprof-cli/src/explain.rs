@@ -80,7 +80,20 @@ pub fn explain_with(
         out.push("no record log was written: the profiler library never ran inside the application (a statically linked or setuid program ignores LD_PRELOAD, and a wrapper script may drop it)".into());
         return out;
     }
-    if *sel == Selection::default() {
+    // A log that could not be read says nothing about the runtime: its process's records are
+    // missing for that reason alone (said with the reason when it was read), so no runtime or
+    // registration problem is inferred from the gap.
+    let unreadable = logs.len().saturating_sub(traces.len());
+    if unreadable > 0 {
+        out.push(format!(
+            "{unreadable} of {} record log(s) could not be read (the reason is above); what those processes recorded is missing because of that, not because of the runtime",
+            logs.len()
+        ));
+        if traces.is_empty() {
+            return out;
+        }
+    }
+    if *sel == Selection::default() || unreadable > 0 {
         return out;
     }
     let got = recorded(traces);
@@ -317,6 +330,20 @@ mod tests {
                 && out[0].contains("none loaded a ROCm runtime"),
             "{out:?}"
         );
+    }
+
+    #[test]
+    fn an_unreadable_log_is_not_blamed_on_the_runtime() {
+        let two = vec![PathBuf::from("1.rplog"), PathBuf::from("2.rplog")];
+        let out = explain_with(&sys(), &OK, &[], &two[..1], &[], |_| None);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(
+            out[0].starts_with("1 of 1 record log(s) could not be read"),
+            "{out:?}"
+        );
+        let out = explain_with(&sys(), &OK, &[trace(&[WSL])], &two, &[], |_| None);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(!out[0].contains("suppresses"), "{out:?}");
     }
 
     #[test]

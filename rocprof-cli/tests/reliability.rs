@@ -680,3 +680,72 @@ fn convert_refuses_what_is_not_a_kept_record_directory() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("symbolic link"), "{}", stderr(&o));
 }
+
+/// A kept record directory with one flipped byte in a sealed chunk and an empty log beside it:
+/// `rocprof convert` loses that chunk only, counts what it held, says the empty log is
+/// unreadable and why, and blames neither on the runtime.
+#[test]
+fn a_flipped_byte_costs_one_chunk_and_an_unreadable_log_is_not_a_runtime_problem() {
+    let tmp = scratch("flip");
+    let out = tmp.join("out");
+    // Dispatch and copy times that cannot be read are counted as lost, so the directory is kept.
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/times-fail.toml");
+    let o = rocprof(&tmp)
+        .env("WSLSIM_SCENARIO", &scenario)
+        .args(["--sim", "--sys-trace", "-d"])
+        .arg(&out)
+        .args(["-o", "run", "--"])
+        .arg(workload("reference-workload"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = convert_command(&stderr(&o));
+    let before = rows(&out.join("run_hsa_api_trace.csv")).len();
+    let log = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "rplog"))
+        .unwrap();
+    let mut bytes = std::fs::read(&log).unwrap();
+    // The fullest sealed chunk (64 KiB slots after a 4 KiB header; commit word at +8, seal mark
+    // at +20): flip a byte in the middle of what it committed.
+    let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    let chunk = (4096..bytes.len())
+        .step_by(65536)
+        .filter(|&at| word(at + 20) == 0x5EA1_ED01)
+        .max_by_key(|&at| word(at + 12))
+        .expect("a sealed chunk");
+    let (used, entries) = (word(chunk + 8) as usize, word(chunk + 12));
+    assert!(entries > 1, "{entries}");
+    bytes[chunk + 32 + used / 2] ^= 0x10;
+    std::fs::write(&log, &bytes).unwrap();
+    std::fs::write(dir.join("4242.rplog"), b"").unwrap();
+
+    let again = tmp.join("again");
+    let o = rocprof(&tmp)
+        .arg("convert")
+        .arg(&dir)
+        .arg("-d")
+        .arg(&again)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(err.contains("damaged at byte"), "{err}");
+    assert!(
+        err.contains(&format!("lost {entries} records (damaged)")),
+        "the chunk's {entries} entries are counted: {err}"
+    );
+    assert!(err.contains("4242.rplog") && err.contains("empty"), "{err}");
+    assert!(err.contains("could not be read"), "{err}");
+    assert!(
+        !err.contains("suppresses") && !err.contains("never loaded"),
+        "no runtime is blamed: {err}"
+    );
+    // Every HSA call may have been in that chunk: then the file is not written at all.
+    let hsa = again.join("run_hsa_api_trace.csv");
+    let after = if hsa.exists() { rows(&hsa).len() } else { 0 };
+    assert!(
+        after < before && before - after <= entries as usize,
+        "at most the damaged chunk's records are missing: {before} -> {after}"
+    );
+}
