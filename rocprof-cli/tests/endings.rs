@@ -4,30 +4,12 @@
 //!
 //! Needs the staged simulator and workloads: run through `cargo xtask test`.
 
+mod support;
+use support::*;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn exe_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_rocprof"))
-        .parent()
-        .unwrap()
-        .to_owned()
-}
-
-fn workload(name: &str) -> PathBuf {
-    let p = exe_dir().join(name);
-    assert!(
-        p.exists(),
-        "{} is not built: run `cargo xtask test`",
-        p.display()
-    );
-    assert!(
-        exe_dir().join("sim/lib/libamdhip64.so.7").exists(),
-        "the simulated stack is not staged: run `cargo xtask test`"
-    );
-    p
-}
 
 fn out_dir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("rocprof-endings-{tag}-{}", std::process::id()));
@@ -117,10 +99,6 @@ fn rows(dir: &Path) -> BTreeMap<String, usize> {
         }
     }
     counts
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn baseline() -> &'static BTreeMap<String, usize> {

@@ -3,63 +3,14 @@
 //!
 //! Needs the staged simulator and workloads: run through `cargo xtask test`.
 
+mod support;
+use support::*;
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn exe_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_rocprof"))
-        .parent()
-        .unwrap()
-        .to_owned()
-}
-
-fn workload(name: &str) -> PathBuf {
-    let p = exe_dir().join(name);
-    assert!(
-        p.exists(),
-        "{} is not built: run `cargo xtask test`",
-        p.display()
-    );
-    assert!(
-        exe_dir().join("sim/lib/libamdhip64.so.7").exists(),
-        "the simulated stack is not staged: run `cargo xtask test`"
-    );
-    p
-}
-
-/// A fresh scratch directory for one test.
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rocprof-rel-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// `rocprof` with a clean environment and its record directories under `tmp`.
-fn rocprof(tmp: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rocprof"));
-    for v in [
-        "WSLSIM_SCENARIO",
-        "WSLSIM_SCENARIO_REPORTED",
-        "HSA_TOOLS_DISABLE_REGISTER",
-        "HSA_ENABLE_DXG_DETECTION",
-        "ROCPROF_HSAKMT_LAYOUT",
-        "ROCPROFILER_FORCE_GFX",
-        "ROCPROFILER_FORCE_PLATFORM",
-        "LD_PRELOAD",
-    ] {
-        c.env_remove(v);
-    }
-    c.env("TMPDIR", tmp);
-    c
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// The record directories under `tmp`.
 fn record_dirs(tmp: &Path) -> Vec<PathBuf> {
@@ -113,19 +64,6 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// A Python interpreter that is a real executable (not a wrapper script that would start
-/// several processes with the profiler preloaded).
-fn python() -> PathBuf {
-    if Path::new("/usr/bin/python3").exists() {
-        return "/usr/bin/python3".into();
-    }
-    let out = Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .expect("python3 is needed for this test");
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
 /// How the test fills the output file system: a 16 KiB tmpfs mounted in a private mount
 /// namespace, or (without the privilege) rocprof's own file-size limit lowered once the
 /// application runs.
@@ -150,7 +88,7 @@ fn full_disk_mechanism() -> FullDisk {
 
 #[test]
 fn the_record_directory_is_private_described_and_removed_after_success() {
-    let tmp = scratch("private");
+    let tmp = scratch_here("private");
     let out = tmp.join("out");
     let seen = tmp.join("seen");
     // The application looks at its own record directory while it runs.
@@ -220,7 +158,7 @@ open(sys.argv[1], "w").write(json.dumps({"dir": d, "mode": stat.S_IMODE(os.stat(
 
 #[test]
 fn a_full_disk_keeps_the_logs_and_convert_finishes_the_job_identically() {
-    let tmp = scratch("full");
+    let tmp = scratch_here("full");
     let mount = tmp.join("mnt");
     std::fs::create_dir_all(&mount).unwrap();
     let mechanism = full_disk_mechanism();
@@ -375,7 +313,7 @@ fn waiting_run(tmp: &Path, out: &Path) -> (std::process::Child, PathBuf) {
 
 #[test]
 fn a_fifo_or_a_link_named_like_a_log_is_skipped_with_a_warning() {
-    let tmp = scratch("fifo");
+    let tmp = scratch_here("fifo");
     let (mut child, dir) = waiting_run(&tmp, &tmp.join("out"));
     // While the run holds it, its directory cannot be converted.
     let o = rocprof(&tmp).arg("convert").arg(&dir).output().unwrap();
@@ -431,7 +369,7 @@ fn a_fifo_or_a_link_named_like_a_log_is_skipped_with_a_warning() {
 
 #[test]
 fn concurrent_runs_into_the_same_names_never_mix_and_say_who_replaced_whom() {
-    let tmp = scratch("concurrent");
+    let tmp = scratch_here("concurrent");
     let out = tmp.join("out");
     let runs: Vec<std::process::Child> = (0..4)
         .map(|_| {
@@ -520,7 +458,7 @@ fn concurrent_runs_into_the_same_names_never_mix_and_say_who_replaced_whom() {
 
 #[test]
 fn bad_output_paths_exit_2_before_the_application_starts() {
-    let tmp = scratch("paths");
+    let tmp = scratch_here("paths");
     let marker = tmp.join("ran");
     let file = tmp.join("a-file");
     std::fs::write(&file, "").unwrap();
@@ -589,7 +527,7 @@ fn bad_output_paths_exit_2_before_the_application_starts() {
 
 #[test]
 fn configuration_errors_are_found_before_the_launch() {
-    let tmp = scratch("config");
+    let tmp = scratch_here("config");
     let marker = tmp.join("ran");
     let run = |env: &[(&str, &str)]| {
         rocprof(&tmp)
@@ -632,7 +570,7 @@ fn configuration_errors_are_found_before_the_launch() {
 
 #[test]
 fn a_broken_scenario_is_reported_once_by_rocprof_before_the_launch() {
-    let tmp = scratch("scenario");
+    let tmp = scratch_here("scenario");
     let bad = tmp.join("bad.toml");
     std::fs::write(&bad, "[thunk]\nlayuot = 376\n").unwrap();
     let o = rocprof(&tmp)
@@ -660,7 +598,7 @@ fn a_broken_scenario_is_reported_once_by_rocprof_before_the_launch() {
 
 #[test]
 fn convert_refuses_what_is_not_a_kept_record_directory() {
-    let tmp = scratch("notdir");
+    let tmp = scratch_here("notdir");
     let o = rocprof(&tmp).arg("convert").arg(&tmp).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(
@@ -686,7 +624,7 @@ fn convert_refuses_what_is_not_a_kept_record_directory() {
 /// unreadable and why, and blames neither on the runtime.
 #[test]
 fn a_flipped_byte_costs_one_chunk_and_an_unreadable_log_is_not_a_runtime_problem() {
-    let tmp = scratch("flip");
+    let tmp = scratch_here("flip");
     let out = tmp.join("out");
     // Dispatch and copy times that cannot be read are counted as lost, so the directory is kept.
     let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/times-fail.toml");
@@ -748,4 +686,8 @@ fn a_flipped_byte_costs_one_chunk_and_an_unreadable_log_is_not_a_runtime_problem
         after < before && before - after <= entries as usize,
         "at most the damaged chunk's records are missing: {before} -> {after}"
     );
+}
+
+fn scratch_here(tag: &str) -> PathBuf {
+    support::scratch("rel", tag)
 }

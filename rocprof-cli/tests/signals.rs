@@ -5,75 +5,13 @@
 //!
 //! Needs the staged simulator and workloads: run through `cargo xtask test`.
 
+mod support;
+use support::*;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn exe_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_rocprof"))
-        .parent()
-        .unwrap()
-        .to_owned()
-}
-
-fn workload(name: &str) -> PathBuf {
-    let p = exe_dir().join(name);
-    assert!(
-        p.exists(),
-        "{} is not built: run `cargo xtask test`",
-        p.display()
-    );
-    assert!(
-        exe_dir().join("sim/lib/libamdhip64.so.7").exists(),
-        "the simulated stack is not staged: run `cargo xtask test`"
-    );
-    p
-}
-
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rocprof-sig-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn rocprof(tmp: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rocprof"));
-    for v in [
-        "WSLSIM_SCENARIO",
-        "HSA_TOOLS_DISABLE_REGISTER",
-        "ROCPROF_HSAKMT_LAYOUT",
-        "LD_PRELOAD",
-    ] {
-        c.env_remove(v);
-    }
-    c.env("TMPDIR", tmp);
-    c
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn python() -> PathBuf {
-    if Path::new("/usr/bin/python3").exists() {
-        return "/usr/bin/python3".into();
-    }
-    let out = Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .expect("python3 is needed for this test");
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
-fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 fn record_dirs(tmp: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(tmp)
@@ -144,7 +82,7 @@ fn counting_run(tmp: &Path, c: &mut Command) -> Child {
 
 #[test]
 fn every_forwarded_signal_reaches_the_application_exactly_once() {
-    let tmp = scratch("forward");
+    let tmp = scratch_here("forward");
     let child = counting_run(&tmp, &mut rocprof(&tmp));
     let names = [
         (libc::SIGHUP, "SIGHUP"),
@@ -195,7 +133,7 @@ fn pty() -> (std::fs::File, PathBuf) {
 fn a_signal_the_terminal_sends_to_the_group_reaches_the_application_once() {
     use std::io::Write as _;
     use std::os::unix::process::CommandExt as _;
-    let tmp = scratch("terminal");
+    let tmp = scratch_here("terminal");
     let (mut master, slave) = pty();
     let slave_c = std::ffi::CString::new(slave.to_str().unwrap()).unwrap();
     let mut c = rocprof(&tmp);
@@ -241,7 +179,7 @@ fn alive(pid: u32) -> bool {
 
 #[test]
 fn a_rocprof_killed_outright_takes_the_application_with_it_and_its_logs_convert() {
-    let tmp = scratch("pdeathsig");
+    let tmp = scratch_here("pdeathsig");
     let out = tmp.join("out");
     let mut child = rocprof(&tmp)
         .args(["--sim", "--hip-trace", "-d"])
@@ -305,7 +243,7 @@ fn a_rocprof_killed_outright_takes_the_application_with_it_and_its_logs_convert(
 
 #[test]
 fn a_signal_during_the_conversion_stops_it_cleanly_and_convert_finishes() {
-    let tmp = scratch("midconvert");
+    let tmp = scratch_here("midconvert");
     let out = tmp.join("out");
     let child = rocprof(&tmp)
         .args(["--sim", "--hip-trace", "-d"])
@@ -360,7 +298,7 @@ fn a_signal_during_the_conversion_stops_it_cleanly_and_convert_finishes() {
 
 #[test]
 fn exit_codes_are_the_shell_s() {
-    let tmp = scratch("codes");
+    let tmp = scratch_here("codes");
     let code = |app: &[&str]| {
         let o = rocprof(&tmp)
             .args(["--sim", "--kernel-trace", "-d"])
@@ -392,4 +330,8 @@ fn exit_codes_are_the_shell_s() {
     let (c, err) = code(&[]);
     assert_eq!(c, Some(2), "{err}");
     assert!(record_dirs(&tmp).is_empty(), "nothing is left behind");
+}
+
+fn scratch_here(tag: &str) -> PathBuf {
+    support::scratch("sig", tag)
 }

@@ -1,29 +1,15 @@
 //! The tool's configuration, read once from the environment (`ROCPROF_*`, rocprofv3's names).
 
 use std::path::PathBuf;
+use trace_records::docs::TracingConfig;
 use trace_records::env;
 
-/// What to trace.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+/// What to trace (the log's typed form, so the discovery document carries it as is) and where
+/// the records go.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Config {
-    /// `ROCPROF_HIP_RUNTIME_API_TRACE`.
-    pub hip_runtime: bool,
-    /// `ROCPROF_HIP_COMPILER_API_TRACE`.
-    pub hip_compiler: bool,
-    /// `ROCPROF_HSA_CORE_API_TRACE`.
-    pub hsa_core: bool,
-    /// `ROCPROF_HSA_AMD_EXT_API_TRACE`.
-    pub hsa_amd_ext: bool,
-    /// `ROCPROF_HSA_IMAGE_EXT_API_TRACE`.
-    pub hsa_image: bool,
-    /// `ROCPROF_HSA_FINALIZER_EXT_API_TRACE`.
-    pub hsa_finalizer: bool,
-    /// `ROCPROF_KERNEL_TRACE`.
-    pub kernels: bool,
-    /// `ROCPROF_MEMORY_COPY_TRACE`.
-    pub copies: bool,
-    /// `ROCPROF_MARKER_API_TRACE`.
-    pub markers: bool,
+    /// One flag per `ROCPROF_*_TRACE` variable.
+    pub tracing: TracingConfig,
     /// Directory of the record logs.
     pub record_dir: PathBuf,
 }
@@ -38,15 +24,17 @@ impl Config {
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Self {
         let flag = |k: &str| get(k).is_some_and(|v| truthy(&v));
         Self {
-            hip_runtime: flag(env::HIP_RUNTIME_API_TRACE),
-            hip_compiler: flag(env::HIP_COMPILER_API_TRACE),
-            hsa_core: flag(env::HSA_CORE_API_TRACE),
-            hsa_amd_ext: flag(env::HSA_AMD_EXT_API_TRACE),
-            hsa_image: flag(env::HSA_IMAGE_EXT_API_TRACE),
-            hsa_finalizer: flag(env::HSA_FINALIZER_EXT_API_TRACE),
-            kernels: flag(env::KERNEL_TRACE),
-            copies: flag(env::MEMORY_COPY_TRACE),
-            markers: flag(env::MARKER_API_TRACE),
+            tracing: TracingConfig {
+                hip_runtime: flag(env::HIP_RUNTIME_API_TRACE),
+                hip_compiler: flag(env::HIP_COMPILER_API_TRACE),
+                hsa_core: flag(env::HSA_CORE_API_TRACE),
+                hsa_amd_ext: flag(env::HSA_AMD_EXT_API_TRACE),
+                hsa_image: flag(env::HSA_IMAGE_EXT_API_TRACE),
+                hsa_finalizer: flag(env::HSA_FINALIZER_EXT_API_TRACE),
+                kernels: flag(env::KERNEL_TRACE),
+                copies: flag(env::MEMORY_COPY_TRACE),
+                markers: flag(env::MARKER_API_TRACE),
+            },
             record_dir: get(env::RECORD_DIR)
                 .filter(|v| !v.is_empty())
                 .or_else(|| get(env::OUTPUT_PATH).filter(|v| !v.is_empty()))
@@ -61,15 +49,7 @@ impl Config {
 
     /// Whether anything at all is traced.
     pub fn any(&self) -> bool {
-        self.hip_runtime
-            || self.hip_compiler
-            || self.hsa_core
-            || self.hsa_amd_ext
-            || self.hsa_image
-            || self.hsa_finalizer
-            || self.kernels
-            || self.copies
-            || self.markers
+        self.tracing != TracingConfig::default()
     }
 }
 
@@ -86,7 +66,8 @@ mod tests {
             "ROCPROF_RECORD_DIR" => Some("/tmp/x".into()),
             _ => None,
         });
-        assert!(c.kernels && c.hip_runtime && !c.markers && !c.hsa_core);
+        let t = c.tracing;
+        assert!(t.kernels && t.hip_runtime && !t.markers && !t.hsa_core);
         assert_eq!(c.record_dir, PathBuf::from("/tmp/x"));
         assert!(c.any());
         assert!(!Config::from_lookup(|_| None).any());

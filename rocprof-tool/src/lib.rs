@@ -30,7 +30,7 @@ use trace_records::OperationName;
 use trace_records::agents::AgentInfo;
 use trace_records::docs::{
     AgentMapping, AgentsList, DiscoveryFacts, Document, ExitFacts, OmissionFact, PlatformKind,
-    Runtime, RuntimeLibrary, TableReceived, ThunkFacts, TracingConfig, WarningKind,
+    Runtime, RuntimeLibrary, TableReceived, ThunkFacts, WarningKind,
 };
 use trace_records::log::FileHeader;
 
@@ -152,20 +152,6 @@ fn start(config: Config) {
     });
 }
 
-fn tracing_config(c: &Config) -> TracingConfig {
-    TracingConfig {
-        hip_runtime: c.hip_runtime,
-        hip_compiler: c.hip_compiler,
-        hsa_core: c.hsa_core,
-        hsa_amd_ext: c.hsa_amd_ext,
-        hsa_image: c.hsa_image,
-        hsa_finalizer: c.hsa_finalizer,
-        kernels: c.kernels,
-        copies: c.copies,
-        markers: c.markers,
-    }
-}
-
 /// The discovery outcome as the log's typed document.
 fn discovery_facts(d: &wsl_topology::Discovery, config: &Config) -> DiscoveryFacts {
     let omissions = d
@@ -195,7 +181,7 @@ fn discovery_facts(d: &wsl_topology::Discovery, config: &Config) -> DiscoveryFac
             total_nodes: t.total_nodes,
             gpu_nodes: t.gpu_nodes,
         }),
-        config: tracing_config(config),
+        config: config.tracing,
     }
 }
 
@@ -448,7 +434,7 @@ pub unsafe extern "C" fn rocprofiler_set_api_table(
             .into_owned();
         start_if_deferred();
         let Some(state) = STATE.get() else { return 0 };
-        let c = &state.config;
+        let c = &state.config.tracing;
         // SAFETY: per the contract, `tables` holds `num_tables` pointers.
         let tables = unsafe { std::slice::from_raw_parts(tables, num_tables as usize) };
         let mut wrapped = 0;

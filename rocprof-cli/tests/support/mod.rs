@@ -1,0 +1,86 @@
+//! Helpers shared by the end-to-end tests (each test file is its own crate and uses a part).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// Where `rocprof`, the workloads and the staged simulator (`sim/`) live.
+pub fn exe_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_rocprof"))
+        .parent()
+        .unwrap()
+        .to_owned()
+}
+
+/// A workload binary next to `rocprof`, once the simulated stack is staged.
+pub fn workload(name: &str) -> PathBuf {
+    let p = exe_dir().join(name);
+    assert!(
+        p.exists(),
+        "{} is not built: run `cargo xtask test`",
+        p.display()
+    );
+    assert!(
+        exe_dir().join("sim/lib/libamdhip64.so.7").exists(),
+        "the simulated stack is not staged: run `cargo xtask test`"
+    );
+    p
+}
+
+/// A fresh, empty scratch directory `<TMPDIR>/rocprof-<group>-<tag>-<pid>`.
+pub fn scratch(group: &str, tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rocprof-{group}-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Variables of the caller's environment that would change what a run does.
+pub const STEERING: [&str; 8] = [
+    "WSLSIM_SCENARIO",
+    "WSLSIM_SCENARIO_REPORTED",
+    "HSA_TOOLS_DISABLE_REGISTER",
+    "HSA_ENABLE_DXG_DETECTION",
+    "ROCPROF_HSAKMT_LAYOUT",
+    "ROCPROFILER_FORCE_GFX",
+    "ROCPROFILER_FORCE_PLATFORM",
+    "LD_PRELOAD",
+];
+
+/// `rocprof` with none of [`STEERING`] inherited, and its record directories under `tmp`.
+pub fn rocprof(tmp: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rocprof"));
+    for v in STEERING {
+        c.env_remove(v);
+    }
+    c.env("TMPDIR", tmp);
+    c
+}
+
+/// A command's standard error, as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A Python interpreter that is a real executable (not a wrapper script that would start
+/// several processes with the profiler preloaded).
+pub fn python() -> PathBuf {
+    if Path::new("/usr/bin/python3").exists() {
+        return "/usr/bin/python3".into();
+    }
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 is needed for this test");
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+/// Polls `done` every 5 ms until it holds; fails the test after `limit`.
+pub fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
