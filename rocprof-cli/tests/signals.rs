@@ -13,19 +13,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn record_dirs(tmp: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(tmp)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("rocprof-")
-        })
-        .collect()
-}
-
 /// An application that counts every delivery of the six forwarded signals into `<dir>/got`
 /// (one line each), says it is ready in `<dir>/ready`, and exits 0 a while after `<dir>/stop`
 /// exists (so that a late duplicate would still be counted). Python's own handlers run once

@@ -84,3 +84,19 @@ pub fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// The record directories (`rocprof-*`) under `tmp`, sorted.
+pub fn record_dirs(tmp: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("rocprof-")
+        })
+        .collect();
+    v.sort();
+    v
+}
