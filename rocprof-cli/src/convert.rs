@@ -25,8 +25,9 @@ use trace_records::csv::{CsvSelection, write_csv};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Record directories kept by earlier runs (rocprof prints the command when it keeps
-    /// one). Give them before the options.
-    #[arg(required = true, value_name = "RECORD_DIR")]
+    /// one). Give them before the options. Without any, the kept directories in TMPDIR are
+    /// listed.
+    #[arg(value_name = "RECORD_DIR")]
     pub dirs: Vec<PathBuf>,
 
     /// Options given here replace the run's own (kept in the directory's run.json).
@@ -281,8 +282,38 @@ pub fn truncate_name(name: &str) -> String {
     last.to_owned()
 }
 
+/// `rocprof convert` without directories: what earlier runs kept in TMPDIR (for instance after
+/// `rocprof` itself was killed, when it could print nothing).
+fn list_kept() -> ExitCode {
+    let tmp = std::env::temp_dir();
+    let kept = crate::record_dir::kept_in(&tmp);
+    if kept.is_empty() {
+        eprintln!("rocprof: {}", messages::nothing_kept(&tmp));
+        return ExitCode::SUCCESS;
+    }
+    println!("record directories kept in {}:", tmp.display());
+    for k in &kept {
+        let what = match &k.manifest {
+            Some(m) => format!(
+                "{} {}  {}",
+                m.launch.launch_date,
+                m.launch.launch_time,
+                m.launch.argv.join(" ")
+            ),
+            None => "(no readable run.json: not convertible)".into(),
+        };
+        let busy = if k.in_use { "  [in use]" } else { "" };
+        println!("  {}  {what}{busy}", k.path.display());
+    }
+    println!("convert one with `rocprof convert <dir>` (add -d/-o to choose where the files go)");
+    ExitCode::SUCCESS
+}
+
 /// `rocprof convert <record-dir>…`.
 pub fn run(args: &Args) -> Result<ExitCode> {
+    if args.dirs.is_empty() {
+        return Ok(list_kept());
+    }
     let signals = Signals::install().map_err(|e| anyhow!(messages::signals_unavailable(&e)))?;
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     // Every directory and its output paths are checked before anything is converted.

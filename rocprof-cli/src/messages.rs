@@ -355,6 +355,14 @@ pub fn sim_diagnostic_unavailable(lib: &Path, why: &str) -> String {
     )
 }
 
+/// `rocprof convert` without directories found none.
+pub fn nothing_kept(tmp: &Path) -> String {
+    format!(
+        "no record directory is kept in {} (a run that finished cleanly removes its own)",
+        tmp.display()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

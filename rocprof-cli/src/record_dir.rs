@@ -73,6 +73,46 @@ pub enum RecordDirError {
     },
 }
 
+/// A record directory some earlier run kept, as `rocprof convert` without arguments lists it.
+#[derive(Debug, Clone)]
+pub struct Kept {
+    /// The directory.
+    pub path: PathBuf,
+    /// Its run (`None` when its `run.json` is unreadable).
+    pub manifest: Option<RunManifest>,
+    /// Whether a live run or conversion holds it.
+    pub in_use: bool,
+}
+
+/// The record directories under `parent` (normally `$TMPDIR`): real directories named
+/// `rocprof-*`, oldest launch first.
+pub fn kept_in(parent: &Path) -> Vec<Kept> {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    let mut kept: Vec<Kept> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with(PREFIX))
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| {
+            let path = e.path();
+            let manifest = read_manifest(&path.join(MANIFEST)).ok();
+            let in_use = File::open(&path).is_ok_and(|f| f.try_lock().is_err());
+            Kept {
+                path,
+                manifest,
+                in_use,
+            }
+        })
+        .collect();
+    kept.sort_by_key(|k| {
+        k.manifest
+            .as_ref()
+            .map(|m| (m.launch.launch_date.clone(), m.launch.launch_time.clone()))
+    });
+    kept
+}
+
 /// An entry named like a record log that is not a regular file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skipped {

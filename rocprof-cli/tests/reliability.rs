@@ -622,6 +622,22 @@ fn a_flipped_byte_costs_one_chunk_and_an_unreadable_log_is_not_a_runtime_problem
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let dir = convert_command(&stderr(&o));
+    // `rocprof convert` alone lists what is kept (the way to find a directory after rocprof
+    // itself was killed and could print nothing).
+    let listed = rocprof(&tmp).arg("convert").output().unwrap();
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    assert!(
+        text.contains(&dir.display().to_string()) && text.contains("reference-workload"),
+        "{text}"
+    );
+    let empty = scratch_here("flip-empty");
+    let none = rocprof(&empty).arg("convert").output().unwrap();
+    assert!(
+        stderr(&none).contains("no record directory is kept"),
+        "{}",
+        stderr(&none)
+    );
     let before = rows(&out.join("run_hsa_api_trace.csv")).len();
     let log = std::fs::read_dir(&dir)
         .unwrap()
