@@ -191,7 +191,7 @@ fn hsa_not_received(
     }
     let gpus = traces
         .iter()
-        .any(|t| t.docs.agents().iter().any(|a| a.agent_type == "GPU"));
+        .any(|t| t.docs.agents().iter().any(|a| a.is_gpu()));
     let no_gpu = discovery
         .iter()
         .any(|d| d.omissions.iter().any(|o| o.kind.loses_every_gpu()));
@@ -236,7 +236,7 @@ mod tests {
         signal: None,
     };
     const WSL: &str = r#"{"kind":"discovery","platform":"wsl","omissions":[]}"#;
-    const AGENTS: &str = r#"{"kind":"agents","agents":[{"agent_type":"GPU","node_id":1}]}"#;
+    const AGENTS: &str = r#"{"kind":"agents","agents":[{"kind":"gpu","logical_node_id":0,"node_id":1,"logical_node_type_id":0,"name":"gfx1150","product_name":"","vendor_name":"AMD","model_name":"","cpu_cores_count":0,"gpu":null}]}"#;
 
     fn sys() -> Selection {
         Selection {

@@ -27,10 +27,9 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 use std::path::Path;
 use std::sync::OnceLock;
 use trace_records::OperationName;
-use trace_records::agents::AgentInfo;
 use trace_records::docs::{
-    AgentMapping, AgentsList, DiscoveryFacts, Document, ExitFacts, OmissionFact, PlatformKind,
-    Runtime, RuntimeLibrary, TableReceived, ThunkFacts, WarningKind,
+    AgentMapping, AgentsList, DiscoveryFacts, Document, ExitFacts, OmissionFact, Runtime,
+    RuntimeLibrary, TableReceived, ThunkFacts, WarningKind,
 };
 use trace_records::log::FileHeader;
 
@@ -159,18 +158,12 @@ fn discovery_facts(d: &wsl_topology::Discovery, config: &Config) -> DiscoveryFac
         .iter()
         .map(|o| OmissionFact {
             subject: o.subject.to_string(),
-            // Both enums carry the same stable kebab-case names (docs/avail-json.md).
-            kind: serde_json::to_value(o.kind)
-                .and_then(serde_json::from_value)
-                .unwrap_or(trace_records::docs::OmissionKind::Other),
+            kind: o.kind,
             reason: o.reason.clone(),
         })
         .collect();
     DiscoveryFacts {
-        platform: match d.selection.platform {
-            wsl_topology::Platform::Wsl => PlatformKind::Wsl,
-            wsl_topology::Platform::GnuLinux => PlatformKind::GnuLinux,
-        },
+        platform: d.selection.platform,
         detail: d.selection.detail.clone(),
         omissions,
         thunk: d.thunk.as_ref().map(|t| ThunkFacts {
@@ -199,7 +192,7 @@ fn init(config: Config) {
         )),
     }
     wrap::use_api_tracer();
-    let agents = discovery.agents().iter().map(agent_info).collect();
+    let agents = discovery.agents().to_vec();
     sink::emit_doc(&Document::Agents(AgentsList { agents }));
     sink::emit_doc(&Document::Discovery(discovery_facts(&discovery, &config)));
     let policy = match discovery.selection.platform {
@@ -313,65 +306,6 @@ fn loaded_runtimes() -> Vec<RuntimeLibrary> {
     // SAFETY: the callback only reads loader data and writes `found`, which outlives the call.
     unsafe { libc::dl_iterate_phdr(Some(visit), (&raw mut found).cast()) };
     found
-}
-
-fn agent_info(a: &wsl_topology::Agent) -> AgentInfo {
-    let mut info = AgentInfo {
-        node_id: a.node_id,
-        logical_node_id: a.logical_node_id,
-        logical_node_type_id: a.logical_node_type_id,
-        agent_type: match a.kind {
-            wsl_topology::AgentKind::Cpu => "CPU".into(),
-            wsl_topology::AgentKind::Gpu => "GPU".into(),
-        },
-        cpu_cores_count: a.cpu_cores_count,
-        name: a.name.clone(),
-        vendor_name: a.vendor_name.clone(),
-        product_name: a.product_name.clone(),
-        model_name: a.model_name.clone(),
-        ..Default::default()
-    };
-    if let Some(g) = &a.gpu {
-        info.simd_count = g.simd_count;
-        info.max_waves_per_simd = g.max_waves_per_simd;
-        info.lds_size_in_kb = g.lds_size_in_kb;
-        info.gds_size_in_kb = g.gds_size_in_kb;
-        info.num_gws = g.num_gws;
-        info.wave_front_size = g.wave_front_size;
-        info.num_xcc = g.num_xcc;
-        info.cu_count = g.cu_count;
-        info.array_count = g.array_count;
-        info.num_shader_banks = g.num_shader_banks;
-        info.simd_arrays_per_engine = g.simd_arrays_per_engine;
-        info.cu_per_simd_array = g.cu_per_simd_array;
-        info.simd_per_cu = g.simd_per_cu;
-        info.max_slots_scratch_cu = g.max_slots_scratch_cu;
-        info.gfx_target_version = g.gfx_target_version;
-        info.vendor_id = g.vendor_id;
-        info.device_id = g.device_id;
-        info.location_id = g.location_id;
-        info.domain = g.domain;
-        info.num_sdma_engines = g.num_sdma_engines;
-        info.num_sdma_xgmi_engines = g.num_sdma_xgmi_engines;
-        info.num_sdma_queues_per_engine = g.num_sdma_queues_per_engine;
-        info.num_cp_queues = g.num_cp_queues;
-        info.max_engine_clk_ccompute = g.max_engine_clk_ccompute;
-        info.max_engine_clk_fcompute = g.max_engine_clk_fcompute;
-        info.sdma_fw_version = g.sdma_fw_version;
-        info.fw_version = g.fw_version;
-        info.capability = g.capability;
-        info.cu_per_engine = g.cu_per_engine;
-        info.max_waves_per_cu = g.max_waves_per_cu;
-        info.family_id = g.family_id;
-        info.workgroup_max_size = g.workgroup_max_size;
-        info.grid_max_size = g.grid_max_size;
-        info.local_mem_size = g.local_mem_size;
-        info.hive_id = g.hive_id;
-        info.gpu_id = g.gpu_id.into();
-        info.workgroup_max_dim = g.workgroup_max_dim;
-        info.grid_max_dim = g.grid_max_dim;
-    }
-    info
 }
 
 /// Emits the names of a table's operations (once per table kind).

@@ -135,91 +135,6 @@ impl fmt::Display for Luid {
     }
 }
 
-/// One agent, with the fields of rocprofv3's `agent_info.csv`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-#[allow(missing_docs)]
-pub struct AgentInfo {
-    pub node_id: u32,
-    pub logical_node_id: u32,
-    pub logical_node_type_id: u32,
-    /// `CPU` or `GPU`.
-    pub agent_type: String,
-    pub cpu_cores_count: u32,
-    pub simd_count: u32,
-    pub cpu_core_id_base: u32,
-    pub simd_id_base: u32,
-    pub max_waves_per_simd: u32,
-    pub lds_size_in_kb: u32,
-    pub gds_size_in_kb: u32,
-    pub num_gws: u32,
-    pub wave_front_size: u32,
-    pub num_xcc: u32,
-    pub cu_count: u32,
-    pub array_count: u32,
-    pub num_shader_banks: u32,
-    pub simd_arrays_per_engine: u32,
-    pub cu_per_simd_array: u32,
-    pub simd_per_cu: u32,
-    pub max_slots_scratch_cu: u32,
-    pub gfx_target_version: u32,
-    pub vendor_id: u32,
-    pub device_id: u32,
-    pub location_id: u32,
-    pub domain: u32,
-    pub drm_render_minor: u32,
-    pub num_sdma_engines: u32,
-    pub num_sdma_xgmi_engines: u32,
-    pub num_sdma_queues_per_engine: u32,
-    pub num_cp_queues: u32,
-    pub max_engine_clk_ccompute: u32,
-    pub max_engine_clk_fcompute: u32,
-    pub sdma_fw_version: u32,
-    pub fw_version: u32,
-    pub capability: u32,
-    pub cu_per_engine: u32,
-    pub max_waves_per_cu: u32,
-    pub family_id: u32,
-    pub workgroup_max_size: u32,
-    pub grid_max_size: u32,
-    pub local_mem_size: u64,
-    pub hive_id: u64,
-    pub gpu_id: u64,
-    pub workgroup_max_dim: [u32; 3],
-    pub grid_max_dim: [u32; 3],
-    pub name: String,
-    pub vendor_name: String,
-    pub product_name: String,
-    pub model_name: String,
-}
-
-/// The JSON document that carries the agents in a log.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AgentsDocument {
-    /// Always `"agents"`.
-    pub kind: String,
-    /// The agents, CPU first.
-    pub agents: Vec<AgentInfo>,
-}
-
-impl AgentsDocument {
-    /// Wraps `agents`.
-    pub fn new(agents: Vec<AgentInfo>) -> Self {
-        Self {
-            kind: "agents".into(),
-            agents,
-        }
-    }
-
-    /// Finds the agents document among a log's JSON documents (the last one wins).
-    pub fn find(json: &[String]) -> Option<Self> {
-        json.iter()
-            .rev()
-            .filter_map(|j| serde_json::from_str::<Self>(j).ok())
-            .find(|d| d.kind == "agents")
-    }
-}
-
 /// How `Agent_Id` cells name agents (rocprofv3's `--agent-index`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum AgentIndex {
@@ -235,14 +150,14 @@ pub enum AgentIndex {
 /// Labels agents by driver node id.
 #[derive(Debug, Clone, Default)]
 pub struct AgentLabels {
-    agents: Vec<AgentInfo>,
+    agents: Vec<Agent>,
     /// Each known agent's label, by driver node id (formatted once, not per row).
     labels: std::collections::HashMap<u32, String>,
 }
 
 impl AgentLabels {
     /// Labels for `agents` in the `index` style.
-    pub fn new(agents: Vec<AgentInfo>, index: AgentIndex) -> Self {
+    pub fn new(agents: Vec<Agent>, index: AgentIndex) -> Self {
         let labels = agents
             .iter()
             .map(|a| {
@@ -250,7 +165,7 @@ impl AgentLabels {
                     AgentIndex::Relative => format!("Agent {}", a.logical_node_id),
                     AgentIndex::Absolute => format!("Agent {}", a.node_id),
                     AgentIndex::TypeRelative => {
-                        format!("{} {}", a.agent_type, a.logical_node_type_id)
+                        format!("{} {}", a.kind.csv_name(), a.logical_node_type_id)
                     }
                 };
                 (a.node_id, label)
@@ -269,7 +184,7 @@ impl AgentLabels {
     }
 
     /// The agents.
-    pub fn agents(&self) -> &[AgentInfo] {
+    pub fn agents(&self) -> &[Agent] {
         &self.agents
     }
 }

@@ -6,7 +6,7 @@
 //! every file this crate writes parses back.
 
 use crate::Error;
-use crate::agents::{AgentInfo, AgentLabels};
+use crate::agents::{Agent, AgentLabels, GpuProperties};
 use crate::record::*;
 use crate::stats::{Stats, write_stats};
 use crate::trace::ProcessTrace;
@@ -332,7 +332,7 @@ pub fn write_csv(
     let pid = u64::from(trace.pid);
 
     if !labels.agents().is_empty() {
-        let mut agents: Vec<&AgentInfo> = labels.agents().iter().collect();
+        let mut agents: Vec<&Agent> = labels.agents().iter().collect();
         agents.sort_by_key(|a| a.node_id);
         written.push(write_file(
             prefix,
@@ -516,60 +516,65 @@ pub fn write_csv(
     Ok(written)
 }
 
-fn write_agent(out: &mut impl Write, a: &AgentInfo) -> io::Result<()> {
+/// One `agent_info.csv` row. A CPU agent's GPU columns are 0. Discovery does not learn
+/// `Cpu_Core_Id_Base`, `Simd_Id_Base` or `Drm_Render_Minor` (WSL has no DRM render node), so they
+/// are 0.
+fn write_agent(out: &mut impl Write, a: &Agent) -> io::Result<()> {
     let n = |v: u32| Cell::Int(v.into());
+    let no_gpu = GpuProperties::default();
+    let g = a.gpu.as_ref().unwrap_or(&no_gpu);
     write_row(
         out,
         &[
             n(a.node_id),
             n(a.logical_node_id),
-            Cell::Str(&a.agent_type),
+            Cell::Str(a.kind.csv_name()),
             n(a.cpu_cores_count),
-            n(a.simd_count),
-            n(a.cpu_core_id_base),
-            n(a.simd_id_base),
-            n(a.max_waves_per_simd),
-            n(a.lds_size_in_kb),
-            n(a.gds_size_in_kb),
-            n(a.num_gws),
-            n(a.wave_front_size),
-            n(a.num_xcc),
-            n(a.cu_count),
-            n(a.array_count),
-            n(a.num_shader_banks),
-            n(a.simd_arrays_per_engine),
-            n(a.cu_per_simd_array),
-            n(a.simd_per_cu),
-            n(a.max_slots_scratch_cu),
-            n(a.gfx_target_version),
-            n(a.vendor_id),
-            n(a.device_id),
-            n(a.location_id),
-            n(a.domain),
-            n(a.drm_render_minor),
-            n(a.num_sdma_engines),
-            n(a.num_sdma_xgmi_engines),
-            n(a.num_sdma_queues_per_engine),
-            n(a.num_cp_queues),
-            n(a.max_engine_clk_ccompute),
-            n(a.max_engine_clk_fcompute),
-            n(a.sdma_fw_version),
-            n(a.fw_version),
-            n(a.capability),
-            n(a.cu_per_engine),
-            n(a.max_waves_per_cu),
-            n(a.family_id),
-            n(a.workgroup_max_size),
-            n(a.grid_max_size),
-            Cell::Int(a.local_mem_size),
-            Cell::Int(a.hive_id),
-            Cell::Int(a.gpu_id),
-            n(a.workgroup_max_dim[0]),
-            n(a.workgroup_max_dim[1]),
-            n(a.workgroup_max_dim[2]),
-            n(a.grid_max_dim[0]),
-            n(a.grid_max_dim[1]),
-            n(a.grid_max_dim[2]),
+            n(g.simd_count),
+            n(0),
+            n(0),
+            n(g.max_waves_per_simd),
+            n(g.lds_size_in_kb),
+            n(g.gds_size_in_kb),
+            n(g.num_gws),
+            n(g.wave_front_size),
+            n(g.num_xcc),
+            n(g.cu_count),
+            n(g.array_count),
+            n(g.num_shader_banks),
+            n(g.simd_arrays_per_engine),
+            n(g.cu_per_simd_array),
+            n(g.simd_per_cu),
+            n(g.max_slots_scratch_cu),
+            n(g.gfx_target_version),
+            n(g.vendor_id),
+            n(g.device_id),
+            n(g.location_id),
+            n(g.domain),
+            n(0),
+            n(g.num_sdma_engines),
+            n(g.num_sdma_xgmi_engines),
+            n(g.num_sdma_queues_per_engine),
+            n(g.num_cp_queues),
+            n(g.max_engine_clk_ccompute),
+            n(g.max_engine_clk_fcompute),
+            n(g.sdma_fw_version),
+            n(g.fw_version),
+            n(g.capability),
+            n(g.cu_per_engine),
+            n(g.max_waves_per_cu),
+            n(g.family_id),
+            n(g.workgroup_max_size),
+            n(g.grid_max_size),
+            Cell::Int(g.local_mem_size),
+            Cell::Int(g.hive_id),
+            n(g.gpu_id),
+            n(g.workgroup_max_dim[0]),
+            n(g.workgroup_max_dim[1]),
+            n(g.workgroup_max_dim[2]),
+            n(g.grid_max_dim[0]),
+            n(g.grid_max_dim[1]),
+            n(g.grid_max_dim[2]),
             Cell::Str(&a.name),
             Cell::Str(&a.vendor_name),
             Cell::Str(&a.product_name),

@@ -1,7 +1,7 @@
 //! The typed documents the tool writes into its record log (one JSON entry each) and the CLI
 //! reads back: both sides use these types, so nothing is matched by string.
 
-use crate::agents::AgentInfo;
+use crate::agents::Agent;
 use serde::{Deserialize, Serialize};
 
 /// Every document kind, tagged by `kind` in its JSON.
@@ -40,7 +40,7 @@ impl Document {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentsList {
     /// The agents, CPU first.
-    pub agents: Vec<AgentInfo>,
+    pub agents: Vec<Agent>,
 }
 
 /// Which enumerator discovery used.
@@ -333,7 +333,7 @@ impl Documents {
     }
 
     /// The agents (empty when the log has none).
-    pub fn agents(&self) -> &[AgentInfo] {
+    pub fn agents(&self) -> &[Agent] {
         self.agents.as_ref().map_or(&[], |a| &a.agents)
     }
 }

@@ -32,8 +32,6 @@ pub struct ProcessTrace {
     pub copies: Vec<MemoryCopyRecord>,
     /// ROCTx marks and ranges.
     pub markers: Vec<MarkerRecord>,
-    /// JSON documents as written, in log order.
-    pub json: Vec<String>,
     /// The typed documents (agents, discovery facts, tables received, exit facts, warnings).
     pub docs: Documents,
     /// Records lost, by cause: the writer's counts plus what this read could not decode.
@@ -111,9 +109,9 @@ impl ProcessTrace {
             }
             Tag::StringDef => false,
             Tag::Json => {
-                let text = String::from_utf8_lossy(e.bytes).into_owned();
-                let doc = Document::from_json(&text);
-                self.json.push(text);
+                let doc = std::str::from_utf8(e.bytes)
+                    .ok()
+                    .and_then(Document::from_json);
                 doc.map(|d| self.docs.add(d)).is_some()
             }
             Tag::OperationName => fixed::<OperationName>(e.bytes)

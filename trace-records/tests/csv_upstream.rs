@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use trace_records::agents::{AgentIndex, AgentInfo, AgentLabels};
+use trace_records::agents::{Agent, AgentIndex, AgentKind, AgentLabels, GpuProperties, Luid};
 use trace_records::csv::{CsvSelection, OutputPrefix, write_csv};
 use trace_records::stats::{fmt_ns, fmt_percent};
 use trace_records::*;
@@ -79,15 +79,24 @@ fn out_dir(test: &str) -> OutputPrefix {
     OutputPrefix(dir.join("out"))
 }
 
+/// A CPU agent (no GPU properties) with these ids and names.
+fn cpu_agent(node_id: u32, logical_node_id: u32, name: &str, cores: u32) -> Agent {
+    Agent {
+        kind: AgentKind::Cpu,
+        logical_node_id,
+        node_id,
+        logical_node_type_id: 0,
+        name: name.into(),
+        product_name: name.into(),
+        vendor_name: "CPU".into(),
+        model_name: String::new(),
+        cpu_cores_count: cores,
+        gpu: None,
+    }
+}
+
 fn agents(ids: &[u32]) -> AgentLabels {
-    let agents = ids
-        .iter()
-        .map(|&id| AgentInfo {
-            node_id: id,
-            logical_node_id: id,
-            ..Default::default()
-        })
-        .collect();
+    let agents = ids.iter().map(|&id| cpu_agent(id, id, "", 0)).collect();
     AgentLabels::new(agents, AgentIndex::Relative)
 }
 
@@ -367,3 +376,91 @@ fn empty_domains_write_no_file_and_stats_cover_written_domains() {
         "\"hipMalloc\",3,33,11.000000,100.00,10,12,1.000000"
     );
 }
+
+/// A GPU agent whose every property differs, so a column written from the wrong field shows.
+fn gpu_agent() -> Agent {
+    Agent {
+        kind: AgentKind::Gpu,
+        logical_node_id: 1,
+        node_id: 3,
+        logical_node_type_id: 0,
+        name: "gfx1150".into(),
+        product_name: "AMD Radeon(TM) 890M \"Graphics\"".into(),
+        vendor_name: "AMD".into(),
+        model_name: "m".into(),
+        cpu_cores_count: 0,
+        gpu: Some(GpuProperties {
+            gfx_target_version: 110500,
+            simd_count: 32,
+            simd_per_cu: 2,
+            cu_count: 16,
+            num_shader_banks: 1,
+            simd_arrays_per_engine: 2,
+            array_count: 2,
+            cu_per_engine: 16,
+            cu_per_simd_array: 8,
+            wave_front_size: 32,
+            max_waves_per_simd: 16,
+            max_waves_per_cu: 32,
+            max_slots_scratch_cu: 33,
+            lds_size_in_kb: 64,
+            gds_size_in_kb: 65,
+            num_gws: 66,
+            num_xcc: 1,
+            num_sdma_engines: 2,
+            num_sdma_xgmi_engines: 3,
+            num_sdma_queues_per_engine: 4,
+            num_cp_queues: 5,
+            max_engine_clk_fcompute: 2900,
+            max_engine_clk_ccompute: 3100,
+            vendor_id: 4098,
+            device_id: 5390,
+            location_id: 50176,
+            domain: 7,
+            family_id: 150,
+            capability: 0x1234,
+            hive_id: 0xdead_beef_0001,
+            gpu_id: 41234,
+            fw_version: 42,
+            sdma_fw_version: 17,
+            unique_id: 0x0123_4567_89AB_CDEF,
+            local_mem_size: 536_870_912,
+            workgroup_max_size: 1024,
+            workgroup_max_dim: [1024, 1023, 1022],
+            grid_max_size: i32::MAX as u32,
+            grid_max_dim: [i32::MAX as u32, 65535, 65534],
+            luid: Some(Luid { low: 1, high: 2 }),
+            wallclock_khz: Some(100_000),
+        }),
+    }
+}
+
+/// `agent_info.csv` has rocprofv3's 53 columns, written from the one agent type: the expected
+/// rows are what the writer produced before the agent record and the CSV row were the same type
+/// (CPU columns of GPU properties 0, rows by node id, `"` doubled).
+#[test]
+fn agent_info_is_written_from_the_agent_record() {
+    let cpu = cpu_agent(0, 0, "AMD Ryzen AI 9 HX 370", 24);
+    let labels = AgentLabels::new(vec![gpu_agent(), cpu], AgentIndex::TypeRelative);
+    assert_eq!(labels.label(3), "GPU 0");
+    assert_eq!(labels.label(0), "CPU 0");
+    let prefix = out_dir("agent-info");
+    let written = write_csv(
+        &prefix,
+        &ProcessTrace::default(),
+        &labels,
+        CsvSelection::default(),
+    )
+    .unwrap();
+    assert_eq!(written, [prefix.file("agent_info", "csv")]);
+    let text = std::fs::read_to_string(&written[0]).unwrap();
+    let expected = [
+        GOLDEN_HEADER,
+        r#"0,0,"CPU",24,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,"AMD Ryzen AI 9 HX 370","CPU","AMD Ryzen AI 9 HX 370","""#,
+        r#"3,1,"GPU",0,32,0,0,16,64,65,66,32,1,16,2,1,2,8,2,33,110500,4098,5390,50176,7,0,2,3,4,5,3100,2900,17,42,4660,16,32,150,1024,2147483647,536870912,244837814042625,41234,1024,1023,1022,2147483647,65535,65534,"gfx1150","AMD","AMD Radeon(TM) 890M ""Graphics""","m""#,
+    ];
+    assert_eq!(text, expected.map(|l| format!("{l}\n")).concat());
+}
+
+/// The header line, kept literally so that a renamed or moved column shows.
+const GOLDEN_HEADER: &str = r#""Node_Id","Logical_Node_Id","Agent_Type","Cpu_Cores_Count","Simd_Count","Cpu_Core_Id_Base","Simd_Id_Base","Max_Waves_Per_Simd","Lds_Size_In_Kb","Gds_Size_In_Kb","Num_Gws","Wave_Front_Size","Num_Xcc","Cu_Count","Array_Count","Num_Shader_Banks","Simd_Arrays_Per_Engine","Cu_Per_Simd_Array","Simd_Per_Cu","Max_Slots_Scratch_Cu","Gfx_Target_Version","Vendor_Id","Device_Id","Location_Id","Domain","Drm_Render_Minor","Num_Sdma_Engines","Num_Sdma_Xgmi_Engines","Num_Sdma_Queues_Per_Engine","Num_Cp_Queues","Max_Engine_Clk_Ccompute","Max_Engine_Clk_Fcompute","Sdma_Fw_Version","Fw_Version","Capability","Cu_Per_Engine","Max_Waves_Per_Cu","Family_Id","Workgroup_Max_Size","Grid_Max_Size","Local_Mem_Size","Hive_Id","Gpu_Id","Workgroup_Max_Dim_X","Workgroup_Max_Dim_Y","Workgroup_Max_Dim_Z","Grid_Max_Dim_X","Grid_Max_Dim_Y","Grid_Max_Dim_Z","Name","Vendor_Name","Product_Name","Model_Name""#;
