@@ -27,29 +27,37 @@ unsafe impl Send for ThreadBuffer {}
 
 impl ThreadBuffer {
     /// Runs `f` on the buffer from its owning thread. The owner never competes for a lock: it
-    /// announces itself with a plain store, and a flusher, which runs only at exit or crash,
-    /// freezes appends and waits for announced ones (an asymmetric Dekker protocol: the
-    /// flusher's `membarrier` pairs with the owner's compiler fence).
+    /// announces itself with a plain store, and a sealer, which runs only at exit, freezes
+    /// appends for a moment and waits for announced ones (an asymmetric Dekker protocol: the
+    /// sealer's `membarrier` pairs with the owner's compiler fence). An owner that finds
+    /// appends frozen waits for the sealer to finish (it takes microseconds) and appends then;
+    /// the Acquire load that sees appends unfrozen also sees the slot the sealer emptied.
     #[inline]
     fn owner_with<R>(&self, f: impl FnOnce(&mut Option<Chunk>) -> R) -> Option<R> {
-        if FROZEN.load(Ordering::Relaxed) {
-            return None;
-        }
-        self.busy.store(true, Ordering::Relaxed);
-        if ASYMMETRIC.load(Ordering::Relaxed) {
-            compiler_fence(Ordering::SeqCst);
-        } else {
-            fence(Ordering::SeqCst);
-        }
-        if FROZEN.load(Ordering::Relaxed) {
+        for _ in 0..2 {
+            if FROZEN.load(Ordering::Acquire) && !wait_unfrozen() {
+                return None;
+            }
+            self.busy.store(true, Ordering::Relaxed);
+            if ASYMMETRIC.load(Ordering::Relaxed) {
+                compiler_fence(Ordering::SeqCst);
+            } else {
+                fence(Ordering::SeqCst);
+            }
+            if FROZEN.load(Ordering::Acquire) {
+                self.busy.store(false, Ordering::Release);
+                if !wait_unfrozen() {
+                    return None;
+                }
+                continue;
+            }
+            // SAFETY: only the owning thread runs this, and a sealer touches the buffer only
+            // after freezing appends and seeing `busy` clear.
+            let r = f(unsafe { &mut *self.chunk.get() });
             self.busy.store(false, Ordering::Release);
-            return None;
+            return Some(r);
         }
-        // SAFETY: only the owning thread runs this, and a flusher touches the buffer only
-        // after freezing appends and seeing `busy` clear.
-        let r = f(unsafe { &mut *self.chunk.get() });
-        self.busy.store(false, Ordering::Release);
-        Some(r)
+        None
     }
 
     /// Flusher side, after [`freeze`]: the buffer once its owner finished any append in
@@ -67,6 +75,18 @@ impl ThreadBuffer {
 }
 
 static FROZEN: AtomicBool = AtomicBool::new(false);
+
+/// Waits (spinning, bounded) until appends are unfrozen; `false` if they stay frozen.
+#[cold]
+fn wait_unfrozen() -> bool {
+    for _ in 0..1_000_000 {
+        if !FROZEN.load(Ordering::Acquire) {
+            return true;
+        }
+        std::hint::spin_loop();
+    }
+    false
+}
 static ASYMMETRIC: AtomicBool = AtomicBool::new(false);
 
 /// Stops all appends and makes every announced one visible (see [`ThreadBuffer::owner_with`]).

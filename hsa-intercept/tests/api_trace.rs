@@ -104,11 +104,12 @@ fn wrapped_table_calls_become_records() {
         .filter(|r| r.thread_id == t.api[0].thread_id)
         .collect();
     assert_eq!(main[0].operation, 0);
-    // The nested load (op 39) finishes first and carries its caller's correlation id.
-    assert_eq!((main[1].operation, main[2].operation), (39, 1));
+    // Read back in time order: the caller (op 1), then the nested load (op 39) inside it, which
+    // carries its caller's correlation id.
+    assert_eq!((main[1].operation, main[2].operation), (1, 39));
     assert_eq!(main[1].correlation_id, main[2].correlation_id);
-    assert!(main[2].start <= main[1].start && main[1].end <= main[2].end);
-    assert_ne!(main[0].correlation_id, main[2].correlation_id);
+    assert!(main[1].start <= main[2].start && main[2].end <= main[1].end);
+    assert_ne!(main[0].correlation_id, main[1].correlation_id);
     assert!(
         t.api
             .iter()

@@ -55,8 +55,23 @@ impl ProcessTrace {
         source: impl std::io::Read,
         fallback: Option<FileHeader>,
     ) -> Result<Self, LogError> {
+        Self::from_reader_sized(source, fallback, 0)
+    }
+
+    /// [`ProcessTrace::from_reader`] for a log of `size` bytes: room for the API records it can
+    /// hold is reserved up front (address space only until used), so reading a large log never
+    /// copies a growing vector (which doubled the reader's peak memory).
+    fn from_reader_sized(
+        source: impl std::io::Read,
+        fallback: Option<FileHeader>,
+        size: u64,
+    ) -> Result<Self, LogError> {
         let mut t = ProcessTrace::default();
+        let per_record = (4 + std::mem::size_of::<ApiRecord>()) as u64;
+        t.api
+            .reserve(usize::try_from(size / per_record).unwrap_or(0));
         let outcome = walk(source, fallback, |e| t.add(e))?;
+        t.sort();
         t.pid = outcome.header.pid;
         t.image = outcome.header.image;
         t.ppid = outcome.header.ppid;
@@ -83,12 +98,31 @@ impl ProcessTrace {
             return Err(crate::Error::NotAFile(path.to_owned()));
         }
         let fallback = fallback_header(path);
-        Self::from_reader(std::io::BufReader::with_capacity(0, file), fallback).map_err(|e| {
-            crate::Error::Log {
-                path: path.to_owned(),
-                source: e,
-            }
+        Self::from_reader_sized(file, fallback, meta.len()).map_err(|e| crate::Error::Log {
+            path: path.to_owned(),
+            source: e,
         })
+    }
+
+    /// Puts the records in time order (in place; threads' chunks interleave in the log). The
+    /// keys are total, so the order is the same however the chunks were laid out.
+    fn sort(&mut self) {
+        self.api.sort_unstable_by_key(|r| {
+            (
+                r.start,
+                r.correlation_id,
+                r.end,
+                r.thread_id,
+                r.domain,
+                r.operation,
+            )
+        });
+        self.dispatches
+            .sort_unstable_by_key(|r| (r.start, r.dispatch_id, r.end));
+        self.copies
+            .sort_unstable_by_key(|r| (r.start, r.correlation_id, r.end, r.bytes));
+        self.markers
+            .sort_unstable_by_key(|r| (r.start, r.correlation_id, r.end, r.thread_id));
     }
 
     /// Every record of the trace (API calls, dispatches, copies, markers).
