@@ -12,8 +12,17 @@ use wsl_topology::{Agent, Discovery, NodeLayout, Omission, Platform, Settings};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Print one JSON document (schema: docs/avail-json.md) instead of text.
-    #[arg(long)]
+    #[arg(long, global = true)]
     json: bool,
+
+    /// Only this GPU (rocprofv3's GPU index, `logical_node_type_id`) for the counter queries.
+    #[arg(short = 'd', long = "device", global = true, value_name = "N")]
+    device: Option<u32>,
+
+    /// Counters and agent properties in rocprofv3-avail's layout; without one, how discovery
+    /// went.
+    #[command(subcommand)]
+    query: Option<crate::counters::Query>,
 }
 
 /// Version of the JSON document's schema.
@@ -149,6 +158,9 @@ pub fn collect() -> Result<Report> {
 
 /// Runs `rocprof avail`.
 pub fn run(args: &Args) -> Result<ExitCode> {
+    if let Some(query) = &args.query {
+        return crate::counters::run(query, args.device, args.json);
+    }
     let report = collect()?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -4,6 +4,7 @@
 
 mod avail;
 mod convert;
+mod counters;
 mod explain;
 mod messages;
 mod outputs;
@@ -23,7 +24,8 @@ use std::process::ExitCode;
 /// Profile HIP/HSA applications on AMD GPUs under WSL2.
 ///
 /// Run mode: `rocprof [options] -- app args…` (rocprofv3's options).
-/// Agent listing: `rocprof [--sim] avail [--json]`.
+/// Agent listing: `rocprof [--sim] avail [--json]`; counters: `rocprof avail list|info|pmc-check`
+/// (or `rocprof -L`).
 /// Finishing a kept run: `rocprof convert <record-dir>… [output options]`.
 #[derive(Debug, Parser)]
 #[command(name = "rocprof", version, about)]
@@ -36,6 +38,10 @@ struct RunCli {
     /// Diagnostic log level on stderr (`env` reads the ROCPROF_LOG filter).
     #[arg(long, value_enum)]
     log_level: Option<LogLevel>,
+
+    /// List every GPU's hardware counters (as `rocprof avail info --pmc`) and exit.
+    #[arg(short = 'L', long = "list-avail")]
+    list_avail: bool,
 
     #[command(flatten)]
     run: run::RunOptions,
@@ -143,6 +149,18 @@ fn run(args: Vec<OsString>) -> Result<ExitCode> {
         let cli = RunCli::parse_from(args);
         if cli.sim {
             sim::enter()?;
+        }
+        if cli.list_avail {
+            init_logging(cli.log_level, "off");
+            if !cli.app.is_empty() {
+                eprintln!(
+                    "rocprof: note: -L lists the counters and exits; the application is not run"
+                );
+            }
+            let all = counters::Query::Info {
+                pmc: Some(Vec::new()),
+            };
+            return counters::run(&all, None, false);
         }
         init_logging(cli.log_level, "warn");
         run::run(&cli.run, &cli.app)

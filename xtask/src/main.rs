@@ -4,6 +4,7 @@ use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod pm4_dump;
 mod tidy;
 
 const HELP: &str = "\
@@ -18,6 +19,9 @@ cargo xtask <command>
              (the rule table is in xtask/src/tidy.rs; docs/ARCHITECTURE.md explains it)
   valgrind   run the layout-mismatch scenarios under valgrind (no invalid access allowed)
   abi-dump   print every #[repr(C)] layout of the FFI and interception crates
+  pm4-dump   [--agent gfx1150] [--base ADDR] [--output ADDR] COUNTER...: the start, stop and
+             read PM4 buffers of one counter pass on the simulated 890M's topology, and where
+             each counter instance lands in the output buffer (one JSON document)
   bench      release build, then: added cost per traced HSA / HIP call and kernel dispatch
              (max-rate loops traced vs untraced, interleaved, medians of 5), peak memory over
              10 M traced calls, log-to-CSV throughput, cost of a host timestamp, and (with
@@ -55,6 +59,7 @@ fn main() -> Result<()> {
         Some("demo") => demo(),
         Some("test") => test(),
         Some("tidy") => tidy::tidy(&root()),
+        Some("pm4-dump") => pm4_dump::run(&args[1..]),
         Some("valgrind") => valgrind(&build()?),
         Some("abi-dump") => {
             print!("{}", abi_dump());

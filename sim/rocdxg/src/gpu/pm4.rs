@@ -73,7 +73,7 @@ pub const MAX_IB_DEPTH: u32 = 2;
 /// Where COPY_DATA reads from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Source {
-    /// A register (src_sel 0, or 4 "perfcounters").
+    /// A register (src_sel 0; src_sel 4 "perfcounters" for a privileged CONFIG register).
     Register(u32),
     /// Memory (src_sel 2, TC_L2).
     Memory(u64),
@@ -414,7 +414,8 @@ impl Decoder<'_> {
                 let wide = control & (1 << 16) != 0;
                 let span = if wide { 2 } else { 1 };
                 let source = match control & 0xF {
-                    0 | 4 => Source::Register(register(src_lo, span)?),
+                    0 => Source::Register(register(src_lo, span)?),
+                    4 => Source::Register(perfcounter_register(src_lo, span, "SRC_SEL")?),
                     2 => Source::Memory(memory_address(src_lo, src_hi)?),
                     5 => Source::Immediate(if wide {
                         u64::from(src_lo) | (u64::from(src_hi) << 32)
@@ -426,7 +427,8 @@ impl Decoder<'_> {
                     other => return bad(format!("unsupported SRC_SEL {other}")),
                 };
                 let target = match (control >> 8) & 0xF {
-                    0 | 4 => Target::Register(register(dst_lo, span)?),
+                    0 => Target::Register(register(dst_lo, span)?),
+                    4 => Target::Register(perfcounter_register(dst_lo, span, "DST_SEL")?),
                     2 | 5 => Target::Memory(memory_address(dst_lo, dst_hi)?),
                     other => return bad(format!("unsupported DST_SEL {other}")),
                 };
@@ -548,6 +550,23 @@ fn register(reg: u32, span: u64) -> Result<u32, Reject> {
             regs::CONFIG_SPACE.end,
             regs::UCONFIG_SPACE.start,
             regs::UCONFIG_SPACE.end
+        )))
+    }
+}
+
+/// A register operand of COPY_DATA's select 4 ("perfcounters"): that path reaches the
+/// privileged CONFIG space only. The SQ and GRBM counter registers are UCONFIG and are read
+/// with select 0 (verified-facts §1), so select 4 on them is refused.
+fn perfcounter_register(reg: u32, span: u64, field: &str) -> Result<u32, Reject> {
+    let reg = register(reg, span)?;
+    if regs::CONFIG_SPACE.contains(&reg) {
+        Ok(reg)
+    } else {
+        Err(Reject::Malformed(format!(
+            "{field} 4 (perfcounters) reaches the CONFIG space ({:#x}..{:#x}) only; register \
+             {reg:#x} is UCONFIG: use {field} 0",
+            regs::CONFIG_SPACE.start,
+            regs::CONFIG_SPACE.end
         )))
     }
 }

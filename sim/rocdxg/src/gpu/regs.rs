@@ -27,12 +27,18 @@ pub const GRBM_PERFCOUNTER_HI: [u32; GRBM_SLOTS] = [0xD041, 0xD044];
 pub const SQ_PERFCOUNTER0_SELECT: u32 = 0xD9C0;
 /// SQ_PERFCOUNTER0_LO; SQ_PERFCOUNTERk_LO is this + 2k (k 0..8). 32-bit, no HI.
 pub const SQ_PERFCOUNTER0_LO: u32 = 0xD1C0;
-/// SQ_PERFCOUNTER_CTRL (stored, not interpreted).
+/// SQ_PERFCOUNTER_CTRL: PS_EN b0, GS_EN b2, HS_EN b4, CS_EN b6, DISABLE_ME*PIPE*_PERF
+/// [19:14] on gfx11 (there are no VS/ES/LS bits); aqlprofile writes 0x55. Stored, not
+/// interpreted.
 pub const SQ_PERFCOUNTER_CTRL: u32 = 0xD9E0;
-/// SQ_PERFCOUNTER_CTRL2 (stored, not interpreted).
+/// SQ_PERFCOUNTER_CTRL2: FORCE_EN b0, VMID_EN [16:1]; aqlprofile writes 0x1FFFF. Stored, not
+/// interpreted.
 pub const SQ_PERFCOUNTER_CTRL2: u32 = 0xD9E2;
-/// CP_PERFMON_CNTL: PERFMON_STATE [3:0], PERFMON_SAMPLE_ENABLE b10.
+/// CP_PERFMON_CNTL: PERFMON_STATE [3:0], SPM_PERFMON_STATE [7:4], PERFMON_ENABLE_MODE [9:8],
+/// PERFMON_SAMPLE_ENABLE b10 (aqlprofile's read writes 0x401 and it reads back as written).
 pub const CP_PERFMON_CNTL: u32 = 0xD808;
+/// GRBM_GFX_INDEX.INSTANCE_INDEX [6:0] (7 bits in GC 11.5; Mesa's gc_11_0_0 table says 8).
+pub const INSTANCE_INDEX_MASK: u32 = 0x7F;
 /// COMPUTE_PERFCOUNT_ENABLE (SH space, SET_SH_REG offset 0x20B).
 pub const COMPUTE_PERFCOUNT_ENABLE: u32 = 0x2E0B;
 
@@ -43,20 +49,20 @@ pub struct GfxIndex {
     pub se: Option<u32>,
     /// SA_INDEX [15:8], or broadcast (b29).
     pub sa: Option<u32>,
-    /// INSTANCE_INDEX [7:0], or broadcast (b30).
+    /// INSTANCE_INDEX [6:0], or broadcast (b30).
     pub instance: Option<u32>,
 }
 
 impl GfxIndex {
-    /// Decodes a `GRBM_GFX_INDEX` value.
+    /// Decodes a `GRBM_GFX_INDEX` value (bit 7 and bits 24–28 are not part of any field).
     pub fn decode(value: u32) -> GfxIndex {
-        let field = |broadcast_bit: u32, shift: u32| {
-            (value & (1 << broadcast_bit) == 0).then_some((value >> shift) & 0xFF)
+        let field = |broadcast_bit: u32, shift: u32, mask: u32| {
+            (value & (1 << broadcast_bit) == 0).then_some((value >> shift) & mask)
         };
         GfxIndex {
-            se: field(31, 16),
-            sa: field(29, 8),
-            instance: field(30, 0),
+            se: field(31, 16, 0xFF),
+            sa: field(29, 8, 0xFF),
+            instance: field(30, 0, INSTANCE_INDEX_MASK),
         }
     }
 }

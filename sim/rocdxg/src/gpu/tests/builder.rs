@@ -9,9 +9,10 @@ use crate::gpu::regs::{self, GRBM_BROADCAST};
 
 /// `SQ_PERFCOUNTER_CTRL` as aqlprofile writes it for the SQ block (PS | GS | HS | CS).
 pub const SQ_CONTROL: u32 = 0x55;
-/// `SQ_PERFCOUNTER_CTRL2` enable (FORCE_EN | VMID_EN = 0xFFFF; the bit positions are not
-/// documented, the simulator only stores the value).
+/// `SQ_PERFCOUNTER_CTRL2` enable: FORCE_EN (b0) | VMID_EN = 0xFFFF ([16:1]).
 pub const SQ_CONTROL2: u32 = 0x0001_FFFF;
+/// aqlprofile's SQ read walks 2 shader arrays per SE whatever the agent reports.
+pub const SA_PER_SE: u32 = 2;
 /// `CP_PERFMON_CNTL` count + sample enable: aqlprofile's read value.
 pub const PERFMON_READ: u32 = 0x401;
 
@@ -83,18 +84,19 @@ impl Pm4 {
         ])
     }
 
-    /// ACQUIRE_MEM over `size` bytes at `address` (aqlprofile's cache flush).
+    /// ACQUIRE_MEM over `size` bytes at `address` (aqlprofile's cache flush, verified-facts
+    /// §1: `C0065800 0 S 0 base>>8 (base>>40)&FF 10 18000`).
     pub fn acquire_mem(&mut self, address: u64, size: u64) -> &mut Self {
         let units = ((address % 256 + size) >> 8) + size.div_ceil(256) - (size >> 8);
         self.raw(&[
             packet3(opcode::ACQUIRE_MEM, 6),
             0,
             units as u32,
-            (units >> 32) as u32,
+            0,
             (address >> 8) as u32,
             ((address >> 40) & 0xFF) as u32,
             0x10,
-            0x0002_0000,
+            0x0001_8000,
         ])
     }
 
@@ -325,13 +327,24 @@ pub fn pmc_stop() -> Pm4 {
     pm4
 }
 
+/// aqlprofile's WGPs per shader array: `(cu/2 + SA·se − 1) / (se·SA)` with SA = 2.
+pub fn wgp_per_sa(geometry: &Geometry) -> u32 {
+    let arrays = SA_PER_SE * geometry.shader_engines;
+    (geometry.cus / 2).div_ceil(arrays)
+}
+
+/// Samples aqlprofile reads per SQ counter: se × 2 × wgp_per_sa.
+pub fn sq_samples(geometry: &Geometry) -> usize {
+    (geometry.shader_engines * SA_PER_SE * wgp_per_sa(geometry)) as usize
+}
+
 /// u64 output slots aqlprofile's Read fills for `counters`, in iterate order.
 pub fn read_slots(counters: &[Counter], geometry: &Geometry) -> usize {
     counters
         .iter()
         .map(|c| match c.block {
             Block::Grbm => 1,
-            Block::Sq => geometry.sq_instances(),
+            Block::Sq => sq_samples(geometry),
         })
         .sum()
 }
@@ -355,8 +368,8 @@ pub fn pmc_read(counters: &[Counter], geometry: &Geometry, output: u64) -> Pm4 {
             }
             Block::Sq => {
                 for se in 0..geometry.shader_engines {
-                    for sa in 0..geometry.arrays_per_engine {
-                        for wgp in 0..geometry.wgp_per_array {
+                    for sa in 0..SA_PER_SE {
+                        for wgp in 0..wgp_per_sa(geometry) {
                             pm4.set_uconfig(regs::GRBM_GFX_INDEX, gfx_index(se, sa, wgp));
                             pm4.copy_reg_to_memory(
                                 regs::SQ_PERFCOUNTER0_LO + 2 * counter.slot,
@@ -382,7 +395,7 @@ pub fn per_counter(counters: &[Counter], geometry: &Geometry, slots: &[u64]) -> 
         .map(|c| {
             let n = match c.block {
                 Block::Grbm => 1,
-                Block::Sq => geometry.sq_instances(),
+                Block::Sq => sq_samples(geometry),
             };
             let sum = slots[at..at + n].iter().sum();
             at += n;

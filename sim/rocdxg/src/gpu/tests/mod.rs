@@ -4,6 +4,7 @@
 mod builder;
 mod counters;
 mod exports;
+mod gfx11;
 mod pm4;
 
 use std::collections::{BTreeMap, HashMap};

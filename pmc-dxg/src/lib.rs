@@ -1,0 +1,219 @@
+//! Hardware counters for AMD GPUs under WSL2, without FFI: what the counters are (rocprofiler-
+//! sdk's `counter_defs.yaml`, resolved for an agent), the derived-counter language, the gfx11
+//! PM4 command buffers that start, stop and read a set of counters (wrapped in AMD vendor PM4-IB
+//! AQL packets, which the DXG thunk passes to the GPU when `WSLKMT_VENDOR_PACKET=1`), how a
+//! set is split into passes that fit the hardware's counter slots, and how the read-back
+//! decodes into per-instance values.
+//!
+//! - [`defs`]: loading and resolving counter definitions;
+//! - [`expr`]: the derived-counter language (parse, print, evaluate over per-instance values);
+//! - [`plan`]: base counters into passes within each block's slots;
+//! - [`pm4`]: the command buffers, the AQL packets and the decoding of results.
+
+#![forbid(unsafe_code)]
+
+pub mod defs;
+pub mod expr;
+pub mod plan;
+pub mod pm4;
+
+use serde::{Deserialize, Serialize};
+
+/// A hardware block that counts events, by its `counter_defs.yaml` name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Block {
+    /// The shader sequencer (8 counter slots on gfx11, 32-bit counters read per SE/SA/WGP).
+    Sq,
+    /// The graphics register bus manager (2 counter slots, 64-bit, one instance).
+    Grbm,
+    /// Any other block the definitions name (not collectable by this build).
+    Other(String),
+}
+
+impl Block {
+    /// From the YAML's `block` value.
+    pub fn from_name(name: &str) -> Self {
+        match name {
+            "SQ" => Self::Sq,
+            "GRBM" => Self::Grbm,
+            other => Self::Other(other.to_owned()),
+        }
+    }
+
+    /// The YAML's spelling.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Sq => "SQ",
+            Self::Grbm => "GRBM",
+            Self::Other(n) => n,
+        }
+    }
+}
+
+impl std::fmt::Display for Block {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A base counter's hardware event.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct BaseEvent {
+    /// The counting block.
+    pub block: Block,
+    /// The block's event (select) id.
+    pub event: u32,
+}
+
+/// What the command buffers need to know of an agent's shader topology.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Topology {
+    /// The gfx target (`gfx1150`).
+    pub gfx: String,
+    /// Shader engines (KFD `num_shader_banks`).
+    pub se: u32,
+    /// Compute units (KFD `simd_count / simd_per_cu`).
+    pub cu: u32,
+    /// Accelerated compute dies.
+    pub xcc: u32,
+}
+
+impl Topology {
+    /// The topology of a discovered GPU agent (`None` for a CPU agent).
+    pub fn of(agent: &trace_records::agents::Agent) -> Option<Self> {
+        let g = agent.gpu.as_ref()?;
+        Some(Self {
+            gfx: agent.name.clone(),
+            se: g.num_shader_banks.max(1),
+            cu: g
+                .simd_count
+                .checked_div(g.simd_per_cu)
+                .unwrap_or(g.cu_count),
+            xcc: g.num_xcc.max(1),
+        })
+    }
+}
+
+/// Everything that can go wrong in this crate.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    // --- definitions and expressions (defs, expr) ---
+    /// A definitions file could not be read or parsed.
+    #[error("{origin}: {message}")]
+    Definitions {
+        /// Where the definitions came from (a path, or "built-in").
+        origin: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A derived counter's expression does not parse.
+    #[error("counter {counter}: expression `{expression}` at {position}: expected {expected}")]
+    Parse {
+        /// The counter.
+        counter: String,
+        /// Its expression.
+        expression: String,
+        /// Byte offset of the problem.
+        position: usize,
+        /// What was expected there.
+        expected: String,
+    },
+    /// An expression could not be evaluated (mismatched sizes or dimensions, a missing input).
+    #[error("counter {counter}: {message}")]
+    Evaluate {
+        /// The counter.
+        counter: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A derived counter refers to a name that is neither a counter nor a constant here.
+    #[error("counter {counter}: {input} is not defined for this agent")]
+    UnknownInput {
+        /// The derived counter.
+        counter: String,
+        /// The name it needs.
+        input: String,
+    },
+    /// No definition of this name for the agent.
+    #[error("counter {name} is not defined for {gfx}")]
+    UnknownCounter {
+        /// The name asked for.
+        name: String,
+        /// The agent's gfx target.
+        gfx: String,
+    },
+    // --- hardware (plan, pm4) ---
+    /// Counters on this gfx target cannot be collected by this build.
+    #[error("counters on {0} are not supported yet (this build programs gfx11 only)")]
+    UnsupportedTarget(String),
+    /// A block this build cannot program.
+    #[error("counter {counter}: block {block} is not supported yet (SQ and GRBM are)")]
+    UnsupportedBlock {
+        /// The counter.
+        counter: String,
+        /// Its block.
+        block: String,
+    },
+    /// The counters asked for need more slots of a block than it has, in one pass.
+    #[error("{block} has {slots} counter slots, and one pass was asked for {}: {}", counters.len(), counters.join(", "))]
+    TooManyCounters {
+        /// The block.
+        block: String,
+        /// Its slots.
+        slots: usize,
+        /// The base counters competing for them.
+        counters: Vec<String>,
+    },
+    /// A read-back buffer is too short for the pass.
+    #[error("the counter output holds {got} bytes, the pass needs {need}")]
+    ShortOutput {
+        /// Bytes given.
+        got: usize,
+        /// Bytes needed.
+        need: usize,
+    },
+    /// One pass's largest PM4 buffer would not fit the command processor's frame (or the
+    /// 20-bit size field of an indirect buffer).
+    #[error("one pass of {} needs a {dwords}-dword PM4 buffer, and at most {frame} dwords fit", counters.join(", "))]
+    FrameOverflow {
+        /// Dwords of the pass's largest buffer.
+        dwords: usize,
+        /// The most that fit.
+        frame: usize,
+        /// The base counters of the pass.
+        counters: Vec<String>,
+    },
+    /// An event id does not fit its block's PERF_SEL field (aqlprofile would silently program
+    /// another event).
+    #[error("counter {counter}: event {event} does not fit {block} PERF_SEL (at most {max})")]
+    EventOutOfRange {
+        /// The counter.
+        counter: String,
+        /// Its block.
+        block: String,
+        /// Its event id.
+        event: u32,
+        /// The largest id the field holds.
+        max: u32,
+    },
+    /// The agent's shader topology cannot be programmed (no WGPs, more than one XCC, indices
+    /// that do not fit GRBM_GFX_INDEX).
+    #[error("cannot program counters on {gfx}: {message}")]
+    InvalidTopology {
+        /// The agent's gfx target.
+        gfx: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A buffer the PM4 addresses is not aligned as it must be.
+    #[error("the {what} address {address:#x} is not {alignment}-byte aligned")]
+    Misaligned {
+        /// Which buffer.
+        what: &'static str,
+        /// Its address.
+        address: u64,
+        /// The alignment it needs.
+        alignment: u64,
+    },
+}

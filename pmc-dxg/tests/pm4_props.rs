@@ -1,0 +1,245 @@
+//! Property tests of the builder over random valid counter sets and topologies, and of the
+//! decoder over random output bytes.
+
+use std::collections::HashSet;
+
+use pmc_dxg::pm4::{Geometry, PassBuffers, build_pass, decode};
+use pmc_dxg::{BaseEvent, Block, Error, Topology};
+use proptest::prelude::*;
+
+/// A valid pass: up to 8 SQ and 2 GRBM events in a random interleaving, on a random gfx11
+/// topology, with a random command-memory base (256-aligned) and output address (8-aligned).
+#[derive(Debug, Clone)]
+struct Case {
+    topology: Topology,
+    events: Vec<(String, BaseEvent)>,
+    base: u64,
+    out: u64,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    let sq = prop::collection::vec(0_u32..=0x1FF, 0..=8);
+    let grbm = prop::collection::vec(0_u32..=0x3F, 0..=2);
+    let order = prop::collection::vec(any::<u32>(), 10);
+    let chip = prop::sample::select(vec!["gfx1100", "gfx1101", "gfx1103", "gfx1150", "gfx1151"]);
+    (
+        sq,
+        grbm,
+        order,
+        chip,
+        1_u32..=4,
+        2_u32..=64,
+        0_u64..(1 << 40),
+        1_u64..(1 << 44),
+    )
+        .prop_map(|(sq, grbm, order, chip, se, cu, base, out)| {
+            let mut keyed: Vec<(u32, (String, BaseEvent))> = sq
+                .iter()
+                .enumerate()
+                .map(|(i, &event)| {
+                    (
+                        order[i],
+                        (
+                            format!("SQ{i}"),
+                            BaseEvent {
+                                block: Block::Sq,
+                                event,
+                            },
+                        ),
+                    )
+                })
+                .chain(grbm.iter().enumerate().map(|(i, &event)| {
+                    (
+                        order[8 + i],
+                        (
+                            format!("GRBM{i}"),
+                            BaseEvent {
+                                block: Block::Grbm,
+                                event,
+                            },
+                        ),
+                    )
+                }))
+                .collect();
+            keyed.sort_by_key(|(key, _)| *key);
+            Case {
+                topology: Topology {
+                    gfx: chip.to_owned(),
+                    se,
+                    cu,
+                    xcc: 1,
+                },
+                events: keyed.into_iter().map(|(_, event)| event).collect(),
+                base: base * 256,
+                out: out * 8,
+            }
+        })
+}
+
+/// One decoded PM4 packet: opcode and body.
+fn packets(buffer: &[u32]) -> Result<Vec<(u32, &[u32])>, String> {
+    let mut at = 0;
+    let mut out = Vec::new();
+    while at < buffer.len() {
+        let header = buffer[at];
+        if header >> 30 != 3 {
+            return Err(format!("dword {at}: {header:#x} is not a type-3 header"));
+        }
+        let total = ((header >> 16) & 0x3FFF) as usize + 2;
+        let body = buffer
+            .get(at + 1..at + total)
+            .ok_or_else(|| format!("dword {at}: packet runs past the end"))?;
+        out.push(((header >> 8) & 0xFF, body));
+        at += total;
+    }
+    Ok(out)
+}
+
+fn counts(case: &Case) -> (usize, usize) {
+    let sq = case
+        .events
+        .iter()
+        .filter(|(_, e)| e.block == Block::Sq)
+        .count();
+    (sq, case.events.len() - sq)
+}
+
+fn check_buffers(case: &Case, buffers: &PassBuffers) -> Result<(), TestCaseError> {
+    let geometry = Geometry::of(&case.topology).unwrap();
+    let (sq, grbm) = counts(case);
+    // Sizes.
+    let sizes = geometry.dwords(sq, grbm);
+    prop_assert_eq!(
+        (buffers.start.len(), buffers.stop.len(), buffers.read.len()),
+        (sizes.start, sizes.stop, sizes.read)
+    );
+    let samples = sq * 2 * geometry.se as usize * geometry.wgp_per_sa as usize + grbm;
+    prop_assert_eq!(buffers.samples.len(), samples);
+    prop_assert_eq!(buffers.output_bytes, 8 + 8 * samples);
+    // Layout: [read | start | stop], each part 256-aligned in memory, no overlap.
+    prop_assert_eq!(buffers.read_offset, 0);
+    let parts = [
+        (buffers.read_offset, buffers.read.len()),
+        (buffers.start_offset, buffers.start.len()),
+        (buffers.stop_offset, buffers.stop.len()),
+    ];
+    let mut end = 0;
+    for (offset, dwords) in parts {
+        prop_assert!(offset >= end, "parts overlap");
+        prop_assert_eq!((case.base + offset as u64) % 256, 0);
+        end = offset + 4 * dwords;
+    }
+    prop_assert!(buffers.command_bytes >= end && buffers.command_bytes.is_multiple_of(256));
+    prop_assert!(buffers.command_bytes < end + 256);
+    // Every buffer is whole type-3 packets of the opcodes the builder uses.
+    for buffer in [&buffers.start, &buffers.stop, &buffers.read] {
+        for (op, _) in packets(buffer).map_err(TestCaseError::fail)? {
+            prop_assert!(
+                [0x79, 0x76, 0x46, 0x40, 0x58].contains(&op),
+                "opcode {op:#x}"
+            );
+        }
+    }
+    // The read: every COPY_DATA lands inside the output buffer, once each; ACQUIRE_MEM last.
+    let read = packets(&buffers.read).map_err(TestCaseError::fail)?;
+    let mut destinations = HashSet::new();
+    let output_end = case.out + buffers.output_bytes as u64;
+    for (op, body) in &read {
+        if *op == 0x40 {
+            prop_assert_eq!(body.len(), 5);
+            prop_assert_eq!(body[0], 0x200, "SRC_SEL 0, DST_SEL 2, 32-bit");
+            let destination = u64::from(body[3]) | (u64::from(body[4]) << 32);
+            prop_assert!(destination.is_multiple_of(4));
+            prop_assert!(case.out <= destination && destination + 4 <= output_end);
+            prop_assert!(destinations.insert(destination), "written twice");
+        }
+    }
+    // One copy per SQ sample, two (LO, HI) per GRBM sample.
+    prop_assert_eq!(destinations.len(), samples + grbm);
+    let (op, acquire) = read.last().unwrap();
+    prop_assert_eq!(*op, 0x58);
+    let data = 8 * samples as u64;
+    let s = ((case.out % 256 + data) >> 8) + data.div_ceil(256) - data / 256;
+    prop_assert_eq!(
+        acquire.to_vec(),
+        vec![
+            0,
+            s as u32,
+            0,
+            (case.out >> 8) as u32,
+            ((case.out >> 40) & 0xFF) as u32,
+            0x10,
+            0x1_8000
+        ]
+    );
+    // Slots: the k-th event of a block gets register k, so SELECTs are distinct.
+    let mut selects = HashSet::new();
+    for (op, body) in packets(&buffers.start).map_err(TestCaseError::fail)? {
+        let select = (0x19C0..0x19D0).contains(&body[0]) || (0x1840..0x1842).contains(&body[0]);
+        if op == 0x79 && select {
+            prop_assert!(selects.insert(body[0]), "select {:#x} twice", body[0]);
+        }
+    }
+    prop_assert_eq!(selects.len(), sq + grbm);
+    for (block, n) in [(Block::Sq, sq), (Block::Grbm, grbm)] {
+        let slots: Vec<u32> = buffers
+            .counters
+            .iter()
+            .filter(|c| c.event.block == block)
+            .map(|c| c.slot)
+            .collect();
+        prop_assert_eq!(slots, (0..n as u32).collect::<Vec<u32>>());
+    }
+    // Samples: dense 8-byte slots in read order, each inside the output.
+    for (i, sample) in buffers.samples.iter().enumerate() {
+        prop_assert_eq!(sample.offset, 8 * i);
+        prop_assert!(sample.offset + 8 <= buffers.output_bytes);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(600))]
+
+    #[test]
+    fn random_valid_sets_build_consistent_buffers(case in case()) {
+        let buffers = build_pass(&case.topology, &case.events, case.base, case.out)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        check_buffers(&case, &buffers)?;
+    }
+
+    #[test]
+    fn random_output_bytes_decode_without_panicking(
+        case in case(),
+        noise in prop::collection::vec(any::<u8>(), 1..2048),
+        delta in -24_i64..48,
+    ) {
+        let buffers = build_pass(&case.topology, &case.events, case.base, case.out)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        // Random bytes around the needed length, short ones included.
+        let len = (buffers.output_bytes as i64 + delta).max(0) as usize;
+        let bytes: Vec<u8> = noise.iter().copied().cycle().take(len).collect();
+        match decode(&buffers, &bytes) {
+            Err(error) => {
+                prop_assert!(bytes.len() < buffers.output_bytes);
+                prop_assert_eq!(error, Error::ShortOutput { got: bytes.len(), need: buffers.output_bytes });
+            }
+            Ok(values) => {
+                prop_assert!(bytes.len() >= buffers.output_bytes);
+                prop_assert_eq!(values.len(), case.events.len());
+                let total: usize = values.iter().map(|v| v.values.len()).sum();
+                prop_assert_eq!(total, buffers.samples.len());
+                for (counter, decoded) in buffers.counters.iter().zip(&values) {
+                    prop_assert_eq!(&counter.name, &decoded.name);
+                    prop_assert_eq!(decoded.values.len(), counter.samples.len());
+                    prop_assert_eq!(decoded.instances.len(), counter.samples.len());
+                    for (sample, &value) in buffers.samples[counter.samples.clone()].iter().zip(&decoded.values) {
+                        let raw = u64::from_le_bytes(bytes[sample.offset..sample.offset + 8].try_into().unwrap());
+                        let wanted = if sample.block == Block::Sq { raw & 0xFFFF_FFFF } else { raw };
+                        prop_assert_eq!(value, wanted);
+                    }
+                }
+            }
+        }
+    }
+}

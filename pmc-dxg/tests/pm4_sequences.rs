@@ -1,0 +1,617 @@
+//! The gfx11 buffers against verified-facts §1: `{SQ_WAVES}` dword for dword as the facts give
+//! it, two four-counter sets against sequences written out here from the rules (not from the
+//! builder), the AQL packets, the command-memory layout, decoding and the refusals.
+
+use pmc_dxg::pm4::{
+    self, CounterValues, Instance, PassBuffers, Sample, build_pass, decode, pm4_ib_packet,
+};
+use pmc_dxg::{BaseEvent, Block, Error, Topology};
+
+fn radeon_890m() -> Topology {
+    Topology {
+        gfx: "gfx1150".into(),
+        se: 1,
+        cu: 16,
+        xcc: 1,
+    }
+}
+
+fn sq(name: &str, event: u32) -> (String, BaseEvent) {
+    (
+        name.to_owned(),
+        BaseEvent {
+            block: Block::Sq,
+            event,
+        },
+    )
+}
+
+fn grbm(name: &str, event: u32) -> (String, BaseEvent) {
+    (
+        name.to_owned(),
+        BaseEvent {
+            block: Block::Grbm,
+            event,
+        },
+    )
+}
+
+const BASE: u64 = 0x1234_5678_9ABC_DE00;
+/// Not 256-aligned, so the ACQUIRE_MEM size formula has work to do.
+const OUT: u64 = 0x0000_7F12_3456_78C8;
+
+// ---------------------------------------------------------- the expected sequences, by hand
+
+/// `C0017900 <offset> <value>`: SET_UCONFIG_REG with the offset already taken off 0xC000.
+fn uconfig(offset: u32, value: u32) -> Vec<u32> {
+    vec![0xC001_7900, offset, value]
+}
+
+fn broadcast() -> Vec<u32> {
+    uconfig(0x200, 0xE000_0000)
+}
+
+fn wait_idle() -> Vec<u32> {
+    vec![0xC000_4600, 0x407]
+}
+
+/// `C0044000 00000200 <abs reg> 0 <dst_lo & ~3> <dst_hi>`.
+fn copy(register: u32, destination: u64) -> Vec<u32> {
+    vec![
+        0xC004_4000,
+        0x200,
+        register,
+        0,
+        (destination & 0xFFFF_FFFC) as u32,
+        (destination >> 32) as u32,
+    ]
+}
+
+/// `C0065800 0 S 0 base>>8 (base>>40)&FF 10 18000` over `data` bytes at `base`.
+fn acquire(base: u64, data: u64) -> Vec<u32> {
+    let floor = data / 256;
+    let ceil = data.div_ceil(256);
+    let s = ((base % 256 + data) >> 8) + ceil - floor;
+    vec![
+        0xC006_5800,
+        0,
+        s as u32,
+        0,
+        (base >> 8) as u32,
+        ((base >> 40) & 0xFF) as u32,
+        0x10,
+        0x1_8000,
+    ]
+}
+
+/// A requested counter as the rules see it.
+enum Req {
+    /// SQ slot i with event e: SELECT offset 0x19C0 + 2i, LO 0xD1C0 + 2i.
+    Sq(u32, u32),
+    /// GRBM slot k with event e: SELECT offset 0x1840 + k, LO/HI 0xD040/0xD041 or 0xD043/0xD044.
+    Grbm(u32, u32),
+}
+
+fn expected_start(requests: &[Req]) -> Vec<u32> {
+    let mut dwords = wait_idle();
+    dwords.extend(broadcast());
+    dwords.extend(uconfig(0x1808, 0));
+    if requests.iter().any(|r| matches!(r, Req::Sq(..))) {
+        dwords.extend(uconfig(0x19E2, 0x1_FFFF));
+    }
+    for request in requests {
+        dwords.extend(broadcast());
+        match *request {
+            Req::Sq(slot, event) => {
+                dwords.extend(uconfig(0x19C0 + 2 * slot, event));
+                dwords.extend(uconfig(0x19E0, 0x55));
+            }
+            Req::Grbm(slot, event) => dwords.extend(uconfig(0x1840 + slot, event)),
+        }
+    }
+    dwords.extend(broadcast());
+    dwords.extend([0xC001_7600, 0x20B, 1]);
+    dwords.extend(uconfig(0x1808, 0));
+    dwords.extend(uconfig(0x1808, 1));
+    dwords.extend(wait_idle());
+    dwords
+}
+
+/// The 890M's SE/SA/WGP walk: SE 0, SA 0..2, WGP 0..4.
+const INDICES_890M: [u32; 8] = [0x0, 0x4, 0x8, 0xC, 0x100, 0x104, 0x108, 0x10C];
+
+fn expected_read(requests: &[Req], out: u64) -> Vec<u32> {
+    let mut dwords = uconfig(0x1808, 0x401);
+    dwords.extend(broadcast());
+    dwords.extend(wait_idle());
+    let mut at = out;
+    for request in requests {
+        dwords.extend(broadcast());
+        match *request {
+            Req::Sq(slot, _) => {
+                for index in INDICES_890M {
+                    dwords.extend(uconfig(0x200, index));
+                    dwords.extend(copy(0xD1C0 + 2 * slot, at));
+                    at += 8;
+                }
+            }
+            Req::Grbm(slot, _) => {
+                let (lo, hi) = [(0xD040, 0xD041), (0xD043, 0xD044)][slot as usize];
+                dwords.extend(broadcast());
+                dwords.extend(copy(lo, at));
+                dwords.extend(copy(hi, at + 4));
+                at += 8;
+            }
+        }
+    }
+    dwords.extend(broadcast());
+    dwords.extend(acquire(out, at - out));
+    dwords
+}
+
+const STOP: [u32; 8] = [
+    0xC001_7900,
+    0x200,
+    0xE000_0000,
+    0xC001_7900,
+    0x1808,
+    2,
+    0xC000_4600,
+    0x407,
+];
+
+fn hex(dwords: &[u32]) -> String {
+    dwords
+        .iter()
+        .map(|d| format!("{d:X}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn assert_dwords(what: &str, got: &[u32], wanted: &[u32]) {
+    if got != wanted {
+        let first = got
+            .iter()
+            .zip(wanted)
+            .position(|(a, b)| a != b)
+            .unwrap_or(got.len().min(wanted.len()));
+        panic!(
+            "{what}: {} dwords, expected {}; first difference at dword {first}\n got: {}\nwant: {}",
+            got.len(),
+            wanted.len(),
+            hex(got),
+            hex(wanted)
+        );
+    }
+}
+
+fn build(events: &[(String, BaseEvent)]) -> PassBuffers {
+    build_pass(&radeon_890m(), events, BASE, OUT).unwrap_or_else(|e| panic!("{e}"))
+}
+
+// ------------------------------------------------------------------------------- the cases
+
+#[test]
+fn sq_waves_is_exactly_the_verified_sequence() {
+    let buffers = build(&[sq("SQ_WAVES", 4)]);
+    // verified-facts §1 "Start, for {SQ_WAVES}, as exact dwords".
+    let start: [u32; 34] = [
+        0xC0004600, 0x407, //
+        0xC0017900, 0x200, 0xE0000000, //
+        0xC0017900, 0x1808, 0x0, //
+        0xC0017900, 0x19E2, 0x1FFFF, //
+        0xC0017900, 0x200, 0xE0000000, //
+        0xC0017900, 0x19C0, 0x4, //
+        0xC0017900, 0x19E0, 0x55, //
+        0xC0017900, 0x200, 0xE0000000, //
+        0xC0017600, 0x20B, 0x1, //
+        0xC0017900, 0x1808, 0x0, //
+        0xC0017900, 0x1808, 0x1, //
+        0xC0004600, 0x407,
+    ];
+    assert_dwords("start", &buffers.start, &start);
+    assert_dwords("stop", &buffers.stop, &STOP);
+    // Read: sample + broadcast + flush, the counter's broadcast, 8 × (index, COPY LO),
+    // broadcast, ACQUIRE_MEM over 64 data bytes at OUT (S = ((0xC8 + 64) >> 8) + 1 − 0 = 2).
+    let mut read = vec![
+        0xC0017900, 0x1808, 0x401, 0xC0017900, 0x200, 0xE0000000, 0xC0004600, 0x407, 0xC0017900,
+        0x200, 0xE0000000,
+    ];
+    for (i, index) in [0x0, 0x4, 0x8, 0xC, 0x100, 0x104, 0x108, 0x10C]
+        .into_iter()
+        .enumerate()
+    {
+        read.extend([0xC0017900, 0x200, index]);
+        read.extend([
+            0xC0044000,
+            0x200,
+            0xD1C0,
+            0,
+            0x345678C8 + 8 * i as u32,
+            0x7F12,
+        ]);
+    }
+    read.extend([0xC0017900, 0x200, 0xE0000000]);
+    read.extend([0xC0065800, 0, 2, 0, 0x12345678, 0x7F, 0x10, 0x18000]);
+    assert_dwords("read", &buffers.read, &read);
+    assert_dwords(
+        "read (rules)",
+        &buffers.read,
+        &expected_read(&[Req::Sq(0, 4)], OUT),
+    );
+    assert_eq!(buffers.output_bytes, 8 + 8 * 8);
+}
+
+#[test]
+fn four_counter_set_follows_the_rules() {
+    let buffers = build(&[
+        sq("SQ_WAVES", 4),
+        sq("SQ_BUSY_CYCLES", 3),
+        grbm("GRBM_COUNT", 0),
+        grbm("GRBM_GUI_ACTIVE", 2),
+    ]);
+    let requests = [
+        Req::Sq(0, 4),
+        Req::Sq(1, 3),
+        Req::Grbm(0, 0),
+        Req::Grbm(1, 2),
+    ];
+    assert_dwords("start", &buffers.start, &expected_start(&requests));
+    assert_dwords("stop", &buffers.stop, &STOP);
+    assert_dwords("read", &buffers.read, &expected_read(&requests, OUT));
+    assert_eq!(
+        (buffers.start.len(), buffers.read.len(), buffers.stop.len()),
+        (55, 205, 8)
+    );
+    // 8 + 8 × 18 samples; SQ_WAVES at 0–56, SQ_BUSY_CYCLES at 64–120, GRBM at 128 and 136.
+    assert_eq!(buffers.output_bytes, 152);
+    let offsets = |name: &str| -> Vec<usize> {
+        let index = buffers
+            .counters
+            .iter()
+            .position(|c| c.name == name)
+            .unwrap();
+        buffers
+            .samples
+            .iter()
+            .filter(|s| s.counter == index)
+            .map(|s| s.offset)
+            .collect()
+    };
+    assert_eq!(
+        offsets("SQ_WAVES"),
+        (0..8).map(|i| 8 * i).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        offsets("SQ_BUSY_CYCLES"),
+        (0..8).map(|i| 64 + 8 * i).collect::<Vec<_>>()
+    );
+    assert_eq!(offsets("GRBM_COUNT"), [128]);
+    assert_eq!(offsets("GRBM_GUI_ACTIVE"), [136]);
+    let slots: Vec<u32> = buffers.counters.iter().map(|c| c.slot).collect();
+    assert_eq!(slots, [0, 1, 0, 1]);
+}
+
+#[test]
+fn instruction_set_follows_the_rules() {
+    let buffers = build(&[
+        sq("SQ_INSTS_VALU", 62),
+        sq("SQ_INSTS_SALU", 58),
+        sq("SQ_WAVE_CYCLES", 24),
+        grbm("GRBM_COUNT", 0),
+    ]);
+    let requests = [
+        Req::Sq(0, 62),
+        Req::Sq(1, 58),
+        Req::Sq(2, 24),
+        Req::Grbm(0, 0),
+    ];
+    assert_dwords("start", &buffers.start, &expected_start(&requests));
+    assert_dwords("stop", &buffers.stop, &STOP);
+    assert_dwords("read", &buffers.read, &expected_read(&requests, OUT));
+    // SQ slot 2 is programmed through SQ_PERFCOUNTER4_SELECT (0xD9C4) and read from
+    // SQ_PERFCOUNTER2_LO (0xD1C4).
+    assert!(
+        buffers
+            .start
+            .windows(3)
+            .any(|w| w == [0xC0017900, 0x19C4, 24])
+    );
+    assert!(
+        buffers
+            .read
+            .windows(3)
+            .any(|w| w == [0xC0044000, 0x200, 0xD1C4])
+    );
+    assert_eq!(buffers.output_bytes, 8 + 8 * (3 * 8 + 1));
+}
+
+#[test]
+fn grbm_only_passes_have_no_ctrl2_and_interleaving_keeps_request_order() {
+    let buffers = build(&[grbm("GRBM_GUI_ACTIVE", 2)]);
+    assert_dwords("start", &buffers.start, &expected_start(&[Req::Grbm(0, 2)]));
+    assert!(
+        !buffers.start.contains(&0x19E2),
+        "CTRL2 only with SQ counters"
+    );
+    assert_eq!(buffers.output_bytes, 16);
+    // GRBM, SQ, GRBM, SQ: each block numbers its own slots in request order.
+    let buffers = build(&[
+        grbm("GRBM_COUNT", 0),
+        sq("SQ_WAVES", 4),
+        grbm("GRBM_CP_BUSY", 3),
+        sq("SQ_CYCLES", 2),
+    ]);
+    let requests = [
+        Req::Grbm(0, 0),
+        Req::Sq(0, 4),
+        Req::Grbm(1, 3),
+        Req::Sq(1, 2),
+    ];
+    assert_dwords("start", &buffers.start, &expected_start(&requests));
+    assert_dwords("read", &buffers.read, &expected_read(&requests, OUT));
+    let layout: Vec<(usize, usize)> = buffers
+        .counters
+        .iter()
+        .map(|c| (c.samples.start, c.samples.end))
+        .collect();
+    assert_eq!(layout, [(0, 1), (1, 9), (9, 10), (10, 18)]);
+}
+
+#[test]
+fn event_ids_use_all_nine_sq_bits() {
+    // SQC_LDS_BANK_CONFLICT = 256 needs PERF_SEL bit 8.
+    let buffers = build(&[
+        sq("SQC_LDS_BANK_CONFLICT", 256),
+        sq("SQC_LDS_IDX_ACTIVE", 261),
+    ]);
+    assert!(
+        buffers
+            .start
+            .windows(3)
+            .any(|w| w == [0xC0017900, 0x19C0, 256])
+    );
+    assert!(
+        buffers
+            .start
+            .windows(3)
+            .any(|w| w == [0xC0017900, 0x19C2, 261])
+    );
+    // Ids the field cannot hold are refused rather than truncated into another event.
+    assert_eq!(
+        build_pass(&radeon_890m(), &[sq("BIG", 0x200)], BASE, OUT),
+        Err(Error::EventOutOfRange {
+            counter: "BIG".into(),
+            block: "SQ".into(),
+            event: 0x200,
+            max: 0x1FF
+        })
+    );
+    assert_eq!(
+        build_pass(&radeon_890m(), &[grbm("G", 0x40)], BASE, OUT),
+        Err(Error::EventOutOfRange {
+            counter: "G".into(),
+            block: "GRBM".into(),
+            event: 0x40,
+            max: 0x3F
+        })
+    );
+    assert!(build_pass(&radeon_890m(), &[grbm("G", 0x3F)], BASE, OUT).is_ok());
+}
+
+#[test]
+fn the_aql_packets_carry_the_buffers() {
+    let buffers = build(&[
+        sq("SQ_WAVES", 4),
+        sq("SQ_BUSY_CYCLES", 3),
+        grbm("GRBM_COUNT", 0),
+        grbm("GRBM_GUI_ACTIVE", 2),
+    ]);
+    // [read | start | stop], each 256-byte aligned: 820 → 1024, 1024 + 220 → 1280, + 32.
+    assert_eq!(
+        (
+            buffers.read_offset,
+            buffers.start_offset,
+            buffers.stop_offset,
+            buffers.command_bytes
+        ),
+        (0, 1024, 1280, 1536)
+    );
+    let packets = buffers.packets();
+    let dword = |packet: &[u8; 64], i: usize| {
+        u32::from_le_bytes(packet[4 * i..4 * i + 4].try_into().unwrap())
+    };
+    for (packet, header, offset, dwords) in [
+        (&packets.start, 0x0000_u16, 1024_u64, 55_u32),
+        (&packets.stop, 0x0100, 1280, 8),
+        (&packets.read, 0x0100, 0, 205),
+    ] {
+        let address = BASE + offset;
+        assert_eq!(u16::from_le_bytes([packet[0], packet[1]]), header);
+        assert_eq!(
+            u16::from_le_bytes([packet[2], packet[3]]),
+            1,
+            "AMD_AQL_FORMAT_PM4_IB"
+        );
+        assert_eq!(dword(packet, 1), 0xC002_3F00);
+        assert_eq!(dword(packet, 2), (address as u32) & !3);
+        assert_eq!(dword(packet, 3), 0x1234_5678, "the full high 32 bits");
+        assert_eq!(dword(packet, 4), 0x1080_0000 | dwords);
+        assert_eq!(dword(packet, 5), 0xA);
+        assert!(
+            packet[24..64].iter().all(|&b| b == 0),
+            "reserved and signal"
+        );
+    }
+    let with_signal = pm4_ib_packet(0x0100, 0x1000, 8, 0xDEAD_BEEF_0000_0042);
+    assert_eq!(
+        u64::from_le_bytes(with_signal[56..64].try_into().unwrap()),
+        0xDEAD_BEEF_0000_0042
+    );
+    // The command memory image holds each buffer at its offset, zero padding between.
+    let memory = buffers.command_memory();
+    assert_eq!(memory.len(), 1536);
+    let at = |offset: usize| u32::from_le_bytes(memory[offset..offset + 4].try_into().unwrap());
+    assert_eq!(at(0), 0xC001_7900);
+    assert_eq!(at(4 * 204), 0x1_8000, "the read's last dword");
+    assert!(memory[820..1024].iter().all(|&b| b == 0));
+    assert_eq!(at(1024), 0xC000_4600);
+    assert_eq!(at(1280 + 4 * 5), 2, "stop: CP_PERFMON_CNTL = 2");
+    assert!(memory[1312..].iter().all(|&b| b == 0));
+}
+
+#[test]
+fn decode_reads_each_instance_in_order() {
+    let buffers = build(&[sq("SQ_WAVES", 4), grbm("GRBM_COUNT", 0)]);
+    assert_eq!(buffers.output_bytes, 8 + 8 * 9);
+    let mut output = vec![0_u8; buffers.output_bytes];
+    for i in 0..8 {
+        // Low half the count, high half garbage the PM4 never writes.
+        output[8 * i..8 * i + 4].copy_from_slice(&(1000 + i as u32).to_le_bytes());
+        output[8 * i + 4..8 * i + 8].copy_from_slice(&0xA5A5_A5A5_u32.to_le_bytes());
+    }
+    output[64..72].copy_from_slice(&0x0000_0001_0000_0002_u64.to_le_bytes());
+    let values = decode(&buffers, &output).unwrap();
+    let instances: Vec<Instance> = [
+        (0, 0),
+        (0, 1),
+        (0, 2),
+        (0, 3),
+        (1, 0),
+        (1, 1),
+        (1, 2),
+        (1, 3),
+    ]
+    .into_iter()
+    .map(|(sa, wgp)| Instance { se: 0, sa, wgp })
+    .collect();
+    assert_eq!(
+        values,
+        [
+            CounterValues {
+                name: "SQ_WAVES".into(),
+                event: BaseEvent {
+                    block: Block::Sq,
+                    event: 4
+                },
+                values: (1000..1008).collect(),
+                instances,
+            },
+            CounterValues {
+                name: "GRBM_COUNT".into(),
+                event: BaseEvent {
+                    block: Block::Grbm,
+                    event: 0
+                },
+                values: vec![0x1_0000_0002],
+                instances: vec![Instance {
+                    se: 0,
+                    sa: 0,
+                    wgp: 0
+                }],
+            },
+        ]
+    );
+    assert_eq!(
+        buffers.samples[4],
+        Sample {
+            counter: 0,
+            block: Block::Sq,
+            se: 0,
+            sa: 1,
+            wgp: 0,
+            offset: 32
+        }
+    );
+    assert_eq!(
+        decode(&buffers, &output[..79]),
+        Err(Error::ShortOutput { got: 79, need: 80 })
+    );
+}
+
+#[test]
+fn what_cannot_be_programmed_is_refused() {
+    let other = Topology {
+        gfx: "gfx90a".into(),
+        ..radeon_890m()
+    };
+    assert_eq!(
+        build_pass(&other, &[sq("SQ_WAVES", 4)], BASE, OUT),
+        Err(Error::UnsupportedTarget("gfx90a".into()))
+    );
+    assert_eq!(
+        Error::UnsupportedTarget("gfx90a".into()).to_string(),
+        "counters on gfx90a are not supported yet (this build programs gfx11 only)"
+    );
+    let tcp = (
+        "TCP_TOTAL_CACHE_ACCESSES".to_owned(),
+        BaseEvent {
+            block: Block::Other("TCP".into()),
+            event: 1,
+        },
+    );
+    assert_eq!(
+        build_pass(&radeon_890m(), &[sq("SQ_WAVES", 4), tcp], BASE, OUT),
+        Err(Error::UnsupportedBlock {
+            counter: "TCP_TOTAL_CACHE_ACCESSES".into(),
+            block: "TCP".into()
+        })
+    );
+    let nine: Vec<_> = (0..9).map(|i| sq(&format!("S{i}"), i)).collect();
+    assert_eq!(
+        build_pass(&radeon_890m(), &nine, BASE, OUT),
+        Err(Error::TooManyCounters {
+            block: "SQ".into(),
+            slots: 8,
+            counters: (0..9).map(|i| format!("S{i}")).collect()
+        })
+    );
+    let three = [grbm("A", 0), sq("S", 4), grbm("B", 2), grbm("C", 3)];
+    assert!(matches!(
+        build_pass(&radeon_890m(), &three, BASE, OUT),
+        Err(Error::TooManyCounters { block, slots: 2, counters }) if block == "GRBM" && counters == ["A", "B", "C"]
+    ));
+    assert_eq!(
+        build_pass(&radeon_890m(), &[sq("SQ_WAVES", 4)], BASE + 0x80, OUT),
+        Err(Error::Misaligned {
+            what: "command memory",
+            address: BASE + 0x80,
+            alignment: 256
+        })
+    );
+    assert_eq!(
+        build_pass(&radeon_890m(), &[sq("SQ_WAVES", 4)], BASE, OUT + 4),
+        Err(Error::Misaligned {
+            what: "counter output",
+            address: OUT + 4,
+            alignment: 8
+        })
+    );
+}
+
+#[test]
+fn sizes_match_the_buffers_built() {
+    let geometry = pm4::Geometry::of(&radeon_890m()).unwrap();
+    let buffers = build(&[
+        sq("SQ_WAVES", 4),
+        sq("SQ_BUSY_CYCLES", 3),
+        grbm("GRBM_COUNT", 0),
+        grbm("GRBM_GUI_ACTIVE", 2),
+    ]);
+    let sizes = geometry.dwords(2, 2);
+    assert_eq!(
+        (sizes.start, sizes.stop, sizes.read, sizes.largest()),
+        (
+            buffers.start.len(),
+            buffers.stop.len(),
+            buffers.read.len(),
+            205
+        )
+    );
+    // The largest pass the slots allow on the 890M: 8 SQ + 2 GRBM.
+    assert_eq!(geometry.dwords(8, 2).read, 655);
+    // An empty pass still starts, stops and reads (nothing).
+    let empty = build(&[]);
+    assert_eq!((empty.samples.len(), empty.output_bytes), (0, 8));
+    assert_eq!(decode(&empty, &[0; 8]).unwrap(), []);
+}

@@ -1,0 +1,599 @@
+//! `rocprof avail list|info|pmc-check` and `rocprof -L`: the hardware counters of each GPU
+//! agent, in rocprofv3-avail's text layout (or one JSON document with `--json`).
+//!
+//! The counters come from rocprofiler-sdk's `counter_defs.yaml` (`ROCPROFILER_METRICS_PATH`, else
+//! the ROCm install beside the HSA runtime found on the library path, else the built-in
+//! definitions of the simulated GPU), resolved per agent by chip name, then by family: the
+//! stock file has no `gfx1150` key, and rocprofv3 lists no counter on that GPU; this lists the
+//! `gfx11` ones.
+
+use anyhow::{Context as _, Result, bail};
+use pmc_dxg::defs::{AgentCounters, CounterKind, Definitions, DefsSource};
+use pmc_dxg::plan::{DXG_FRAME_DWORDS, Packing, plan};
+use pmc_dxg::{BaseEvent, Topology};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use trace_records::agents::Agent;
+
+/// What `rocprof avail` was asked about counters.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Query {
+    /// Names: the counters of each GPU (`--pmc`, the default) or the agents' properties
+    /// (`--agent`).
+    List {
+        /// The counters' names.
+        #[arg(long)]
+        pmc: bool,
+        /// The agents' properties.
+        #[arg(long)]
+        agent: bool,
+    },
+    /// Details: every counter (or the named ones) with its description, its expression or
+    /// block, and its dimensions; without `--pmc`, the agents' properties too.
+    Info {
+        /// Only counters (optionally only these names).
+        #[arg(long, num_args = 0.., value_name = "COUNTER")]
+        pmc: Option<Vec<String>>,
+    },
+    /// Whether the counters can be collected together (in one pass) on the GPU, and if not,
+    /// which conflict and the passes they would take. `NAME:device=N` picks the GPU per counter.
+    PmcCheck {
+        /// The counters.
+        #[arg(required = true, value_name = "COUNTER")]
+        counters: Vec<String>,
+    },
+}
+
+/// One GPU agent and its counters.
+struct Gpu {
+    /// rocprofv3's GPU index (`logical_node_type_id`).
+    index: u32,
+    agent: Agent,
+    counters: AgentCounters,
+}
+
+/// The directory the HSA runtime would be loaded from: the first `LD_LIBRARY_PATH` entry that
+/// holds `libhsa-runtime64.so*`, else `/opt/rocm/lib` when it does.
+fn runtime_lib_dir() -> Option<PathBuf> {
+    let holds = |d: &Path| {
+        std::fs::read_dir(d).is_ok_and(|rd| {
+            rd.filter_map(Result::ok).any(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("libhsa-runtime64.so")
+            })
+        })
+    };
+    let from_path = std::env::var_os("LD_LIBRARY_PATH").and_then(|v| {
+        std::env::split_paths(&v)
+            .filter(|d| !d.as_os_str().is_empty())
+            .find(|d| holds(d))
+    });
+    from_path.or_else(|| {
+        let rocm = PathBuf::from("/opt/rocm/lib");
+        holds(&rocm).then_some(rocm)
+    })
+}
+
+/// The definitions and every GPU agent discovery publishes, with its counters.
+fn gpus(device: Option<u32>) -> Result<(DefsSource, Vec<Gpu>)> {
+    let source = DefsSource::from_process(runtime_lib_dir().as_deref());
+    let defs = Definitions::load(&source)
+        .with_context(|| format!("cannot read the counter definitions ({})", source.origin()))?;
+    let discovery = wsl_topology::discover(&wsl_topology::Settings::from_env());
+    let mut out = Vec::new();
+    for agent in discovery.agents().iter().filter(|a| a.is_gpu()) {
+        if device.is_some_and(|d| d != agent.logical_node_type_id) {
+            continue;
+        }
+        out.push(Gpu {
+            index: agent.logical_node_type_id,
+            counters: defs.for_agent(agent),
+            agent: agent.clone(),
+        });
+    }
+    if out.is_empty() {
+        match device {
+            Some(d) => {
+                bail!("there is no GPU {d} (`rocprof avail list --agent` lists the GPUs by index)")
+            }
+            None => bail!(
+                "no GPU agent was discovered, so there are no counters to list (`rocprof avail` says why)"
+            ),
+        }
+    }
+    Ok((source, out))
+}
+
+/// `{key:30}:\t{value}` (rocprofv3-avail's agent and list lines).
+fn wide(s: &mut String, key: &str, value: impl std::fmt::Display) {
+    let _ = writeln!(s, "{key:30}:\t{value}");
+}
+
+/// `{key:20}:\t{value}` (rocprofv3-avail's counter lines).
+fn narrow(s: &mut String, key: &str, value: impl std::fmt::Display) {
+    let _ = writeln!(s, "{key:20}:\t{value}");
+}
+
+/// The names in columns no wider than `width`.
+fn columns(names: &[&str], width: usize) -> String {
+    let cell = names.iter().map(|n| n.len()).max().unwrap_or(0) + 2;
+    let per_line = (width / cell).max(1);
+    let mut s = String::new();
+    for row in names.chunks(per_line) {
+        let line: String = row.iter().map(|n| format!("{n:cell$}")).collect();
+        let _ = writeln!(s, "{}", line.trim_end());
+    }
+    s
+}
+
+fn terminal_width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .filter(|&c: &usize| c >= 20)
+        .unwrap_or(120)
+}
+
+/// The agent properties `list --agent` prints, in rocprofv3-avail's order.
+fn agent_lines(s: &mut String, gpu: &Gpu) {
+    let a = &gpu.agent;
+    let g = a.gpu.clone().unwrap_or_default();
+    let dims = |d: [u32; 3]| format!("{{{}, {}, {}}}", d[0], d[1], d[2]);
+    let _ = writeln!(s, "GPU:{}", gpu.index);
+    wide(s, "cpu_cores_count", a.cpu_cores_count);
+    wide(s, "simd_count", g.simd_count);
+    wide(s, "max_waves_per_simd", g.max_waves_per_simd);
+    wide(s, "runtime_visibility", 1);
+    wide(s, "wave_front_size", g.wave_front_size);
+    wide(s, "num_xcc", g.num_xcc);
+    wide(s, "cu_count", g.cu_count);
+    wide(s, "array_count", g.array_count);
+    wide(s, "num_shader_banks", g.num_shader_banks);
+    wide(s, "simd_arrays_per_engine", g.simd_arrays_per_engine);
+    wide(s, "cu_per_simd_array", g.cu_per_simd_array);
+    wide(s, "simd_per_cu", g.simd_per_cu);
+    wide(s, "gfx_target_version", g.gfx_target_version);
+    wide(s, "max_waves_per_cu", g.max_waves_per_cu);
+    wide(s, "gpu_id", g.gpu_id);
+    wide(s, "workgroup_max_dim", dims(g.workgroup_max_dim));
+    wide(s, "grid_max_dim", dims(g.grid_max_dim));
+    wide(s, "name", &a.name);
+    wide(s, "vendor_name", &a.vendor_name);
+    wide(s, "product_name", &a.product_name);
+    wide(s, "model_name", &a.model_name);
+    wide(s, "node_id", a.node_id);
+    wide(s, "logical_node_id", a.logical_node_id);
+    wide(s, "logical_node_type_id", a.logical_node_type_id);
+    s.push('\n');
+}
+
+/// One counter as `info --pmc` prints it.
+fn counter_lines(s: &mut String, c: &pmc_dxg::defs::Counter) {
+    narrow(s, "Counter_Name", &c.name);
+    narrow(s, "Description", &c.description);
+    match &c.kind {
+        CounterKind::Derived { expression, .. } => {
+            narrow(s, "Expression", expression);
+            narrow(s, "Dimensions", &c.dimensions);
+        }
+        CounterKind::Base(e) => {
+            narrow(s, "Block", &e.block);
+            narrow(s, "Dimensions", &c.dimensions);
+        }
+        // A constant has neither; rocprofv3-avail leaves an extra blank line instead.
+        CounterKind::Constant(_) => s.push('\n'),
+    }
+    s.push('\n');
+}
+
+/// Where the definitions came from and whether the family's were used (on stderr: stdout keeps
+/// rocprofv3-avail's layout).
+fn note_source(source: &DefsSource, gpus: &[Gpu]) {
+    for g in gpus {
+        if g.counters.family_fallback() {
+            eprintln!(
+                "rocprof: note: GPU {} ({}): {} has no {} entries; the {} family's definitions are used (stock rocprofv3 lists none here)",
+                g.index,
+                g.counters.gfx(),
+                source.origin(),
+                g.counters.gfx(),
+                pmc_dxg::defs::gfx_family(g.counters.gfx()).unwrap_or_default()
+            );
+        }
+    }
+}
+
+/// Runs a counter query. `pmc-check` of a set that does not fit one pass exits 1, as
+/// rocprofv3-avail does.
+pub fn run(query: &Query, device: Option<u32>, json: bool) -> Result<ExitCode> {
+    let (source, gpus) = gpus(device)?;
+    if !json {
+        note_source(&source, &gpus);
+    }
+    match query {
+        Query::List { agent: true, .. } => {
+            if json {
+                let agents: Vec<&Agent> = gpus.iter().map(|g| &g.agent).collect();
+                println!("{}", serde_json::to_string_pretty(&agents)?);
+            } else {
+                let mut s = String::new();
+                for g in &gpus {
+                    agent_lines(&mut s, g);
+                }
+                print!("{s}");
+            }
+        }
+        Query::List { .. } => {
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&listing(&source, &gpus, None))?
+                );
+            } else {
+                let mut s = String::new();
+                for g in &gpus {
+                    wide(&mut s, "GPU", g.index);
+                    wide(&mut s, "Name", g.counters.gfx());
+                    let names: Vec<&str> = g
+                        .counters
+                        .counters()
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect();
+                    let _ = writeln!(s, "{:30}:", "PMC");
+                    s.push_str(&columns(&names, terminal_width()));
+                    s.push('\n');
+                }
+                print!("{s}");
+            }
+        }
+        Query::Info { pmc } => {
+            let only = pmc.as_ref().filter(|v| !v.is_empty());
+            for g in &gpus {
+                if let Some(names) = only {
+                    for n in names {
+                        if g.counters.get(n).is_none() {
+                            bail!(
+                                "GPU {} ({}) has no counter {n} (`rocprof avail list` lists them)",
+                                g.index,
+                                g.counters.gfx()
+                            );
+                        }
+                    }
+                }
+            }
+            if json {
+                let doc = listing(&source, &gpus, only.map(Vec::as_slice));
+                println!("{}", serde_json::to_string_pretty(&doc)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            let mut s = String::new();
+            if pmc.is_none() {
+                for g in &gpus {
+                    agent_lines(&mut s, g);
+                }
+            }
+            for g in &gpus {
+                let _ = writeln!(s, "GPU:{}", g.index);
+                let _ = writeln!(s, "Name:{}", g.counters.gfx());
+                for c in g.counters.counters() {
+                    if only.is_some_and(|names| !names.contains(&c.name)) {
+                        continue;
+                    }
+                    counter_lines(&mut s, c);
+                }
+            }
+            print!("{s}");
+        }
+        Query::PmcCheck { counters } => return pmc_check(&gpus, counters, json),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The JSON form of the counters (all, or only `names`).
+fn listing(source: &DefsSource, gpus: &[Gpu], names: Option<&[String]>) -> Listing {
+    Listing {
+        schema: "rocprof-avail-counters/1",
+        definitions: source.origin(),
+        gpus: gpus
+            .iter()
+            .map(|g| GpuListing {
+                gpu: g.index,
+                name: g.counters.gfx().to_owned(),
+                family_fallback: g.counters.family_fallback(),
+                counters: g
+                    .counters
+                    .counters()
+                    .iter()
+                    .filter(|c| names.is_none_or(|n| n.contains(&c.name)))
+                    .map(|c| CounterListing {
+                        name: c.name.clone(),
+                        description: c.description.clone(),
+                        kind: match c.kind {
+                            CounterKind::Base(_) => "base",
+                            CounterKind::Derived { .. } => "derived",
+                            CounterKind::Constant(_) => "constant",
+                        },
+                        block: match &c.kind {
+                            CounterKind::Base(e) => Some(e.block.name().to_owned()),
+                            _ => None,
+                        },
+                        event: match &c.kind {
+                            CounterKind::Base(e) => Some(e.event),
+                            _ => None,
+                        },
+                        expression: match &c.kind {
+                            CounterKind::Derived { expression, .. } => Some(expression.clone()),
+                            _ => None,
+                        },
+                        value: match c.kind {
+                            CounterKind::Constant(v) => Some(v),
+                            _ => None,
+                        },
+                        dimensions: c
+                            .dimensions
+                            .dims()
+                            .iter()
+                            .map(|(d, e)| DimensionListing {
+                                name: d.name().to_owned(),
+                                instances: *e,
+                            })
+                            .collect(),
+                        collectable: c.is_collectable(),
+                    })
+                    .collect(),
+                unresolved: g
+                    .counters
+                    .unresolved()
+                    .iter()
+                    .filter(|u| names.is_none_or(|n| n.contains(&u.name)))
+                    .map(|u| UnresolvedListing {
+                        name: u.name.clone(),
+                        reason: u.reason.to_string(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+#[derive(Serialize)]
+struct Listing {
+    schema: &'static str,
+    definitions: String,
+    gpus: Vec<GpuListing>,
+}
+
+#[derive(Serialize)]
+struct GpuListing {
+    gpu: u32,
+    name: String,
+    family_fallback: bool,
+    counters: Vec<CounterListing>,
+    unresolved: Vec<UnresolvedListing>,
+}
+
+#[derive(Serialize)]
+struct CounterListing {
+    name: String,
+    description: String,
+    kind: &'static str,
+    block: Option<String>,
+    event: Option<u32>,
+    expression: Option<String>,
+    value: Option<f64>,
+    dimensions: Vec<DimensionListing>,
+    collectable: bool,
+}
+
+#[derive(Serialize)]
+struct DimensionListing {
+    name: String,
+    instances: u32,
+}
+
+#[derive(Serialize)]
+struct UnresolvedListing {
+    name: String,
+    reason: String,
+}
+
+/// The answer of `pmc-check` for one GPU.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct Check {
+    /// The GPU index.
+    pub gpu: u32,
+    /// The counters asked for on it.
+    pub counters: Vec<String>,
+    /// The base counters they need.
+    pub base: Vec<String>,
+    /// Whether they fit one pass.
+    pub one_pass: bool,
+    /// The passes a split takes (base counter names), when they can be collected at all.
+    pub passes: Vec<Vec<String>>,
+    /// Why they cannot be collected together (or at all).
+    pub conflict: Option<String>,
+}
+
+/// Plans `names` on one GPU: one pass if possible, else the fewest passes and the conflict.
+pub fn check(counters: &AgentCounters, topology: &Topology, gpu: u32, names: &[String]) -> Check {
+    let mut check = Check {
+        gpu,
+        counters: names.to_vec(),
+        base: Vec::new(),
+        one_pass: false,
+        passes: Vec::new(),
+        conflict: None,
+    };
+    let mut base: Vec<(String, BaseEvent)> = Vec::new();
+    for n in names {
+        match counters.expand(n) {
+            Ok(list) => {
+                for b in list {
+                    if !base.iter().any(|(k, _)| *k == b.0) {
+                        base.push(b);
+                    }
+                }
+            }
+            Err(e) => {
+                check.conflict = Some(e.to_string());
+                return check;
+            }
+        }
+    }
+    check.base = base.iter().map(|(n, _)| n.clone()).collect();
+    let names_of = |passes: Vec<pmc_dxg::plan::Pass>| -> Vec<Vec<String>> {
+        passes
+            .into_iter()
+            .map(|p| p.counters.into_iter().map(|(n, _)| n).collect())
+            .collect()
+    };
+    let frame = Some(DXG_FRAME_DWORDS);
+    match plan(topology, &base, Packing::OnePass, frame) {
+        Ok(passes) => {
+            check.one_pass = true;
+            check.passes = names_of(passes);
+        }
+        Err(conflict) => {
+            check.conflict = Some(conflict.to_string());
+            if let Ok(passes) = plan(topology, &base, Packing::Split, frame) {
+                check.passes = names_of(passes);
+            }
+        }
+    }
+    check
+}
+
+/// `pmc-check NAME[:device=N]…`.
+fn pmc_check(gpus: &[Gpu], counters: &[String], json: bool) -> Result<ExitCode> {
+    let default_gpu = gpus[0].index;
+    let mut by_gpu: Vec<(u32, Vec<String>)> = Vec::new();
+    for c in counters {
+        let (name, gpu) = match c.split_once(':') {
+            Some((name, rest)) => {
+                let n = rest
+                    .strip_prefix("device=")
+                    .and_then(|d| d.parse::<u32>().ok())
+                    .with_context(|| {
+                        format!("'{c}': the suffix must be ':device=N' with N a GPU index")
+                    })?;
+                (name.to_owned(), n)
+            }
+            None => (c.clone(), default_gpu),
+        };
+        match by_gpu.iter_mut().find(|(g, _)| *g == gpu) {
+            Some((_, names)) => names.push(name),
+            None => by_gpu.push((gpu, vec![name])),
+        }
+    }
+    let mut checks = Vec::new();
+    for (gpu, names) in &by_gpu {
+        let Some(g) = gpus.iter().find(|g| g.index == *gpu) else {
+            bail!("there is no GPU {gpu} (`rocprof avail list --agent` lists the GPUs by index)");
+        };
+        let topology = Topology::of(&g.agent).context("the GPU has no topology")?;
+        checks.push(check(&g.counters, &topology, *gpu, names));
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&checks)?);
+    } else {
+        for c in &checks {
+            print!("{}", render_check(c));
+        }
+    }
+    Ok(if checks.iter().all(|c| c.one_pass) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// The text of one check: rocprofv3-avail's line when the set fits, else the conflict and the
+/// passes it would take.
+pub fn render_check(c: &Check) -> String {
+    let mut s = String::new();
+    if c.one_pass {
+        let _ = writeln!(
+            s,
+            "Following input counters can be collected together on GPU:{}\t{}",
+            c.gpu,
+            c.counters.join("\t")
+        );
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "Following input counters cannot be collected together on GPU:{}\t{}",
+        c.gpu,
+        c.counters.join("\t")
+    );
+    if let Some(why) = &c.conflict {
+        let _ = writeln!(s, "  why: {why}");
+    }
+    if c.passes.len() > 1 {
+        let _ = writeln!(
+            s,
+            "  they fit in {} passes (the application runs once per pass):",
+            c.passes.len()
+        );
+        for (i, p) in c.passes.iter().enumerate() {
+            let _ = writeln!(s, "    pass {}: {}", i + 1, p.join(" "));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_fill_columns_within_the_width() {
+        let names = ["SQ_WAVES", "GRBM_COUNT", "GPU_UTIL", "SQ_BUSY_CYCLES"];
+        let text = columns(&names, 40);
+        // The widest name is 14 characters, so a cell is 16 and two fit in 40.
+        assert_eq!(
+            text,
+            "SQ_WAVES        GRBM_COUNT\nGPU_UTIL        SQ_BUSY_CYCLES\n"
+        );
+        assert_eq!(
+            columns(&names, 5).lines().count(),
+            4,
+            "at least one per line"
+        );
+    }
+
+    #[test]
+    fn a_check_says_why_and_how_to_split() {
+        let c = Check {
+            gpu: 0,
+            counters: vec!["A".into(), "B".into()],
+            base: vec!["A".into(), "B".into()],
+            one_pass: false,
+            passes: vec![vec!["A".into()], vec!["B".into()]],
+            conflict: Some("GRBM has 2 counter slots".into()),
+        };
+        let text = render_check(&c);
+        assert!(
+            text.starts_with(
+                "Following input counters cannot be collected together on GPU:0\tA\tB\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("why: GRBM has 2 counter slots"), "{text}");
+        assert!(text.contains("pass 2: B"), "{text}");
+        let ok = Check {
+            one_pass: true,
+            conflict: None,
+            passes: vec![vec!["A".into(), "B".into()]],
+            ..c
+        };
+        assert_eq!(
+            render_check(&ok),
+            "Following input counters can be collected together on GPU:0\tA\tB\n"
+        );
+    }
+}
