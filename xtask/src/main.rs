@@ -24,8 +24,9 @@ cargo xtask <command>
              each counter instance lands in the output buffer (one JSON document)
   bench      release build, then: added cost per traced HSA / HIP call and kernel dispatch
              (max-rate loops traced vs untraced, interleaved, medians of 5), peak memory over
-             10 M traced calls, log-to-CSV throughput, cost of a host timestamp, and (with
-             valgrind) instructions per traced call
+             10 M traced calls, log-to-CSV throughput, cost of a host timestamp, counter pass
+             planning and derived-counter evaluation, and (with valgrind) instructions per
+             traced call
 ";
 
 /// File name of the staged thunk and its soname chain.
@@ -472,6 +473,9 @@ fn bench() -> Result<()> {
     let _ = std::fs::remove_dir_all(&out_dir);
     eprintln!("bench: record log write, read and CSV throughput");
     let csv = example_output("record-log", "log_throughput")?;
+    eprintln!("bench: planning and building a 4-counter pass, evaluating derived counters");
+    let pass_cost = example_output("pmc-dxg", "build_cost")?;
+    let eval_cost = example_output("pmc-dxg", "eval_cost")?;
     eprintln!("bench: cost of a host timestamp");
     let clock = example_output("hsa-intercept", "clock_cost")?;
     let instructions = callgrind_per_call(&bin)?;
@@ -500,6 +504,11 @@ fn bench() -> Result<()> {
     print!("{csv}");
     println!();
     print!("{clock}");
+    println!();
+    println!("Counters (pmc-dxg; targets: plan + build of a 4-counter pass ≤ 20 µs, derived counters of one dispatch ≤ 2 µs):");
+    for line in pass_cost.lines().chain(eval_cost.lines()).filter(|l| !l.starts_with("median_ns=")) {
+        println!("- {line}");
+    }
     if let Some(line) = instructions {
         println!();
         println!("{line}");
