@@ -120,6 +120,7 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
         kernels: sel.kernels,
         copies: sel.copies,
         markers: sel.markers,
+        counters: false,
         stats: settings.stats,
     };
     let mut placement = Placement::new(since);

@@ -6,6 +6,8 @@ mod avail;
 mod convert;
 mod counters;
 mod explain;
+#[allow(dead_code)] // Not used by run mode yet (`--pmc` is being built).
+mod input;
 mod messages;
 mod outputs;
 mod placeholders;

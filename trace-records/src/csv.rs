@@ -8,7 +8,7 @@
 use crate::Error;
 use crate::agents::{Agent, AgentLabels, GpuProperties};
 use crate::record::*;
-use crate::stats::{Stats, write_stats};
+use crate::stats::{Stats, sci, write_stats};
 use crate::trace::ProcessTrace;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -48,6 +48,29 @@ pub const KERNEL_COLUMNS: [&str; 22] = [
     "Grid_Size_X",
     "Grid_Size_Y",
     "Grid_Size_Z",
+];
+
+/// Columns of `counter_collection.csv`.
+pub const COUNTER_COLUMNS: [&str; 19] = [
+    "Correlation_Id",
+    "Dispatch_Id",
+    "Agent_Id",
+    "Queue_Id",
+    "Process_Id",
+    "Thread_Id",
+    "Grid_Size",
+    "Kernel_Id",
+    "Kernel_Name",
+    "Workgroup_Size",
+    "LDS_Block_Size",
+    "Scratch_Size",
+    "VGPR_Count",
+    "Accum_VGPR_Count",
+    "SGPR_Count",
+    "Counter_Name",
+    "Counter_Value",
+    "Start_Timestamp",
+    "End_Timestamp",
 ];
 
 /// Columns of `memory_copy_trace.csv` (no byte count, as upstream).
@@ -276,6 +299,9 @@ pub struct CsvSelection {
     pub copies: bool,
     /// `marker_api_trace.csv`.
     pub markers: bool,
+    /// `counter_collection.csv` (never a stats file: upstream's `counter_collection_stats` is
+    /// always empty and so never written).
+    pub counters: bool,
     /// `*_stats.csv` and `domain_stats.csv`.
     pub stats: bool,
 }
@@ -435,15 +461,10 @@ pub fn write_csv(
             &KERNEL_COLUMNS,
             &rows,
             |out, r| {
-                let symbol = symbols.get(&r.kernel_id).copied();
-                let name = symbol.map_or("", |s| trace.string(s.name));
+                let k = KernelCells::of(trace, symbols.get(&r.kernel_id).copied());
                 let agent = labels.label(r.agent_node_id);
-                let lds = symbol.map_or(0, |s| u64::from(s.group_segment_size).div_ceil(512) * 512);
-                let of = |f: fn(&KernelSymbolRecord) -> u32| {
-                    Cell::Int(symbol.map_or(0, |s| f(s).into()))
-                };
                 if let Some(s) = stat.as_mut() {
-                    s.add(name, r.start, r.end);
+                    s.add(k.name, r.start, r.end);
                 }
                 write_row(
                     out,
@@ -455,15 +476,15 @@ pub fn write_csv(
                         Cell::Int(r.thread_id.into()),
                         Cell::Int(r.dispatch_id),
                         Cell::Int(r.kernel_id),
-                        Cell::Str(name),
+                        Cell::Str(k.name),
                         Cell::Int(r.correlation_id),
                         Cell::Int(r.start),
                         Cell::Int(r.end),
-                        Cell::Int(lds),
+                        Cell::Int(k.lds),
                         Cell::Int(r.private_segment_size.into()),
-                        of(|s| s.arch_vgpr_count),
-                        of(|s| s.accum_vgpr_count),
-                        of(|s| s.sgpr_count),
+                        Cell::Int(k.vgpr),
+                        Cell::Int(k.accum_vgpr),
+                        Cell::Int(k.sgpr),
                         Cell::Int(r.workgroup[0].into()),
                         Cell::Int(r.workgroup[1].into()),
                         Cell::Int(r.workgroup[2].into()),
@@ -508,10 +529,123 @@ pub fn write_csv(
         )?);
     }
 
+    if select.counters && !trace.counters.is_empty() {
+        written.push(write_counters(prefix, trace, labels)?);
+    }
+
     if select.stats {
         written.extend(write_stats(prefix, &stats)?);
     }
     Ok(written)
+}
+
+/// The columns a dispatch row takes from its kernel symbol (`kernel_trace.csv`,
+/// `counter_collection.csv`); all empty or 0 when the symbol is unknown.
+struct KernelCells<'a> {
+    /// `Kernel_Name`.
+    name: &'a str,
+    /// `LDS_Block_Size`: the symbol's group segment rounded up to 512 bytes.
+    lds: u64,
+    /// `VGPR_Count`.
+    vgpr: u64,
+    /// `Accum_VGPR_Count`.
+    accum_vgpr: u64,
+    /// `SGPR_Count`.
+    sgpr: u64,
+}
+
+impl<'a> KernelCells<'a> {
+    fn of(trace: &'a ProcessTrace, symbol: Option<&KernelSymbolRecord>) -> Self {
+        let of = |f: fn(&KernelSymbolRecord) -> u32| -> u64 { symbol.map_or(0, |s| f(s).into()) };
+        Self {
+            name: symbol.map_or("", |s| trace.string(s.name)),
+            lds: of(|s| s.group_segment_size).div_ceil(512) * 512,
+            vgpr: of(|s| s.arch_vgpr_count),
+            accum_vgpr: of(|s| s.accum_vgpr_count),
+            sgpr: of(|s| s.sgpr_count),
+        }
+    }
+}
+
+/// `Counter_Value` as rocprofv3 writes it: fixed with 6 decimals from 1 (`16384.000000`), below
+/// 1 C's `%.8e` (`0.00000000e+00`); not-a-number and infinities as C prints them (`nan`, `inf`,
+/// `-inf`).
+pub fn fmt_counter_value(v: f64) -> String {
+    if v.is_nan() {
+        "nan".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "inf" } else { "-inf" }.into()
+    } else if v >= 1.0 {
+        format!("{v:.6}")
+    } else {
+        sci(v, 8)
+    }
+}
+
+/// Writes `<prefix>_counter_collection.csv`: one row per counter record, i.e. per dispatch and
+/// counter (the value already summed over dimension instances), ordered by dispatch id and then
+/// counter id (upstream orders a dispatch's rows by counter id). The dispatch columns are joined
+/// from the dispatch's [`KernelDispatchRecord`] (the first with that id) and its kernel symbol,
+/// as in `kernel_trace.csv`.
+///
+/// A counter record whose dispatch record is absent (lost with a damaged chunk, say) is still
+/// written, not dropped: its row has what the counter record itself knows (`Correlation_Id`,
+/// `Dispatch_Id`, `Agent_Id`, `Process_Id`, `Counter_Name`, `Counter_Value`) and `0` or `""`
+/// for the dispatch's columns, so the value stays visible and the row is recognisable by its
+/// empty `Kernel_Name` and zero timestamps. No stats file is written for counters.
+fn write_counters(
+    prefix: &OutputPrefix,
+    trace: &ProcessTrace,
+    labels: &AgentLabels,
+) -> Result<PathBuf, Error> {
+    let mut dispatches = std::collections::HashMap::with_capacity(trace.dispatches.len());
+    for d in &trace.dispatches {
+        dispatches.entry(d.dispatch_id).or_insert(d);
+    }
+    let symbols = trace.symbols_by_id();
+    let key = |r: &CounterRecord| (r.dispatch_id, r.counter_id);
+    let mut rows: Vec<&CounterRecord> = trace.counters.iter().collect();
+    if !trace.counters.is_sorted_by_key(key) {
+        rows.sort_by_key(|r| key(r));
+    }
+    let pid = u64::from(trace.pid);
+    write_file(
+        prefix,
+        "counter_collection",
+        &COUNTER_COLUMNS,
+        rows,
+        |out, c| {
+            let d = dispatches.get(&c.dispatch_id).copied();
+            let k = KernelCells::of(trace, d.and_then(|d| symbols.get(&d.kernel_id).copied()));
+            let agent = labels.label(d.map_or(c.agent_node_id, |d| d.agent_node_id));
+            let of = |f: fn(&KernelDispatchRecord) -> u64| Cell::Int(d.map_or(0, f));
+            let value = fmt_counter_value(c.value);
+            write_row(
+                out,
+                &[
+                    Cell::Int(d.map_or(c.correlation_id, |d| d.correlation_id)),
+                    Cell::Int(c.dispatch_id),
+                    Cell::Str(&agent),
+                    of(|d| d.queue_id),
+                    Cell::Int(pid),
+                    of(|d| d.thread_id.into()),
+                    of(|d| d.grid.iter().map(|&v| u64::from(v)).product()),
+                    of(|d| d.kernel_id),
+                    Cell::Str(k.name),
+                    of(|d| d.workgroup.iter().map(|&v| u64::from(v)).product()),
+                    Cell::Int(k.lds),
+                    of(|d| d.private_segment_size.into()),
+                    Cell::Int(k.vgpr),
+                    Cell::Int(k.accum_vgpr),
+                    Cell::Int(k.sgpr),
+                    Cell::Str(trace.string(c.name)),
+                    Cell::Num(&value),
+                    of(|d| d.start),
+                    of(|d| d.end),
+                ],
+            )
+        },
+    )
 }
 
 /// One `agent_info.csv` row. A CPU agent's GPU columns are 0. Discovery does not learn
@@ -628,5 +762,165 @@ mod file_creation_tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\n");
         assert_eq!(names(&dir).len(), 1);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod counter_tests {
+    use super::*;
+    use crate::log::{FileHeader, LogBuilder};
+
+    fn counter(dispatch_id: u64, counter_id: u32, name: StringId, value: f64) -> CounterRecord {
+        CounterRecord {
+            dispatch_id,
+            correlation_id: dispatch_id + 100,
+            value,
+            name,
+            counter_id,
+            agent_node_id: 2,
+            reserved: 0,
+        }
+    }
+
+    fn dispatch(dispatch_id: u64) -> KernelDispatchRecord {
+        KernelDispatchRecord {
+            dispatch_id,
+            kernel_id: 7,
+            correlation_id: dispatch_id + 100,
+            start: 1000 * dispatch_id,
+            end: 1000 * dispatch_id + 5,
+            queue_id: 3,
+            stream_id: 9,
+            agent_node_id: 2,
+            thread_id: 11,
+            grid: [64, 2, 3],
+            workgroup: [8, 2, 1],
+            private_segment_size: 16,
+            group_segment_size: 0,
+        }
+    }
+
+    fn written(trace: &ProcessTrace, name: &str) -> String {
+        let dir = std::env::temp_dir().join(format!(
+            "trace-records-counters-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let select = CsvSelection {
+            counters: true,
+            stats: true,
+            ..Default::default()
+        };
+        let prefix = OutputPrefix(dir.join("out"));
+        let paths = write_csv(&prefix, trace, &AgentLabels::default(), select).unwrap();
+        assert_eq!(paths, [prefix.file("counter_collection", "csv")]);
+        let text = std::fs::read_to_string(&paths[0]).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        text
+    }
+
+    const HEADER: &str = "\"Correlation_Id\",\"Dispatch_Id\",\"Agent_Id\",\"Queue_Id\",\"Process_Id\",\"Thread_Id\",\"Grid_Size\",\"Kernel_Id\",\"Kernel_Name\",\"Workgroup_Size\",\"LDS_Block_Size\",\"Scratch_Size\",\"VGPR_Count\",\"Accum_VGPR_Count\",\"SGPR_Count\",\"Counter_Name\",\"Counter_Value\",\"Start_Timestamp\",\"End_Timestamp\"\n";
+
+    #[test]
+    fn a_counter_without_its_dispatch_is_written_with_what_it_knows() {
+        let mut t = ProcessTrace {
+            pid: 5,
+            ..Default::default()
+        };
+        t.strings.insert(1, "SQ_WAVES".into());
+        t.strings.insert(2, "k".into());
+        t.symbols.push(KernelSymbolRecord {
+            kernel_id: 7,
+            kernel_object: 0,
+            name: 2,
+            arch_vgpr_count: 8,
+            accum_vgpr_count: 4,
+            sgpr_count: 16,
+            group_segment_size: 513,
+            private_segment_size: 0,
+            kernarg_segment_size: 0,
+            reserved: 0,
+        });
+        t.dispatches.push(dispatch(1));
+        t.counters.push(counter(2, 1, 1, 3.0));
+        t.counters.push(counter(1, 1, 1, 0.5));
+        assert_eq!(
+            written(&t, "lost"),
+            format!(
+                "{HEADER}\
+                 101,1,\"Agent 2\",3,5,11,384,7,\"k\",16,1024,16,8,4,16,\"SQ_WAVES\",5.00000000e-01,1000,1005\n\
+                 102,2,\"Agent 2\",0,5,0,0,0,\"\",0,0,0,0,0,0,\"SQ_WAVES\",3.000000,0,0\n"
+            )
+        );
+    }
+
+    #[test]
+    fn counters_decoded_from_a_log_are_ordered_by_dispatch_then_counter_id() {
+        // Two threads' chunks, interleaved: the rows still come out by dispatch, then counter
+        // id (not by name, nor by the order they were recorded).
+        let mut b = LogBuilder::new(FileHeader {
+            pid: 9,
+            ..Default::default()
+        });
+        b.chunk(true, |f, p| {
+            assert!(f.push_string(p, 1, "B_FIRST"));
+            assert!(f.push_string(p, 2, "A_SECOND"));
+            assert!(f.push(p, &counter(2, 20, 2, 2.0)));
+            assert!(f.push(p, &counter(1, 20, 2, 1.0)));
+        });
+        b.chunk(true, |f, p| {
+            assert!(f.push(p, &counter(2, 10, 1, 4.0)));
+            assert!(f.push(p, &counter(1, 10, 1, 1e9)));
+        });
+        let t = ProcessTrace::from_bytes(b.bytes()).unwrap();
+        assert_eq!(t.losses.total(), 0);
+        let order: Vec<(u64, u32)> = t
+            .counters
+            .iter()
+            .map(|c| (c.dispatch_id, c.counter_id))
+            .collect();
+        assert_eq!(order, [(1, 10), (1, 20), (2, 10), (2, 20)]);
+        let text = written(&t, "order");
+        let cells: Vec<(&str, &str)> = text
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let c: Vec<&str> = l.split(',').collect();
+                (c[15], c[16])
+            })
+            .collect();
+        assert_eq!(
+            cells,
+            [
+                ("\"B_FIRST\"", "1000000000.000000"),
+                ("\"A_SECOND\"", "1.000000"),
+                ("\"B_FIRST\"", "4.000000"),
+                ("\"A_SECOND\"", "2.000000"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_truncated_counter_record_is_counted_as_malformed() {
+        let mut b = LogBuilder::new(FileHeader::default());
+        b.chunk(true, |f, p| {
+            let bytes = zerocopy::IntoBytes::as_bytes(&counter(1, 1, 1, 1.0)).to_vec();
+            assert!(f.push_parts(p, Tag::Counter, &[&bytes[..39]]));
+        });
+        let t = ProcessTrace::from_bytes(b.bytes()).unwrap();
+        assert!(t.counters.is_empty());
+        assert_eq!(t.losses.total(), 1);
+    }
+
+    #[test]
+    fn counter_values_are_formatted_as_rocprofv3_does() {
+        assert_eq!(fmt_counter_value(16384.0), "16384.000000");
+        assert_eq!(fmt_counter_value(1.0), "1.000000");
+        assert_eq!(fmt_counter_value(0.0), "0.00000000e+00");
+        assert_eq!(fmt_counter_value(0.999_999_999), "9.99999999e-01");
+        assert_eq!(fmt_counter_value(-2.5), "-2.50000000e+00");
+        assert_eq!(fmt_counter_value(f64::NAN), "nan");
+        assert_eq!(fmt_counter_value(f64::INFINITY), "inf");
+        assert_eq!(fmt_counter_value(f64::NEG_INFINITY), "-inf");
     }
 }

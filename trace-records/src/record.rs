@@ -271,6 +271,30 @@ pub struct MarkerRecord {
     pub reserved: [u8; 7],
 }
 
+/// One hardware-counter value of one kernel dispatch: the counter's value summed over all its
+/// dimension instances (XCC, shader engine, …), as `counter_collection.csv` has one row per
+/// dispatch and counter. The dispatch's other columns (kernel, queue, grid, timestamps) come from
+/// its [`KernelDispatchRecord`], joined by `dispatch_id`; the correlation id and agent are kept
+/// here too, so a row can still be written when that record was lost.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct CounterRecord {
+    /// Dispatch id of the dispatch counted (as in its [`KernelDispatchRecord`]).
+    pub dispatch_id: u64,
+    /// Correlation id of the API call that enqueued the dispatch.
+    pub correlation_id: u64,
+    /// The value, summed over dimension instances.
+    pub value: f64,
+    /// The counter's name.
+    pub name: StringId,
+    /// The counter's id (rows of one dispatch are written in counter-id order, as upstream).
+    pub counter_id: u32,
+    /// Driver (KMT) node id of the agent that ran the dispatch.
+    pub agent_node_id: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
 /// Defines the name of one API operation (written once per log, before use).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
@@ -305,6 +329,8 @@ pub enum Tag {
     Marker = 7,
     /// Variable length: a JSON document (agents, run facts).
     Json = 8,
+    /// [`CounterRecord`].
+    Counter = 9,
 }
 
 impl Tag {
@@ -319,6 +345,7 @@ impl Tag {
             6 => Self::MemoryCopy,
             7 => Self::Marker,
             8 => Self::Json,
+            9 => Self::Counter,
             _ => return None,
         })
     }
@@ -345,6 +372,9 @@ impl FixedRecord for MemoryCopyRecord {
 impl FixedRecord for MarkerRecord {
     const TAG: Tag = Tag::Marker;
 }
+impl FixedRecord for CounterRecord {
+    const TAG: Tag = Tag::Counter;
+}
 impl FixedRecord for OperationName {
     const TAG: Tag = Tag::OperationName;
 }
@@ -356,4 +386,10 @@ const _: () = {
     assert!(size_of::<MemoryCopyRecord>() == 56);
     assert!(size_of::<MarkerRecord>() == 40);
     assert!(size_of::<OperationName>() == 8);
+    assert!(size_of::<CounterRecord>() == 40);
+    assert!(align_of::<CounterRecord>() == 8);
+    assert!(std::mem::offset_of!(CounterRecord, value) == 16);
+    assert!(std::mem::offset_of!(CounterRecord, name) == 24);
+    assert!(std::mem::offset_of!(CounterRecord, counter_id) == 28);
+    assert!(std::mem::offset_of!(CounterRecord, agent_node_id) == 32);
 };

@@ -32,6 +32,8 @@ pub struct ProcessTrace {
     pub copies: Vec<MemoryCopyRecord>,
     /// ROCTx marks and ranges.
     pub markers: Vec<MarkerRecord>,
+    /// Hardware-counter values, one per dispatch and counter.
+    pub counters: Vec<CounterRecord>,
     /// The typed documents (agents, discovery facts, tables received, exit facts, warnings).
     pub docs: Documents,
     /// Records lost, by cause: the writer's counts plus what this read could not decode.
@@ -123,6 +125,7 @@ impl ProcessTrace {
             .sort_unstable_by_key(|r| (r.start, r.correlation_id, r.end, r.bytes));
         self.markers
             .sort_unstable_by_key(|r| (r.start, r.correlation_id, r.end, r.thread_id));
+        self.counters.sort_unstable_by_key(counter_order);
     }
 
     /// Every record of the trace (API calls, dispatches, copies, markers).
@@ -156,6 +159,7 @@ impl ProcessTrace {
             Tag::KernelDispatch => fixed(e.bytes).map(|r| self.dispatches.push(r)).is_some(),
             Tag::MemoryCopy => fixed(e.bytes).map(|r| self.copies.push(r)).is_some(),
             Tag::Marker => fixed(e.bytes).map(|r| self.markers.push(r)).is_some(),
+            Tag::Counter => fixed(e.bytes).map(|r| self.counters.push(r)).is_some(),
         };
         if !ok {
             self.losses.add(LossCause::Malformed, 1);
@@ -188,6 +192,19 @@ impl ProcessTrace {
         }
         map
     }
+}
+
+/// The order of counter records: by dispatch id, then counter id (the order of
+/// `counter_collection.csv`'s rows); the remaining fields make the key total.
+pub(crate) fn counter_order(r: &CounterRecord) -> (u64, u32, StringId, u64, u64, u32) {
+    (
+        r.dispatch_id,
+        r.counter_id,
+        r.name,
+        r.value.to_bits(),
+        r.correlation_id,
+        r.agent_node_id,
+    )
 }
 
 /// The header a log's file name implies (`<pid>.rplog` or `<pid>.<image>.rplog`).

@@ -303,6 +303,93 @@ fn memory_copy_trace_round_trips() {
     );
 }
 
+/// `counter_collection.csv` comes back byte for byte, in upstream's row order (by dispatch, then
+/// counter), from counter records joined with dispatch and symbol records. The sample file ends
+/// without a final newline (cut from the documentation); every row this crate writes ends with
+/// one, the only difference allowed.
+#[test]
+fn counter_collection_round_trips_byte_for_byte() {
+    let Some(samples) = samples() else { return };
+    let upstream = samples.path("counter_collection.csv");
+    let (header, rows) = rows(&upstream);
+    assert_eq!(header, trace_records::csv::COUNTER_COLUMNS);
+    let mut s = Strings(HashMap::new(), ProcessTrace::default());
+    let mut counter_ids: HashMap<String, u32> = HashMap::new();
+    // Records in reverse, so the writer's ordering is what puts the rows back.
+    for row in rows.iter().rev() {
+        let kernel_id = num(row, "Kernel_Id");
+        let dispatch_id = num(row, "Dispatch_Id");
+        let agent: u32 = row["Agent_Id"]
+            .trim_start_matches("Agent ")
+            .parse()
+            .unwrap();
+        if s.1.symbol(kernel_id).is_none() {
+            let name = s.id(&row["Kernel_Name"]);
+            s.1.symbols.push(KernelSymbolRecord {
+                kernel_id,
+                kernel_object: 0,
+                name,
+                arch_vgpr_count: num(row, "VGPR_Count") as u32,
+                accum_vgpr_count: num(row, "Accum_VGPR_Count") as u32,
+                sgpr_count: num(row, "SGPR_Count") as u32,
+                group_segment_size: num(row, "LDS_Block_Size") as u32,
+                private_segment_size: 0,
+                kernarg_segment_size: 0,
+                reserved: 0,
+            });
+        }
+        if !s.1.dispatches.iter().any(|d| d.dispatch_id == dispatch_id) {
+            s.1.pid = num(row, "Process_Id") as u32;
+            s.1.dispatches.push(KernelDispatchRecord {
+                dispatch_id,
+                kernel_id,
+                correlation_id: num(row, "Correlation_Id"),
+                start: num(row, "Start_Timestamp"),
+                end: num(row, "End_Timestamp"),
+                queue_id: num(row, "Queue_Id"),
+                stream_id: 0,
+                agent_node_id: agent,
+                thread_id: num(row, "Thread_Id") as u32,
+                // Only the products are in the file.
+                grid: [num(row, "Grid_Size") as u32, 1, 1],
+                workgroup: [1, num(row, "Workgroup_Size") as u32, 1],
+                private_segment_size: num(row, "Scratch_Size") as u32,
+                group_segment_size: 0,
+            });
+        }
+        let next = counter_ids.len() as u32 + 1;
+        let counter_id = *counter_ids
+            .entry(row["Counter_Name"].clone())
+            .or_insert(next);
+        let name = s.id(&row["Counter_Name"]);
+        s.1.counters.push(CounterRecord {
+            dispatch_id,
+            correlation_id: num(row, "Correlation_Id"),
+            value: row["Counter_Value"].parse().unwrap(),
+            name,
+            counter_id,
+            agent_node_id: agent,
+            reserved: 0,
+        });
+    }
+    let prefix = out_dir("counters");
+    let select = CsvSelection {
+        counters: true,
+        stats: true,
+        ..Default::default()
+    };
+    let written = write_csv(&prefix, &s.1, &agents(&[]), select).unwrap();
+    // Only the counter file: counter_collection_stats is never written (upstream's is always
+    // empty), and counters add nothing to domain_stats.
+    assert_eq!(written, [prefix.file("counter_collection", "csv")]);
+    let ours = std::fs::read_to_string(&written[0]).unwrap();
+    let mut theirs = std::fs::read_to_string(&upstream).unwrap();
+    if !theirs.ends_with('\n') {
+        theirs.push('\n');
+    }
+    assert_eq!(ours, theirs);
+}
+
 #[test]
 fn stats_number_formats_match_upstream() {
     let Some(samples) = samples() else { return };
@@ -355,6 +442,7 @@ fn empty_domains_write_no_file_and_stats_cover_written_domains() {
         kernels: true,
         copies: true,
         markers: true,
+        counters: true,
         stats: true,
     };
     let written = write_csv(&prefix, &t, &AgentLabels::default(), all).unwrap();
