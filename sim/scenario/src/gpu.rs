@@ -52,18 +52,36 @@ impl Default for Gpu {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Counters {
-    /// Foreign GPU work bursts per ms of (modelled) counting window; 0 disables contamination.
+    /// Mean number of foreign GPU work bursts landing in a 1 ms (modelled) counting window; a
+    /// window of `w` ms gets `contamination_per_ms * w^contamination_rate_exponent` on average.
+    /// 0 disables contamination.
     #[serde(deserialize_with = "non_negative")]
     pub contamination_per_ms: f64,
-    /// Median size of one foreign burst, in waves (log-normal).
+    /// How the burst count grows with the window: 1 is proportional, above 1 superlinear.
+    #[serde(deserialize_with = "non_negative")]
+    pub contamination_rate_exponent: f64,
+    /// Median size of one foreign burst in a 1 ms window, in waves (log-normal); a window of
+    /// `w` ms has median `contamination_median_waves * w^contamination_size_exponent`.
     #[serde(deserialize_with = "positive")]
     pub contamination_median_waves: f64,
+    /// How the burst size grows with the window (0: the same size for every window).
+    #[serde(deserialize_with = "non_negative")]
+    pub contamination_size_exponent: f64,
     /// Log-normal sigma of the burst size (the tail's weight).
     #[serde(deserialize_with = "non_negative")]
     pub contamination_sigma: f64,
-    /// Probability that a session suffers a GRBM zero burst from its first counted dispatch.
+    /// Probability that a session suffers a GRBM zero burst from its first counted dispatch,
+    /// averaged over wall-clock time (the probability of one moment drifts around it).
     #[serde(deserialize_with = "probability")]
     pub grbm_zero_session_probability: f64,
+    /// The highest probability the drift reaches (at or below the mean: no drift, the mean
+    /// holds at every moment).
+    #[serde(deserialize_with = "probability")]
+    pub grbm_zero_peak_probability: f64,
+    /// Spacing of the drift's knots, in minutes of wall-clock time: the probability moves
+    /// smoothly from one random knot value to the next. 0 disables the drift.
+    #[serde(deserialize_with = "non_negative")]
+    pub grbm_drift_minutes: f64,
     /// Shortest GRBM zero burst, in ms of GPU time.
     #[serde(deserialize_with = "positive")]
     pub grbm_burst_min_ms: f64,
@@ -84,10 +102,14 @@ pub struct Counters {
 impl Default for Counters {
     fn default() -> Self {
         Counters {
-            contamination_per_ms: 6.5,
-            contamination_median_waves: 25_000.0,
-            contamination_sigma: 0.9,
+            contamination_per_ms: 12.0,
+            contamination_rate_exponent: 1.1,
+            contamination_median_waves: 60_000.0,
+            contamination_size_exponent: 0.15,
+            contamination_sigma: 0.7,
             grbm_zero_session_probability: 0.031,
+            grbm_zero_peak_probability: 0.1,
+            grbm_drift_minutes: 10.0,
             grbm_burst_min_ms: 9.0,
             grbm_burst_median_ms: 54.0,
             grbm_burst_max_ms: 291.0,

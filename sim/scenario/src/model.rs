@@ -11,8 +11,11 @@ use serde::Deserialize;
 /// A whole simulated machine plus the behaviour of the two simulated libraries.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
-    /// Reserved for later random choices.
+    /// Seeds the GPU model's random choices (`WSLSIM_SEED` overrides it).
     pub seed: u64,
+    /// Whether the file named `seed`: a given seed pins the GPU model's draws like
+    /// `WSLSIM_SEED`; without either, each process draws its own seed.
+    pub seed_given: bool,
     /// The preset this scenario started from.
     pub machine: Machine,
     /// KMT node 0.
@@ -518,6 +521,7 @@ impl Scenario {
     pub fn radeon_890m() -> Self {
         Scenario {
             seed: 0,
+            seed_given: false,
             machine: Machine::Radeon890m,
             cpu: Cpu::radeon_890m_host(),
             thunk: Thunk::default(),

@@ -169,6 +169,7 @@ pub(crate) fn resolve(raw: RawScenario) -> Result<Scenario, String> {
     let mut scenario = Scenario::preset(raw.machine.unwrap_or(Machine::Radeon890m));
     if let Some(seed) = raw.seed {
         scenario.seed = seed;
+        scenario.seed_given = true;
     }
     if let Some(cpu) = raw.cpu {
         overlay!(scenario.cpu, cpu; name, cores);

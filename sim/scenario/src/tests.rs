@@ -101,6 +101,7 @@ fn overrides_start_from_the_890m_entries() {
         "#,
     );
     assert_eq!(scenario.seed, 7);
+    assert!(scenario.seed_given);
     assert_eq!(scenario.cpu.cores, 8);
     assert_eq!(scenario.cpu.name, Cpu::radeon_890m_host().name);
     assert_eq!(scenario.thunk.layout, 376);
@@ -371,4 +372,27 @@ fn ntstatus_formatting() {
         ntstatus(0xC000_000D_u32.cast_signed()).to_string(),
         "0xC000000D"
     );
+}
+
+#[test]
+fn a_seed_is_given_only_when_the_file_names_one() {
+    assert!(!parse("").seed_given);
+    assert!(!Scenario::default().seed_given);
+    let scenario = parse("seed = 0");
+    assert_eq!((scenario.seed, scenario.seed_given), (0, true));
+}
+
+#[test]
+fn contamination_and_drift_keys_parse_and_are_checked() {
+    let scenario = parse(
+        "[counters]\ncontamination_rate_exponent = 1.5\ncontamination_size_exponent = 0\n\
+         grbm_zero_peak_probability = 0.2\ngrbm_drift_minutes = 0\n",
+    );
+    assert_eq!(scenario.counters.contamination_rate_exponent, 1.5);
+    assert_eq!(scenario.counters.contamination_size_exponent, 0.0);
+    assert_eq!(scenario.counters.grbm_zero_peak_probability, 0.2);
+    assert_eq!(scenario.counters.grbm_drift_minutes, 0.0);
+    assert!(parse_err("[counters]\ngrbm_zero_peak_probability = 1.5\n").contains("line 2"));
+    assert!(parse_err("[counters]\ngrbm_drift_minutes = -1.0\n").contains("line 2"));
+    assert!(parse_err("[counters]\ncontamination_rate_exponent = -1.0\n").contains("line 2"));
 }

@@ -6,9 +6,11 @@
 //!
 //! * [`Activity`]: the event counts of one stretch of a counting window (a dispatch, a PM4
 //!   submission, or foreign work), and what each select id reports of it.
-//! * [`Session`]: the statistical core, one per node and process ("a session is one process's
-//!   thunk lifetime"): contamination by foreign GPU clients, the GRBM zero burst at the start
-//!   of the session, and isolated SQ zero read-backs. Each is drawn from its own seeded stream.
+//! * [`Session`]: the statistical core, one per node and process (a session opens when the
+//!   process first uses the GPU and lasts until it exits): contamination by foreign GPU
+//!   clients (burst count and size from the window length), the GRBM zero burst at the start
+//!   of the session (its probability drifting with wall-clock time, [`Knobs::grbm_probability_at`]),
+//!   and isolated SQ zero read-backs. Each is drawn from its own seeded stream.
 //! * [`PerfBlock`]: the perfmon hardware the PM4 registers drive: the `CP_PERFMON_CNTL` state
 //!   machine, `COMPUTE_PERFCOUNT_ENABLE`, two GRBM and eight SQ counter slots, per-instance
 //!   accumulators, and the read-back with the session's faults applied.
@@ -251,18 +253,27 @@ impl Activity {
 const STREAM_SESSION: u64 = 1;
 const STREAM_CONTAMINATION: u64 = 2;
 const STREAM_SQ_ZERO: u64 = 3;
+const STREAM_DRIFT_TIME: u64 = 4;
 
 /// The knobs of [`Session`], sanitised from `[counters]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Knobs {
-    /// Foreign bursts per nanosecond of counting window.
-    pub contamination_per_ns: f64,
-    /// Median foreign burst, waves.
+    /// Mean foreign bursts in a 1 ms window.
+    pub contamination_per_ms: f64,
+    /// Exponent of the window length in the burst count.
+    pub contamination_rate_exponent: f64,
+    /// Median foreign burst in a 1 ms window, waves.
     pub contamination_median: f64,
+    /// Exponent of the window length in the burst size.
+    pub contamination_size_exponent: f64,
     /// Log-normal sigma of the burst size.
     pub contamination_sigma: f64,
-    /// Probability of a GRBM zero burst per session.
+    /// Probability of a GRBM zero burst per session, averaged over wall-clock time.
     pub grbm_probability: f64,
+    /// The highest probability the drift reaches.
+    pub grbm_peak_probability: f64,
+    /// Drift knot spacing, seconds (0: no drift).
+    pub drift_knot_s: f64,
     /// Burst duration bounds and median, ns.
     pub burst_min_ns: f64,
     /// Median burst duration, ns.
@@ -284,11 +295,16 @@ impl Knobs {
             Counters::default()
         };
         let clamp = |p: f64| if p.is_nan() { 0.0 } else { p.clamp(0.0, 1.0) };
+        let finite = |v: f64| if v.is_finite() { v.max(0.0) } else { 0.0 };
         Knobs {
-            contamination_per_ns: counters.contamination_per_ms.max(0.0) / 1e6,
+            contamination_per_ms: finite(counters.contamination_per_ms),
+            contamination_rate_exponent: finite(counters.contamination_rate_exponent),
             contamination_median: counters.contamination_median_waves.max(1.0),
-            contamination_sigma: counters.contamination_sigma.max(0.0),
+            contamination_size_exponent: finite(counters.contamination_size_exponent),
+            contamination_sigma: finite(counters.contamination_sigma),
             grbm_probability: clamp(counters.grbm_zero_session_probability),
+            grbm_peak_probability: clamp(counters.grbm_zero_peak_probability),
+            drift_knot_s: finite(counters.grbm_drift_minutes) * 60.0,
             burst_min_ns: bursts.grbm_burst_min_ms * 1e6,
             burst_median_ns: bursts.grbm_burst_median_ms * 1e6,
             burst_max_ns: bursts.grbm_burst_max_ms * 1e6,
@@ -296,6 +312,46 @@ impl Knobs {
             sq_zero_probability: clamp(counters.sq_zero_probability),
         }
     }
+
+    /// The GRBM zero-burst probability of a session opened at `time_s` seconds of drift time.
+    ///
+    /// Value noise: knots every `drift_knot_s` seconds, each `mean * (a + 1) * U^a` with `U`
+    /// uniform from a hash of [`DRIFT_SEED`] and the knot index and `a = peak / mean - 1`, so
+    /// a knot lies in `[0, peak]` and averages `mean`; between knots the value moves along a
+    /// smoothstep, which keeps the time average at `mean`. Without drift (knot spacing 0, or
+    /// `peak <= mean`) every moment has the mean.
+    pub fn grbm_probability_at(&self, time_s: f64) -> f64 {
+        let mean = self.grbm_probability;
+        let peak = self.grbm_peak_probability;
+        if self.drift_knot_s <= 0.0 || peak <= mean || mean <= 0.0 || !time_s.is_finite() {
+            return mean;
+        }
+        let exponent = peak / mean - 1.0;
+        let position = time_s.max(0.0) / self.drift_knot_s;
+        let index = position.floor();
+        let fraction = position - index;
+        let knot = |k: f64| {
+            let mut rng = Rng::stream(DRIFT_SEED, k as u64);
+            mean * (exponent + 1.0) * rng.uniform().powf(exponent)
+        };
+        let (from, to) = (knot(index), knot(index + 1.0));
+        let smooth = fraction * fraction * (3.0 - 2.0 * fraction);
+        (from + (to - from) * smooth).clamp(0.0, 1.0)
+    }
+}
+
+/// The fixed global seed of the GRBM drift: every process (whatever its own seed) sees the same
+/// probability at the same moment, so affected sessions cluster in wall-clock time.
+pub const DRIFT_SEED: u64 = 0x5EED_0DD5_6B4D_0001;
+
+/// Drift time span a pinned seed is mapped into: 10 000 hours.
+const PINNED_DRIFT_SPAN_S: f64 = 10_000.0 * 3600.0;
+
+/// The drift time of a pinned seed: a deterministic point, uniform over 10 000 hours, so one
+/// seed always sees the same probability and many seeds see the time-averaged rate.
+pub fn pinned_drift_time_s(seed: u64) -> f64 {
+    let mut rng = Rng::stream(seed, STREAM_DRIFT_TIME);
+    rng.uniform() * PINNED_DRIFT_SPAN_S
 }
 
 /// The read-back faults decided for one counted dispatch.
@@ -313,27 +369,43 @@ pub struct Session {
     knobs: Knobs,
     contamination: Rng,
     sq_zero: Rng,
+    burst_probability: f64,
     burst_ns: Option<u64>,
     first_counted_ns: Option<u64>,
 }
 
 impl Session {
-    /// A session of node `node` with `seed`. Whether (and for how long) its GRBM counters
-    /// fail at the start is decided here, from the session's own stream.
+    /// A session of node `node` with a pinned `seed`: its drift time comes from the seed too
+    /// ([`pinned_drift_time_s`]), so the whole session is reproducible.
     pub fn new(counters: &Counters, seed: u64, node: u32) -> Session {
+        Session::at(counters, seed, node, pinned_drift_time_s(seed))
+    }
+
+    /// A session of node `node` with `seed`, opened at `drift_time_s` seconds of drift time
+    /// (wall-clock seconds for an unpinned process). Whether (and for how long) its GRBM
+    /// counters fail at the start is decided here: with the drift's probability at that
+    /// moment, from the session's own stream.
+    pub fn at(counters: &Counters, seed: u64, node: u32, drift_time_s: f64) -> Session {
         let knobs = Knobs::new(counters);
         let base = u64::from(node) << 8;
         let mut session_rng = Rng::stream(seed, base | STREAM_SESSION);
+        let burst_probability = knobs.grbm_probability_at(drift_time_s);
         let burst_ns = session_rng
-            .chance(knobs.grbm_probability)
+            .chance(burst_probability)
             .then(|| burst_duration(&knobs, &mut session_rng));
         Session {
             contamination: Rng::stream(seed, base | STREAM_CONTAMINATION),
             sq_zero: Rng::stream(seed, base | STREAM_SQ_ZERO),
             knobs,
+            burst_probability,
             burst_ns,
             first_counted_ns: None,
         }
+    }
+
+    /// The GRBM zero-burst probability this session was drawn with.
+    pub fn burst_probability(&self) -> f64 {
+        self.burst_probability
     }
 
     /// The GRBM zero burst of this session, in ns of GPU time, if it has one.
@@ -341,16 +413,29 @@ impl Session {
         self.burst_ns
     }
 
+    /// The contamination parameters of a window of `window_ns`: the mean burst count
+    /// `per_ms * w^rate_exponent` and the median burst size `median * w^size_exponent`, with
+    /// `w` the window in ms. Longer windows get more and bigger bursts.
+    pub fn contamination_for(&self, window_ns: u64) -> (f64, f64) {
+        let knobs = &self.knobs;
+        if window_ns == 0 {
+            return (0.0, knobs.contamination_median);
+        }
+        let window_ms = window_ns as f64 / 1e6;
+        (
+            knobs.contamination_per_ms * window_ms.powf(knobs.contamination_rate_exponent),
+            (knobs.contamination_median * window_ms.powf(knobs.contamination_size_exponent))
+                .max(1.0),
+        )
+    }
+
     /// Foreign waves landing in `window_ns` of modelled counting window: a Poisson number of
-    /// bursts (rate `contamination_per_ms`), each log-normal in size. Never negative; zero for
-    /// a clean stretch.
+    /// bursts, each log-normal in size, both parameters from the window length
+    /// ([`Session::contamination_for`]). Never negative; zero for a clean stretch.
     pub fn foreign_waves(&mut self, window_ns: u64) -> u64 {
-        let lambda = self.knobs.contamination_per_ns * window_ns as f64;
+        let (lambda, median) = self.contamination_for(window_ns);
         let bursts = self.contamination.poisson(lambda);
-        let (median, sigma) = (
-            self.knobs.contamination_median,
-            self.knobs.contamination_sigma,
-        );
+        let sigma = self.knobs.contamination_sigma;
         if bursts > 64 {
             // Many bursts (a long window): their sum is close to normal.
             let mean = median * (sigma * sigma / 2.0).exp();

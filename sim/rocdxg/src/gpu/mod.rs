@@ -131,11 +131,21 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl NodeGpu {
     /// KMT node `node_id` described by `scenario` (which must have that node), with the
-    /// session drawn from `seed`.
+    /// session drawn from the pinned `seed`.
     pub fn new(scenario: &Scenario, node_id: u32, seed: u64) -> Option<NodeGpu> {
+        NodeGpu::seeded(scenario, node_id, &Seeding::pinned(seed))
+    }
+
+    /// KMT node `node_id` described by `scenario`, its session drawn as `seeding` says.
+    pub fn seeded(scenario: &Scenario, node_id: u32, seeding: &Seeding) -> Option<NodeGpu> {
         let node = scenario.gpu_node(node_id)?;
         let geometry = Geometry::from_node(node);
-        let session = Session::new(&scenario.counters, seed, node_id);
+        let session = Session::at(
+            &scenario.counters,
+            seeding.seed,
+            node_id,
+            seeding.drift_time_s,
+        );
         Some(NodeGpu {
             node_id,
             clock: GpuClock::new(scenario.gpu.clock_offset_ns, node.wallclock_khz),
@@ -260,10 +270,15 @@ pub struct Gpu {
 }
 
 impl Gpu {
-    /// The GPU nodes of `scenario`, their sessions drawn from `seed`.
+    /// The GPU nodes of `scenario`, their sessions drawn from the pinned `seed`.
     pub fn new(scenario: &Scenario, seed: u64) -> Gpu {
+        Gpu::seeded(scenario, &Seeding::pinned(seed))
+    }
+
+    /// The GPU nodes of `scenario`, their sessions drawn as `seeding` says.
+    pub fn seeded(scenario: &Scenario, seeding: &Seeding) -> Gpu {
         let nodes = (1..scenario.num_kmt_nodes())
-            .filter_map(|node_id| NodeGpu::new(scenario, node_id, seed))
+            .filter_map(|node_id| NodeGpu::seeded(scenario, node_id, seeding))
             .collect();
         Gpu { nodes }
     }
@@ -277,43 +292,96 @@ impl Gpu {
 
 static GPU: Mutex<Option<Arc<Gpu>>> = Mutex::new(None);
 
-/// The process's GPU, created on first use from the thunk's scenario and the session seed.
+/// The process's GPU, created on first use from the thunk's scenario and the process's
+/// [`Seeding`]. Creating it opens the process's counter session on every node.
 pub fn gpu() -> Arc<Gpu> {
     let mut guard = lock(&GPU);
     guard
         .get_or_insert_with(|| {
             let scenario = crate::state::with_state(|state| state.scenario().clone());
-            let seed = session_seed(scenario.seed);
-            Arc::new(Gpu::new(&scenario, seed))
+            let seeding = process_seeding(&scenario);
+            Arc::new(Gpu::seeded(&scenario, &seeding))
         })
         .clone()
 }
 
-/// Forgets the GPU (it is rebuilt from the current scenario on next use) and the vendor-packet
-/// gate (read again from the environment on next use).
+/// Forgets the GPU (it is rebuilt from the current scenario on next use, opening a new
+/// session) and the vendor-packet gate (read again from the environment on next use).
 pub fn reset() {
     *lock(&GPU) = None;
     VENDOR_PACKET.store(GATE_UNREAD, Ordering::SeqCst);
 }
 
-/// `WSLSIM_SEED` if set and valid, else `scenario_seed`.
-pub fn session_seed(scenario_seed: u64) -> u64 {
-    let Some(value) = std::env::var_os(SEED_ENV) else {
-        return scenario_seed;
-    };
-    match value.to_str().and_then(parse_seed) {
-        Some(seed) => seed,
-        None => {
-            static WARNED: AtomicBool = AtomicBool::new(false);
-            if !WARNED.swap(true, Ordering::SeqCst) {
-                eprintln!(
-                    "wslsim: ignoring {SEED_ENV}={}: not a u64",
-                    value.to_string_lossy()
-                );
-            }
-            scenario_seed
+/// How a session's random draws are seeded.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Seeding {
+    /// The seed of the session's streams.
+    pub seed: u64,
+    /// The moment the GRBM drift is evaluated at, in seconds.
+    pub drift_time_s: f64,
+    /// Whether the seed was pinned (`WSLSIM_SEED` or the scenario's `seed`).
+    pub pinned: bool,
+}
+
+impl Seeding {
+    /// A pinned seed: everything, the drift time included, follows from it.
+    pub fn pinned(seed: u64) -> Seeding {
+        Seeding {
+            seed,
+            drift_time_s: counters::pinned_drift_time_s(seed),
+            pinned: true,
         }
     }
+
+    /// An unpinned process: its seed mixed from `pid` and `time_ns` (wall-clock ns since the
+    /// Unix epoch), its drift time the wall clock itself, so processes running at the same
+    /// moment share the burst probability.
+    pub fn unpinned(pid: u32, time_ns: u128) -> Seeding {
+        let mut state = (u64::from(pid) << 32) ^ (time_ns as u64) ^ ((time_ns >> 64) as u64);
+        Seeding {
+            seed: rng::splitmix64(&mut state),
+            drift_time_s: time_ns as f64 / 1e9,
+            pinned: false,
+        }
+    }
+}
+
+/// The seeding rule: `WSLSIM_SEED` (`env`) if set and valid, else the scenario's seed if the
+/// file gave one, else a per-process seed from `entropy` (pid, wall-clock ns).
+pub fn choose_seeding(
+    env: Option<&OsStr>,
+    scenario: &Scenario,
+    entropy: impl FnOnce() -> (u32, u128),
+) -> Seeding {
+    if let Some(value) = env {
+        match value.to_str().and_then(parse_seed) {
+            Some(seed) => return Seeding::pinned(seed),
+            None => {
+                static WARNED: AtomicBool = AtomicBool::new(false);
+                if !WARNED.swap(true, Ordering::SeqCst) {
+                    eprintln!(
+                        "wslsim: ignoring {SEED_ENV}={}: not a u64",
+                        value.to_string_lossy()
+                    );
+                }
+            }
+        }
+    }
+    if scenario.seed_given {
+        return Seeding::pinned(scenario.seed);
+    }
+    let (pid, time_ns) = entropy();
+    Seeding::unpinned(pid, time_ns)
+}
+
+/// This process's seeding ([`choose_seeding`] with the real environment, pid and clock).
+pub fn process_seeding(scenario: &Scenario) -> Seeding {
+    choose_seeding(std::env::var_os(SEED_ENV).as_deref(), scenario, || {
+        let time_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos());
+        (std::process::id(), time_ns)
+    })
 }
 
 /// Parses a u64 written in decimal or as `0x` hex.

@@ -1,10 +1,14 @@
 //! The counter model: truths, the perfmon state machine, and the WSL2 pitfall statistics over
 //! many simulated sessions with synthetic time (pure Rust, no clock, no FFI).
 
-use wslsim_scenario::{Counters, Gpu as GpuKnobs};
+use std::ffi::OsStr;
+
+use wslsim_scenario::{Counters, Gpu as GpuKnobs, Scenario};
+
+use crate::gpu::{Seeding, choose_seeding};
 
 use crate::gpu::cost::{DispatchCost, Kernel, copy_ns};
-use crate::gpu::counters::{Activity, Geometry, PerfBlock, Session, grbm, sq};
+use crate::gpu::counters::{Activity, Geometry, Knobs, PerfBlock, Session, grbm, sq};
 use crate::gpu::rng::Rng;
 
 use super::clean;
@@ -281,70 +285,100 @@ fn median(values: &mut [f64]) -> f64 {
     values[values.len() / 2]
 }
 
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+/// The seed: a 262 144 work-item kernel (8 192 waves) reported a minimum SQ_WAVES of exactly
+/// 8 192 in each of three configurations, with maxima reaching 185 561. Over 1000 sessions of
+/// 12 samples: the minimum of 5 is exact in most sessions, no sample is below the truth, and
+/// the session maxima land in the tens to low hundreds of thousands.
 #[test]
-fn contamination_never_goes_below_truth_and_the_floor_is_exact() {
+fn the_small_kernel_floor_is_exact_and_its_maxima_reach_the_hundreds_of_thousands() {
     let small = Kernel::linear(262_144, 256);
     let seeds = 1000;
     let mut floor_exact = 0;
-    let mut clean_samples = 0;
-    let mut all_samples = 0;
-    let mut max_ratios = Vec::new();
-    let mut overall_max = 0;
+    let mut maxima = Vec::new();
     for seed in 0..seeds {
-        let values = sq_waves(seed, &small, 36);
+        let values = sq_waves(seed, &small, 12);
         assert!(
             values.iter().all(|&v| v >= 8_192),
             "seed {seed}: {values:?}"
         );
-        // A handful of samples (five) already reaches the truth.
         if values[..5].iter().min() == Some(&8_192) {
             floor_exact += 1;
         }
-        clean_samples += values.iter().filter(|&&v| v == 8_192).count();
-        all_samples += values.len();
-        let max = *values.iter().max().unwrap();
-        overall_max = overall_max.max(max);
-        max_ratios.push(max as f64 / 8_192.0);
+        maxima.push(*values.iter().max().unwrap() as f64);
     }
-    let median_max_ratio = median(&mut max_ratios);
-    let p10 = max_ratios[max_ratios.len() / 10];
-    let p90 = max_ratios[max_ratios.len() * 9 / 10];
+    maxima.sort_by(f64::total_cmp);
+    let (p10, p50, p90) = (
+        quantile(&maxima, 0.1),
+        quantile(&maxima, 0.5),
+        quantile(&maxima, 0.9),
+    );
     eprintln!(
-        "8192-wave kernel over {seeds} sessions: clean samples {:.1} %, min of 5 == 8192 in \
-         {floor_exact}/{seeds}, max of 36 / truth: median {median_max_ratio:.1}x (p10 \
-         {p10:.1}x, p90 {p90:.1}x), largest {overall_max}",
-        100.0 * clean_samples as f64 / all_samples as f64
+        "8192-wave kernel over {seeds} sessions: min of 5 == 8192 in {floor_exact}/{seeds}, \
+         max of 12: p10 {p10:.0}, median {p50:.0}, p90 {p90:.0} (seed: 185,561)"
     );
-    assert!(floor_exact >= 980, "{floor_exact}/{seeds}");
-    assert!(
-        (10.0..=25.0).contains(&median_max_ratio),
-        "{median_max_ratio}"
-    );
-    assert!(p10 >= 4.0 && p90 <= 60.0, "{p10} {p90}");
+    // Three of three configurations exact: a model exact in under 90 % of sessions would
+    // rarely manage that; one exact in every session has no tail.
+    assert!((900..1000).contains(&floor_exact), "{floor_exact}/{seeds}");
+    assert!((80_000.0..=300_000.0).contains(&p50), "{p50}");
+    assert!(p10 >= 20_000.0 && p90 <= 600_000.0, "{p10} {p90}");
+}
 
-    // The seed's 1 048 576 work-item kernel: usually contaminated, never below 32 768.
+/// The seed: a 1 048 576 work-item kernel (32 768 waves) gave 36 537, 111 929, 162 155,
+/// 260 666, 315 977 and 394 836 over six runs, the smallest 11 % above theory, none below.
+/// Over 1000 sessions of six runs: rarely exact, never below, spread of that magnitude.
+#[test]
+fn the_big_kernel_is_rarely_exact_and_spreads_like_the_seed() {
+    const SEED_RUNS: [f64; 6] = [
+        36_537.0, 111_929.0, 162_155.0, 260_666.0, 315_977.0, 394_836.0,
+    ];
     let big = Kernel::linear(1_048_576, 256);
-    let mut contaminated = 0;
+    let seeds = 1000;
     let mut values = Vec::new();
+    let mut minima = Vec::new();
     for seed in 0..seeds {
-        let sample = sq_waves(seed, &big, 1);
-        let Some(&value) = sample.first() else {
-            continue;
-        };
-        assert!(value >= 32_768);
-        contaminated += usize::from(value > 32_768);
-        values.push(value as f64);
+        let runs = sq_waves(seed, &big, 6);
+        assert!(runs.iter().all(|&v| v >= 32_768), "seed {seed}: {runs:?}");
+        if let Some(&min) = runs.iter().min() {
+            minima.push(min as f64 / 32_768.0);
+        }
+        values.extend(runs.iter().map(|&v| v as f64));
     }
-    let share = contaminated as f64 / values.len() as f64;
-    let first_six: Vec<u64> = values.iter().take(6).map(|&v| v as u64).collect();
-    eprintln!(
-        "32768-wave kernel over {} sessions: contaminated {:.1} %, median {:.0}, first six \
-         runs {first_six:?}",
-        values.len(),
-        100.0 * share,
-        median(&mut values)
+    let exact = values.iter().filter(|&&v| v == 32_768.0).count() as f64 / values.len() as f64;
+    let inside = values
+        .iter()
+        .filter(|&&v| (SEED_RUNS[0]..=SEED_RUNS[5]).contains(&v))
+        .count() as f64
+        / values.len() as f64;
+    values.sort_by(f64::total_cmp);
+    minima.sort_by(f64::total_cmp);
+    let (p10, p50, p90) = (
+        quantile(&values, 0.1),
+        quantile(&values, 0.5),
+        quantile(&values, 0.9),
     );
-    assert!(share >= 0.75, "{share}");
+    let seed_median = (SEED_RUNS[2] + SEED_RUNS[3]) / 2.0;
+    let min_median = quantile(&minima, 0.5);
+    eprintln!(
+        "32768-wave kernel over {} runs: exact {:.1} %, p10 {p10:.0}, median {p50:.0} (seed \
+         {seed_median:.0}), p90 {p90:.0}, inside the seed's range {:.0} %, min of 6 / truth: \
+         median {min_median:.2}x (seed 1.11x)",
+        values.len(),
+        100.0 * exact,
+        100.0 * inside
+    );
+    assert!(exact <= 0.08, "rarely exact: {exact}");
+    assert!(
+        (0.6 * seed_median..=1.5 * seed_median).contains(&p50),
+        "{p50}"
+    );
+    assert!((35_000.0..=110_000.0).contains(&p10), "{p10}");
+    assert!((300_000.0..=700_000.0).contains(&p90), "{p90}");
+    assert!(inside >= 0.6, "{inside}");
+    assert!((1.0..=3.5).contains(&min_median), "{min_median}");
 }
 
 #[test]
@@ -384,9 +418,11 @@ fn contamination_grows_with_the_modelled_window_not_with_wall_time() {
 
 #[test]
 fn grbm_bursts_hit_about_three_percent_of_sessions_at_their_start_only() {
+    // Sessions shaped like the seed's: 23 990 dispatches over 354 sessions is 68 each; 4 ms
+    // apart, so a 54 ms burst covers 14 (the seed: 191 dispatches over 11 bursts, 17 each).
     let sessions = 5000_u64;
     let period = 4 * MS;
-    let dispatches = 100_u64; // 400 ms of profiling per session
+    let dispatches = 68_u64;
     let kernel = Kernel::linear(65_536, 256);
     let cost = cost(&kernel);
     let mut affected_sessions = 0;
@@ -442,6 +478,7 @@ fn grbm_bursts_hit_about_three_percent_of_sessions_at_their_start_only() {
         100.0 * dispatch_rate
     );
     assert!((rate - 0.031).abs() < 0.008, "{rate}");
+    assert!((0.005..=0.012).contains(&dispatch_rate), "{dispatch_rate}");
     assert!((40.0..=70.0).contains(&median_ms), "{median_ms}");
     assert!(shortest >= 9.0 && longest <= 291.0);
 }
@@ -480,6 +517,163 @@ fn the_burst_does_not_depend_on_the_counters_requested() {
             != Session::new(&Counters::default(), seed, 2).burst_ns()
     });
     assert!(differ);
+}
+
+/// The seed: the rate "does drift over time ... across roughly an hour of continuous profiling
+/// it moved between zero and about one session in ten", averaging 3.1 %.
+#[test]
+fn the_burst_probability_drifts_between_zero_and_a_tenth_around_three_percent() {
+    let knobs = Knobs::new(&Counters::default());
+    let hours = 2000;
+    let mut sum = 0.0;
+    let mut samples = 0;
+    let mut wide_hours = 0;
+    let (mut low, mut high) = (1.0_f64, 0.0_f64);
+    for hour in 0..hours {
+        let (mut hour_low, mut hour_high) = (1.0_f64, 0.0_f64);
+        for minute in 0..60 {
+            let p = knobs.grbm_probability_at(f64::from(hour * 3600 + minute * 60));
+            assert!((0.0..=0.1 + 1e-12).contains(&p), "{p}");
+            sum += p;
+            samples += 1;
+            hour_low = hour_low.min(p);
+            hour_high = hour_high.max(p);
+        }
+        wide_hours += usize::from(hour_high - hour_low > 0.03);
+        low = low.min(hour_low);
+        high = high.max(hour_high);
+    }
+    let mean = sum / f64::from(samples);
+    let wide = wide_hours as f64 / f64::from(hours);
+    eprintln!(
+        "GRBM drift over {hours} h: mean {:.2} %, range {:.2}..{:.2} %, {:.0} % of hours span \
+         more than 3 points",
+        100.0 * mean,
+        100.0 * low,
+        100.0 * high,
+        100.0 * wide
+    );
+    assert!((mean - 0.031).abs() < 0.003, "{mean}");
+    assert!(low < 0.002 && high > 0.09, "{low} {high}");
+    assert!(wide > 0.5, "most hours move: {wide}");
+    // Smooth: a minute moves it by little.
+    let steps = (0..10_000).map(|m| {
+        let t = f64::from(m) * 60.0;
+        (knobs.grbm_probability_at(t + 60.0) - knobs.grbm_probability_at(t)).abs()
+    });
+    assert!(steps.fold(0.0, f64::max) < 0.02);
+    // No drift when disabled or when the peak does not exceed the mean.
+    for counters in [
+        Counters {
+            grbm_drift_minutes: 0.0,
+            ..Counters::default()
+        },
+        Counters {
+            grbm_zero_peak_probability: 0.02,
+            ..Counters::default()
+        },
+    ] {
+        let knobs = Knobs::new(&counters);
+        assert!((0..500).all(|m| knobs.grbm_probability_at(f64::from(m) * 97.0) == 0.031));
+    }
+}
+
+/// Affected sessions "arrive in clusters rather than independently": unpinned sessions opened
+/// one every 10 s of wall-clock time, each with its own seed, counted per 10 minutes, are
+/// over-dispersed (variance well above a binomial's), and the same moment gives every
+/// process the same probability.
+#[test]
+fn affected_sessions_cluster_in_wall_clock_time() {
+    let counters = Counters::default();
+    let buckets = 3000_u64; // 500 h
+    let per_bucket = 60_u64;
+    let mut counts = Vec::new();
+    for bucket in 0..buckets {
+        let affected = (0..per_bucket)
+            .filter(|&i| {
+                let time_ns = u128::from((bucket * per_bucket + i) * 10) * 1_000_000_000;
+                let seeding = Seeding::unpinned(1000 + i as u32, time_ns);
+                Session::at(&counters, seeding.seed, 1, seeding.drift_time_s)
+                    .burst_ns()
+                    .is_some()
+            })
+            .count();
+        counts.push(affected as f64);
+    }
+    let n = counts.len() as f64;
+    let mean = counts.iter().sum::<f64>() / n;
+    let variance = counts.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let rate = mean / per_bucket as f64;
+    let binomial = per_bucket as f64 * rate * (1.0 - rate);
+    let dispersion = variance / binomial;
+    eprintln!(
+        "clustered sessions: rate {:.2} %, dispersion {dispersion:.2} (independent: 1)",
+        100.0 * rate
+    );
+    assert!((rate - 0.031).abs() < 0.005, "{rate}");
+    assert!(dispersion > 1.5, "{dispersion}");
+    let moment = Seeding::unpinned(7, 5_000_000_000_000_000_000);
+    let other = Seeding::unpinned(8, 5_000_000_000_000_000_000);
+    assert_ne!(moment.seed, other.seed);
+    assert_eq!(
+        Session::at(&counters, moment.seed, 1, moment.drift_time_s).burst_probability(),
+        Session::at(&counters, other.seed, 1, other.drift_time_s).burst_probability()
+    );
+}
+
+/// `WSLSIM_SEED` pins everything; so does a scenario's `seed`; without either each process
+/// draws its own seed from pid and time.
+#[test]
+fn the_seeding_rule() {
+    let scenario = Scenario::default();
+    let given = Scenario {
+        seed: 99,
+        seed_given: true,
+        ..Scenario::default()
+    };
+    let never = || -> (u32, u128) { panic!("a pinned seed needs no entropy") };
+    let env = Seeding::pinned(42);
+    assert_eq!(
+        choose_seeding(Some(OsStr::new("42")), &scenario, never),
+        env
+    );
+    assert_eq!(choose_seeding(Some(OsStr::new("0x2a")), &given, never), env);
+    assert_eq!(choose_seeding(None, &given, never), Seeding::pinned(99));
+    assert_eq!(
+        choose_seeding(Some(OsStr::new("nope")), &given, never),
+        Seeding::pinned(99)
+    );
+    // A pinned seed's drift time is fixed, so its session is the same every run.
+    assert_eq!(Seeding::pinned(42), Seeding::pinned(42));
+    let a = Session::new(&Counters::default(), 42, 1);
+    let b = Session::new(&Counters::default(), 42, 1);
+    assert_eq!(
+        (a.burst_ns(), a.burst_probability()),
+        (b.burst_ns(), b.burst_probability())
+    );
+    // Unpinned: pid and time make the seed; the wall clock is the drift time.
+    let unpinned = choose_seeding(None, &scenario, || (1234, 1_700_000_000_123_456_789));
+    assert!(!unpinned.pinned);
+    assert!((unpinned.drift_time_s - 1_700_000_000.123).abs() < 1e-3);
+    let seeds: std::collections::BTreeSet<u64> = (0..1000_u32)
+        .flat_map(|pid| {
+            [
+                Seeding::unpinned(pid, 1_700_000_000_000_000_000).seed,
+                Seeding::unpinned(pid, 1_700_000_000_000_000_001).seed,
+            ]
+        })
+        .collect();
+    assert_eq!(seeds.len(), 2000, "every (pid, time) its own seed");
+    // Pinned seeds sample the drift uniformly: over many seeds, the time-averaged rate.
+    let affected = (0..20_000)
+        .filter(|&seed| {
+            Session::new(&Counters::default(), seed, 1)
+                .burst_ns()
+                .is_some()
+        })
+        .count();
+    let rate = affected as f64 / 20_000.0;
+    assert!((rate - 0.031).abs() < 0.005, "{rate}");
 }
 
 #[test]
