@@ -9,7 +9,10 @@ use std::time::Instant;
 
 use pmc_dxg::plan::{DXG_FRAME_DWORDS, Packing, plan};
 use pmc_dxg::pm4::build_pass;
-use pmc_dxg::{BaseEvent, Block, Topology};
+
+// The reference topology and counter helpers the tests use.
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 fn main() {
     let rounds: usize = std::env::args()
@@ -17,19 +20,12 @@ fn main() {
         .and_then(|arg| arg.parse().ok())
         .unwrap_or(20_000)
         .max(1);
-    let topology = Topology {
-        gfx: "gfx1150".into(),
-        se: 1,
-        cu: 16,
-        xcc: 1,
-    };
-    let counter =
-        |name: &str, block: Block, event: u32| (name.to_owned(), BaseEvent { block, event });
+    let topology = common::radeon_890m();
     let counters = vec![
-        counter("SQ_WAVES", Block::Sq, 4),
-        counter("SQ_BUSY_CYCLES", Block::Sq, 3),
-        counter("GRBM_COUNT", Block::Grbm, 0),
-        counter("GRBM_GUI_ACTIVE", Block::Grbm, 2),
+        common::sq("SQ_WAVES", 4),
+        common::sq("SQ_BUSY_CYCLES", 3),
+        common::grbm("GRBM_COUNT", 0),
+        common::grbm("GRBM_GUI_ACTIVE", 2),
     ];
     let (base, output) = (0x7F00_0000_0000_u64, 0x7F00_0001_0000_u64);
     let once = || {

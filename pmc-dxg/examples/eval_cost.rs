@@ -11,41 +11,14 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use pmc_dxg::defs::{CounterKind, Definitions, DefsSource};
-use trace_records::agents::{Agent, AgentKind, GpuProperties};
 use wslsim_scenario::GpuNode;
+
+// The agent builder the tests use.
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 const ROUNDS: usize = 31;
 const ITERATIONS: usize = 20_000;
-
-fn agent(node: &GpuNode) -> Agent {
-    let cu = node.simd_count / node.simd_per_cu.max(1);
-    let arrays = node.shader_engines * node.arrays_per_engine;
-    Agent {
-        kind: AgentKind::Gpu,
-        logical_node_id: 1,
-        node_id: 1,
-        logical_node_type_id: 0,
-        name: "gfx1150".to_owned(),
-        product_name: String::new(),
-        vendor_name: "AMD".to_owned(),
-        model_name: String::new(),
-        cpu_cores_count: 0,
-        gpu: Some(GpuProperties {
-            gfx_target_version: 110500,
-            simd_count: node.simd_count,
-            simd_per_cu: node.simd_per_cu,
-            cu_count: cu,
-            num_shader_banks: node.shader_engines,
-            simd_arrays_per_engine: node.arrays_per_engine,
-            array_count: arrays,
-            cu_per_simd_array: cu / arrays.max(1),
-            wave_front_size: node.wave_front_size,
-            max_waves_per_simd: node.max_waves_per_simd,
-            num_xcc: node.num_xcc,
-            ..GpuProperties::default()
-        }),
-    }
-}
 
 /// A plausible read-back value for sample `k` of a counter: cycle counts around a
 /// millisecond at 2.9 GHz, event counts in the thousands, never all equal.
@@ -76,7 +49,7 @@ fn main() {
         ("Radeon 890M", GpuNode::radeon_890m()),
         ("2 shader engines, 32 CUs", two_se),
     ] {
-        let counters = defs.for_agent(&agent(&node));
+        let counters = defs.for_agent(&common::agent_from(&node, "gfx1150"));
         let names: Vec<&str> = counters
             .counters()
             .iter()

@@ -543,10 +543,12 @@ pub fn agent_property(agent: &Agent, name: &str) -> Option<f64> {
     Some(v as i64 as f64)
 }
 
-/// aqlprofile's WGPs per shader array: `(cu/2 + sa·se − 1) / (se·sa)` (at least 1).
+/// aqlprofile's WGPs per shader array ([`crate::pm4::wgp_per_sa`]), at least 1, with 0
+/// shader engines or arrays taken as 1.
 pub fn wgp_per_sa(cu: u32, se: u32, sa_per_se: u32) -> u32 {
-    let arrays = se.max(1).saturating_mul(sa_per_se.max(1));
-    ((cu / 2).saturating_add(arrays).saturating_sub(1) / arrays).max(1)
+    let wgp = crate::pm4::wgp_per_sa(cu, se.max(1), sa_per_se.max(1)).unwrap_or(1);
+    // At most cu / 2.
+    (wgp as u32).max(1)
 }
 
 /// How many values a base counter of each kind has on an agent.
@@ -565,20 +567,21 @@ pub struct Layout {
 impl Layout {
     /// The shader arrays aqlprofile reads per engine on gfx11 (hard-coded, not the agent's
     /// `simd_arrays_per_engine`).
-    pub const SA_PER_SE_READ: u32 = 2;
+    pub const SA_PER_SE_READ: u32 = crate::pm4::SA_PER_SE;
 
     /// The largest extent a dimension can have: an instance id keeps each coordinate in 6
     /// bits. Larger topology values (which no GPU has) are cut to it.
-    pub const MAX_EXTENT: u32 = 64;
+    pub const MAX_EXTENT: u32 = crate::pm4::MAX_INSTANCES_PER_DIMENSION;
 
-    /// The layout of a GPU agent (`None` for a CPU).
+    /// The layout of a GPU agent (`None` for a CPU). Wherever [`crate::pm4::Geometry::of`]
+    /// accepts the agent's [`Topology`], the SQ shape has exactly the samples the read takes,
+    /// in the same order.
     pub fn of(agent: &Agent) -> Option<Layout> {
         let topo = Topology::of(agent)?;
-        let g = agent.gpu.as_ref()?;
         Some(Layout {
             se: topo.se.min(Self::MAX_EXTENT),
             sa: Self::SA_PER_SE_READ,
-            wgp: wgp_per_sa(topo.cu, topo.se, g.simd_arrays_per_engine).min(Self::MAX_EXTENT),
+            wgp: wgp_per_sa(topo.cu, topo.se, topo.sa).min(Self::MAX_EXTENT),
             xcc: topo.xcc.min(Self::MAX_EXTENT),
         })
     }
@@ -731,6 +734,19 @@ enum Entry {
     Failed(Error),
 }
 
+impl Entry {
+    /// `counter`'s expression `text`, parsed (or why it does not parse).
+    fn derived(counter: &str, text: &str) -> Entry {
+        match Expr::parse(counter, text) {
+            Ok(expr) => Entry::Derived {
+                source: text.to_owned(),
+                expr,
+            },
+            Err(e) => Entry::Failed(e),
+        }
+    }
+}
+
 struct Pending {
     id: u32,
     name: String,
@@ -797,13 +813,7 @@ fn resolve(defs: &Definitions, agent: &Agent) -> AgentCounters {
         }
         let entry = match &def.body {
             DefBody::Base(ev) => Entry::Base(ev.clone()),
-            DefBody::Derived(text) => match Expr::parse(&c.name, text) {
-                Ok(expr) => Entry::Derived {
-                    source: text.clone(),
-                    expr,
-                },
-                Err(e) => Entry::Failed(e),
-            },
+            DefBody::Derived(text) => Entry::derived(&c.name, text),
         };
         push(
             &mut pending,
@@ -825,13 +835,7 @@ fn resolve(defs: &Definitions, agent: &Agent) -> AgentCounters {
         }
         let id = next_id;
         next_id += 1;
-        let entry = match Expr::parse(name, text) {
-            Ok(expr) => Entry::Derived {
-                source: text.to_owned(),
-                expr,
-            },
-            Err(e) => Entry::Failed(e),
-        };
+        let entry = Entry::derived(name, text);
         push(
             &mut pending,
             Pending {

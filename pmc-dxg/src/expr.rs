@@ -37,6 +37,9 @@
 //! - A single value on the *left* of `-` or `/` stays on the left (`2 - X` is `2 - x` for each
 //!   element). Upstream swaps the operands so that the larger side comes first, which turns
 //!   `2 - X` into `x - 2`; no stock definition has that form (a test checks the gfx11 ones).
+//! - Expressions deeper than [`MAX_DEPTH`], and counters whose expansion is deeper than
+//!   [`MAX_EXPANDED_DEPTH`] or larger than [`MAX_EXPANDED_NODES`], are refused: bounds of
+//!   this crate's own, far above anything the stock file needs.
 //! - An unknown `reduce` operation, accumulation mode or dimension name is a parse error here;
 //!   upstream finds the first only when evaluating and the others when building its tree.
 //! - `select` accepts index ranges (`[0:3,5]`), which upstream parses but refuses to evaluate.
@@ -753,7 +756,19 @@ struct Parser<'a> {
     scanner: Scanner<'a>,
     tok: Tok<'a>,
     at: usize,
+    /// Parentheses and function arguments open around the current token.
+    nesting: usize,
 }
+
+/// An expression parsed so far, with the depth of its tree.
+type Parsed = (Expr, usize);
+
+/// The deepest expression [`Expr::parse`] accepts: at most this many parentheses and
+/// function arguments open at once, and a tree at most this deep (a chain `a+b+c` is as deep as
+/// it has operators). The stock file's deepest is 8 levels (12 with derived counters expanded,
+/// see [`MAX_EXPANDED_DEPTH`]); the bound keeps a hostile definitions file from exhausting the
+/// stack of the parser, the printer or the compiler.
+pub const MAX_DEPTH: usize = 64;
 
 const OPERAND: &str = "a number, a name, `(`, `reduce(`, `select(` or `accumulate(`";
 
@@ -765,6 +780,7 @@ impl<'a> Parser<'a> {
             scanner: Scanner { text, pos: 0 },
             tok: Tok::End,
             at: 0,
+            nesting: 0,
         };
         p.advance()?;
         Ok(p)
@@ -826,58 +842,92 @@ impl<'a> Parser<'a> {
     }
 
     fn top(mut self) -> Result<Expr, Error> {
-        let e = self.binary(1)?;
+        let (e, _) = self.binary(1)?;
         if self.tok != Tok::End {
             return Err(self.unexpected("an operator or the end of the expression"));
         }
         Ok(e)
     }
 
+    fn too_deep(&self) -> Error {
+        self.error(
+            self.at,
+            format!("an expression at most {MAX_DEPTH} levels deep"),
+        )
+    }
+
+    /// A parenthesised expression or function argument, `binary(1)` one level further in.
+    fn nested(&mut self) -> Result<Parsed, Error> {
+        if self.nesting >= MAX_DEPTH {
+            return Err(self.too_deep());
+        }
+        self.nesting += 1;
+        let parsed = self.binary(1);
+        self.nesting -= 1;
+        parsed
+    }
+
     /// Operators of at least `min` precedence, left-associative.
-    fn binary(&mut self, min: u8) -> Result<Expr, Error> {
-        let mut lhs = self.primary()?;
+    fn binary(&mut self, min: u8) -> Result<Parsed, Error> {
+        let (mut lhs, mut depth) = self.primary()?;
         while let Tok::Op(op) = self.tok {
             if op.precedence() < min {
                 break;
             }
+            if depth >= MAX_DEPTH {
+                return Err(self.too_deep());
+            }
             self.advance()?;
-            let rhs = self.binary(op.precedence() + 1)?;
+            let (rhs, rhs_depth) = self.binary(op.precedence() + 1)?;
+            depth = 1 + depth.max(rhs_depth);
+            if depth > MAX_DEPTH {
+                return Err(self.too_deep());
+            }
             lhs = Expr::Binary {
                 op,
                 lhs: Box::new(lhs),
                 rhs: Box::new(rhs),
             };
         }
-        Ok(lhs)
+        Ok((lhs, depth))
     }
 
-    fn primary(&mut self) -> Result<Expr, Error> {
+    fn primary(&mut self) -> Result<Parsed, Error> {
         match self.tok {
             Tok::Number(n) => {
                 self.advance()?;
-                Ok(Expr::Number(n))
+                Ok((Expr::Number(n), 1))
             }
             Tok::Name(n) => {
                 self.advance()?;
-                Ok(Expr::Name(n.to_owned()))
+                Ok((Expr::Name(n.to_owned()), 1))
             }
             Tok::LParen => {
                 self.advance()?;
-                let e = self.binary(1)?;
+                let e = self.nested()?;
                 self.expect(Tok::RParen, "an operator or `)`")?;
                 Ok(e)
             }
             Tok::Reduce => self.reduce(),
             Tok::Select => self.select(),
-            Tok::Accumulate => self.accumulate(),
+            Tok::Accumulate => Ok((self.accumulate()?, 1)),
             _ => Err(self.unexpected(OPERAND)),
         }
     }
 
-    fn reduce(&mut self) -> Result<Expr, Error> {
+    /// `arg` wrapped in a function node: one level deeper.
+    fn wrap(&self, arg: Parsed, node: impl FnOnce(Box<Expr>) -> Expr) -> Result<Parsed, Error> {
+        let depth = arg.1 + 1;
+        if depth > MAX_DEPTH {
+            return Err(self.too_deep());
+        }
+        Ok((node(Box::new(arg.0)), depth))
+    }
+
+    fn reduce(&mut self) -> Result<Parsed, Error> {
         self.advance()?;
         self.expect(Tok::LParen, "`(` after `reduce`")?;
-        let arg = self.binary(1)?;
+        let arg = self.nested()?;
         self.expect(Tok::Comma, "an operator or `,`")?;
         let expected_op = "a reduction: sum, avr, min or max";
         let op = match self.tok {
@@ -903,11 +953,7 @@ impl<'a> Parser<'a> {
             self.expect(Tok::RBracket, "`,` or `]`")?;
         }
         self.expect(Tok::RParen, "`,` or `)`")?;
-        Ok(Expr::Reduce {
-            arg: Box::new(arg),
-            op,
-            dims,
-        })
+        self.wrap(arg, |arg| Expr::Reduce { arg, op, dims })
     }
 
     fn dim(&mut self) -> Result<Dim, Error> {
@@ -924,10 +970,10 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn select(&mut self) -> Result<Expr, Error> {
+    fn select(&mut self) -> Result<Parsed, Error> {
         self.advance()?;
         self.expect(Tok::LParen, "`(` after `select`")?;
-        let arg = self.binary(1)?;
+        let arg = self.nested()?;
         self.expect(Tok::Comma, "an operator or `,`")?;
         self.expect(Tok::LBracket, "`[` and a list of DIMENSION=[indices]")?;
         let mut selections: Vec<Selection> = Vec::new();
@@ -966,10 +1012,7 @@ impl<'a> Parser<'a> {
         }
         self.expect(Tok::RBracket, "`,` or `]`")?;
         self.expect(Tok::RParen, "`)`")?;
-        Ok(Expr::Select {
-            arg: Box::new(arg),
-            selections,
-        })
+        self.wrap(arg, |arg| Expr::Select { arg, selections })
     }
 
     fn ranges(&self, text: &str) -> Result<Vec<IndexRange>, Error> {
@@ -1146,7 +1189,17 @@ struct Compiler<'a, 'r> {
     ops: Vec<Op>,
     scratch: usize,
     expanding: Vec<String>,
+    /// Nodes being compiled, derived counters' expansions included.
+    depth: usize,
+    /// Nodes compiled for the current counter.
+    visited: usize,
 }
+
+/// The deepest a counter's expression may become with its derived counters expanded in place.
+pub const MAX_EXPANDED_DEPTH: usize = 2 * MAX_DEPTH;
+/// The most nodes a counter's expression may have with its derived counters expanded in place
+/// (a definition using another twice at every level would otherwise grow exponentially).
+pub const MAX_EXPANDED_NODES: usize = 1 << 14;
 
 impl<'a> Compiler<'a, '_> {
     fn fail(&self, message: String) -> Error {
@@ -1179,6 +1232,26 @@ impl<'a> Compiler<'a, '_> {
     }
 
     fn node(&mut self, e: &Expr) -> Result<Value, Error> {
+        self.visited += 1;
+        if self.visited > MAX_EXPANDED_NODES {
+            return Err(self.fail(format!(
+                "the expression, its derived counters expanded, has more than \
+                 {MAX_EXPANDED_NODES} nodes"
+            )));
+        }
+        if self.depth >= MAX_EXPANDED_DEPTH {
+            return Err(self.fail(format!(
+                "the expression, its derived counters expanded, is more than \
+                 {MAX_EXPANDED_DEPTH} levels deep"
+            )));
+        }
+        self.depth += 1;
+        let value = self.node_inner(e);
+        self.depth -= 1;
+        value
+    }
+
+    fn node_inner(&mut self, e: &Expr) -> Result<Value, Error> {
         match e {
             Expr::Number(n) => Ok(Value {
                 src: Src::Const(f64::from(*n)),
@@ -1225,14 +1298,6 @@ impl<'a> Compiler<'a, '_> {
     }
 
     fn name(&mut self, name: &str) -> Result<Value, Error> {
-        if let Some(at) = self.expanding.iter().position(|n| n == name) {
-            let mut path: Vec<&str> = self.expanding[at..].iter().map(String::as_str).collect();
-            path.push(name);
-            return Err(self.fail(format!(
-                "the definition refers to itself: {}",
-                path.join(" -> ")
-            )));
-        }
         match (self.resolve)(name) {
             None => Err(Error::UnknownInput {
                 counter: self.counter.clone(),
@@ -1250,6 +1315,17 @@ impl<'a> Compiler<'a, '_> {
                 Ok(Value { src, shape })
             }
             Some(Binding::Derived(expr)) => {
+                // Only an expansion can loop: a base counter or constant compiled under its
+                // own name (`AgentCounters::prepare(&["SQ_WAVES"])`) is just itself.
+                if let Some(at) = self.expanding.iter().position(|n| n == name) {
+                    let mut path: Vec<&str> =
+                        self.expanding[at..].iter().map(String::as_str).collect();
+                    path.push(name);
+                    return Err(self.fail(format!(
+                        "the definition refers to itself: {}",
+                        path.join(" -> ")
+                    )));
+                }
                 self.expanding.push(name.to_owned());
                 let v = self.node(expr);
                 self.expanding.pop();
@@ -1466,8 +1542,9 @@ impl<'a> Compiler<'a, '_> {
 impl Program {
     /// Compiles `counters` (name, expression) with `resolve` saying what each name in them
     /// stands for. Fails on the first counter that cannot be evaluated: an unknown name
-    /// ([`Error::UnknownInput`]), an unusable one, a definition that refers to itself, or
-    /// shapes that do not combine ([`Error::Evaluate`]).
+    /// ([`Error::UnknownInput`]), an unusable one, a definition that refers to itself, one
+    /// that expanded is deeper than [`MAX_EXPANDED_DEPTH`] or larger than
+    /// [`MAX_EXPANDED_NODES`], or shapes that do not combine ([`Error::Evaluate`]).
     pub fn compile<'a>(
         counters: &[(&str, &Expr)],
         resolve: &dyn Fn(&str) -> Option<Binding<'a>>,
@@ -1479,10 +1556,13 @@ impl Program {
             ops: Vec::new(),
             scratch: 0,
             expanding: Vec::new(),
+            depth: 0,
+            visited: 0,
         };
         let mut outputs = Vec::with_capacity(counters.len());
         for &(name, expr) in counters {
             c.counter = name.to_owned();
+            c.visited = 0;
             c.expanding.clear();
             c.expanding.push(name.to_owned());
             let v = c.node(expr)?;

@@ -8,7 +8,8 @@
 //! - [`defs`]: loading and resolving counter definitions;
 //! - [`expr`]: the derived-counter language (parse, print, evaluate over per-instance values);
 //! - [`plan`]: base counters into passes within each block's slots;
-//! - [`pm4`]: the command buffers, the AQL packets and the decoding of results.
+//! - [`pm4`]: the command buffers, the AQL packets and the decoding of results;
+//! - [`readback`]: decoded results into a prepared program ([`readback::evaluate`]).
 
 #![forbid(unsafe_code)]
 
@@ -16,6 +17,7 @@ pub mod defs;
 pub mod expr;
 pub mod plan;
 pub mod pm4;
+pub mod readback;
 
 use serde::{Deserialize, Serialize};
 
@@ -74,6 +76,10 @@ pub struct Topology {
     pub se: u32,
     /// Compute units (KFD `simd_count / simd_per_cu`).
     pub cu: u32,
+    /// Shader arrays per engine (KFD `simd_arrays_per_engine`, what the SDK gives aqlprofile as
+    /// `shader_arrays_per_se`). It sizes the WGPs per shader array; the SQ read itself walks
+    /// two shader arrays per engine whatever this says.
+    pub sa: u32,
     /// Accelerated compute dies.
     pub xcc: u32,
 }
@@ -89,6 +95,7 @@ impl Topology {
                 .simd_count
                 .checked_div(g.simd_per_cu)
                 .unwrap_or(g.cu_count),
+            sa: g.simd_arrays_per_engine,
             xcc: g.num_xcc.max(1),
         })
     }
@@ -197,8 +204,8 @@ pub enum Error {
         /// The largest id the field holds.
         max: u32,
     },
-    /// The agent's shader topology cannot be programmed (no WGPs, more than one XCC, indices
-    /// that do not fit GRBM_GFX_INDEX).
+    /// The agent's shader topology cannot be programmed (no WGPs or shader arrays, more than
+    /// one XCC, indices that do not fit GRBM_GFX_INDEX or a dimension's coordinate).
     #[error("cannot program counters on {gfx}: {message}")]
     InvalidTopology {
         /// The agent's gfx target.

@@ -61,12 +61,12 @@ pub mod reg {
     pub const PERFMON_SAMPLE: u32 = 0x401;
     /// SQ_PERFCOUNTER_CTRL: PS_EN | GS_EN | HS_EN | CS_EN.
     pub const SQ_CTRL_VALUE: u32 = 0x55;
-    /// SQ_PERFCOUNTER_CTRL2: FORCE_EN (b0) | VMID_EN = 0xFFFF ([16:1]).
+    /// SQ_PERFCOUNTER_CTRL2: FORCE_EN (b0) | VMID_EN = 0xFFFF (bits `[16:1]`).
     pub const SQ_CTRL2_VALUE: u32 = 0x0001_FFFF;
 
-    /// SQ_PERFCOUNTERn_SELECT.PERF_SEL [8:0].
+    /// SQ_PERFCOUNTERn_SELECT.PERF_SEL, bits `[8:0]`.
     pub const SQ_PERF_SEL_MASK: u32 = 0x1FF;
-    /// GRBM_PERFCOUNTERn_SELECT.PERF_SEL [5:0].
+    /// GRBM_PERFCOUNTERn_SELECT.PERF_SEL, bits `[5:0]`.
     pub const GRBM_PERF_SEL_MASK: u32 = 0x3F;
 }
 
@@ -130,13 +130,26 @@ pub const PM4_IB_DW_COUNT_REMAIN: u32 = 0xA;
 pub struct Geometry {
     /// Shader engines.
     pub se: u32,
-    /// WGPs per shader array: `(cu/2 + SA·se − 1) / (se·SA)` with SA = 2.
+    /// WGPs per shader array: [`wgp_per_sa`] of the topology.
     pub wgp_per_sa: u32,
+}
+
+/// The most shader engines (and WGPs per shader array) whose values this crate can describe:
+/// a counter instance keeps each coordinate in 6 bits.
+pub const MAX_INSTANCES_PER_DIMENSION: u32 = 64;
+
+/// aqlprofile's WGPs per shader array, `(cu/2 + sa·se − 1) / (se·sa)`, where `sa` is the
+/// agent's shader arrays per engine (`shader_arrays_per_se`, not the read loop's bound of 2).
+/// `None` when `se` or `sa` is 0 (aqlprofile would divide by zero).
+pub fn wgp_per_sa(cu: u32, se: u32, sa: u32) -> Option<u64> {
+    let arrays = u64::from(se) * u64::from(sa);
+    // (cu/2 + arrays − 1) / arrays, i.e. ceil(cu/2 / arrays).
+    (arrays > 0).then(|| u64::from(cu / 2).div_ceil(arrays))
 }
 
 impl Geometry {
     /// The geometry of `topology`, refusing targets other than gfx11 and topologies the
-    /// index register cannot address.
+    /// index register cannot address (or this crate's dimensions cannot describe).
     pub fn of(topology: &Topology) -> Result<Geometry> {
         if !is_gfx11(&topology.gfx) {
             return Err(Error::UnsupportedTarget(topology.gfx.clone()));
@@ -151,21 +164,27 @@ impl Geometry {
                 topology.xcc
             )));
         }
-        if topology.se == 0 || topology.se > 0xFF {
+        // SE_INDEX [23:16] could address 256; a coordinate holds 64.
+        if topology.se == 0 || topology.se > MAX_INSTANCES_PER_DIMENSION {
             return Err(invalid(format!(
-                "{} shader engines (SE_INDEX holds 1 to 255)",
+                "{} shader engines (1 to {MAX_INSTANCES_PER_DIMENSION} can be addressed)",
                 topology.se
             )));
         }
-        let arrays = u64::from(SA_PER_SE) * u64::from(topology.se);
-        // (cu/2 + arrays − 1) / arrays, i.e. ceil(cu/2 / arrays).
-        let wgp_per_sa = u64::from(topology.cu / 2).div_ceil(arrays);
+        if topology.sa == 0 {
+            return Err(invalid(
+                "no shader arrays per engine reported (the WGPs per shader array follow from \
+                 them)"
+                    .to_owned(),
+            ));
+        }
+        let wgp_per_sa = wgp_per_sa(topology.cu, topology.se, topology.sa).unwrap_or(0);
         // INSTANCE_INDEX [6:0] holds wgp << 2.
         if wgp_per_sa == 0 || wgp_per_sa > 32 {
             return Err(invalid(format!(
-                "{} compute units over {} shader engines make {wgp_per_sa} WGPs per shader \
-                 array (1 to 32 can be addressed)",
-                topology.cu, topology.se
+                "{} compute units over {} shader engines of {} shader arrays make \
+                 {wgp_per_sa} WGPs per shader array (1 to 32 can be addressed)",
+                topology.cu, topology.se, topology.sa
             )));
         }
         Ok(Geometry {
@@ -689,94 +708,4 @@ pub fn decode(buffers: &PassBuffers, output: &[u8]) -> Result<Vec<CounterValues>
         });
     }
     Ok(decoded)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn radeon_890m() -> Topology {
-        Topology {
-            gfx: "gfx1150".into(),
-            se: 1,
-            cu: 16,
-            xcc: 1,
-        }
-    }
-
-    #[test]
-    fn gfx11_names_are_recognised_and_others_refused() {
-        for name in ["gfx1100", "gfx1103", "gfx1150", "gfx1151", "gfx1150:xnack-"] {
-            assert!(is_gfx11(name), "{name}");
-        }
-        for name in [
-            "gfx11", "gfx110", "gfx11000", "gfx1200", "gfx90a", "gfx942", "", "GFX1150",
-        ] {
-            assert!(!is_gfx11(name), "{name}");
-        }
-        let topology = Topology {
-            gfx: "gfx942".into(),
-            ..radeon_890m()
-        };
-        assert_eq!(
-            Geometry::of(&topology),
-            Err(Error::UnsupportedTarget("gfx942".into()))
-        );
-    }
-
-    #[test]
-    fn the_890m_reads_eight_sq_instances() {
-        let geometry = Geometry::of(&radeon_890m()).unwrap();
-        assert_eq!(
-            geometry,
-            Geometry {
-                se: 1,
-                wgp_per_sa: 4
-            }
-        );
-        assert_eq!(geometry.sq_samples(), 8);
-        // A 6-SE, 96-CU part: (48 + 12 - 1) / 12 = 4 WGPs per SA.
-        let big = Geometry::of(&Topology {
-            gfx: "gfx1100".into(),
-            se: 6,
-            cu: 96,
-            xcc: 1,
-        })
-        .unwrap();
-        assert_eq!((big.wgp_per_sa, big.sq_samples()), (4, 48));
-    }
-
-    #[test]
-    fn unaddressable_topologies_are_refused() {
-        for (se, cu, xcc) in [
-            (0, 16, 1),
-            (256, 1024, 1),
-            (1, 1, 1),
-            (1, 16, 2),
-            (1, 200, 1),
-        ] {
-            let topology = Topology {
-                gfx: "gfx1150".into(),
-                se,
-                cu,
-                xcc,
-            };
-            assert!(
-                matches!(Geometry::of(&topology), Err(Error::InvalidTopology { .. })),
-                "se {se} cu {cu} xcc {xcc}"
-            );
-        }
-    }
-
-    #[test]
-    fn acquire_units_follow_the_formula() {
-        assert_eq!(acquire_units(0, 0), 0);
-        assert_eq!(acquire_units(0, 256), 1);
-        assert_eq!(acquire_units(0, 144), 1);
-        assert_eq!(acquire_units(0x80, 144), 2);
-        assert_eq!(acquire_units(0xF8, 8), 2);
-        assert_eq!(acquire_units(0, 512), 2);
-        // The formula's own rounding: 512 bytes at offset 1 touch three units, it asks for two.
-        assert_eq!(acquire_units(1, 512), 2);
-    }
 }

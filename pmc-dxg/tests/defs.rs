@@ -11,8 +11,11 @@ use pmc_dxg::defs::{
 };
 use pmc_dxg::expr::{AccumulateMode, BinOp, Binding, Expr, Program};
 use pmc_dxg::{BaseEvent, Block, Error};
-use trace_records::agents::{Agent, AgentKind, GpuProperties};
+use trace_records::agents::{Agent, AgentKind};
 use wslsim_scenario::GpuNode;
+
+mod common;
+use common::agent_from;
 
 fn upstream_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/counter_defs.yaml")
@@ -29,50 +32,6 @@ fn upstream() -> Option<Definitions> {
         return None;
     };
     Some(Definitions::parse(&path.display().to_string(), &text).expect("upstream file parses"))
-}
-
-/// A GPU agent built from a scenario node the way discovery derives the KFD properties.
-fn agent_from(node: &GpuNode, name: &str) -> Agent {
-    let cu = node.simd_count / node.simd_per_cu.max(1);
-    let arrays = node.shader_engines * node.arrays_per_engine;
-    let e = node.engine_id;
-    Agent {
-        kind: AgentKind::Gpu,
-        logical_node_id: 1,
-        node_id: 1,
-        logical_node_type_id: 0,
-        name: name.to_owned(),
-        product_name: "AMD Radeon(TM) 890M Graphics".to_owned(),
-        vendor_name: "AMD".to_owned(),
-        model_name: String::new(),
-        cpu_cores_count: 0,
-        gpu: Some(GpuProperties {
-            gfx_target_version: u32::from(e.major) * 10000
-                + u32::from(e.minor) * 100
-                + u32::from(e.stepping),
-            simd_count: node.simd_count,
-            simd_per_cu: node.simd_per_cu,
-            cu_count: cu,
-            num_shader_banks: node.shader_engines,
-            simd_arrays_per_engine: node.arrays_per_engine,
-            array_count: arrays,
-            cu_per_engine: cu / node.shader_engines.max(1),
-            cu_per_simd_array: cu / arrays.max(1),
-            wave_front_size: node.wave_front_size,
-            max_waves_per_simd: node.max_waves_per_simd,
-            max_waves_per_cu: node.max_waves_per_simd * node.simd_per_cu,
-            max_slots_scratch_cu: node.max_slots_scratch_cu,
-            lds_size_in_kb: node.lds_kb,
-            gds_size_in_kb: node.gds_kb,
-            num_xcc: node.num_xcc,
-            vendor_id: node.vendor_id.into(),
-            device_id: node.device_id.into(),
-            location_id: node.location_id,
-            domain: node.domain,
-            family_id: node.family_id,
-            ..GpuProperties::default()
-        }),
-    }
 }
 
 fn radeon_890m() -> Agent {
@@ -725,6 +684,70 @@ fn malformed_files_are_rejected_naming_the_entry() {
             "counter X has no `architectures`",
         ),
         ("X: [unclosed\n", "not valid YAML"),
+        ("rocprofiler-sdk: 5\n", "`rocprofiler-sdk` is not a mapping"),
+        (
+            "rocprofiler-sdk:\n  counters-schema-version: one\n  counters: []\n",
+            "not an integer",
+        ),
+        (
+            "rocprofiler-sdk:\n  counters-schema-version: 1\n  counters: {}\n",
+            "no `counters` list",
+        ),
+        (
+            "rocprofiler-sdk:\n  counters-schema-version: 1\n  counters: [5]\n",
+            "counter #1 is not a mapping",
+        ),
+        (
+            "rocprofiler-sdk:\n  counters-schema-version: 1\n  counters:\n  - description: x\n",
+            "counter #1 has no name",
+        ),
+        (
+            "rocprofiler-sdk:\n  counters-schema-version: 1\n  counters:\n  - name: X\n",
+            "counter X has no `definitions` list",
+        ),
+        (
+            "rocprofiler-sdk:\n  counters-schema-version: 1\n  counters:\n  - name: X\n    \
+             definitions:\n    - architectures: []\n      block: SQ\n      event: 1\n",
+            "no architectures",
+        ),
+        (
+            "rocprofiler-sdk:\n  counters-schema-version: 1\n  counters:\n  - name: X\n    \
+             definitions:\n    - architectures: [{a: b}]\n      block: SQ\n      event: 1\n",
+            "an architecture is not a name",
+        ),
+        (
+            "rocprofiler-sdk:\n  counters-schema-version: 1\n  counters:\n  - name: X\n    \
+             definitions:\n    - architectures: [gfx11]\n      block: SQ\n      event: 4.5\n",
+            "`event` is not an event id",
+        ),
+        (
+            "rocprofiler-sdk:\n  counters-schema-version: 1\n  counters:\n  - name: X\n    \
+             definitions:\n    - architectures: [gfx11]\n      block: SQ\n      \
+             event: 4294967296\n",
+            "`event` is not an event id",
+        ),
+        (
+            "rocprofiler-sdk:\n  counters-schema-version: 1\n  counters:\n  - name: X\n    \
+             definitions:\n    - architectures: [gfx11]\n      block: SQ\n      event: 4\n      \
+             expression: 1\n",
+            "expected either",
+        ),
+        (
+            "rocprofiler-sdk:\n  counters-schema-version: 1\n  counters:\n  - name: X\n    \
+             definitions:\n    - architectures: [gfx11]\n      expression: [a]\n",
+            "`expression` is not text",
+        ),
+        (
+            "rocprofiler-sdk:\n  counters-schema-version: 1\n  counters:\n  - name: X\n    \
+             definitions:\n    - architectures: [gfx11]\n      block: ''\n      event: 4\n",
+            "`block` is not a name",
+        ),
+        (
+            "X:\n  architectures:\n    gfx11: 5\n",
+            "counter X, architectures gfx11 is not a mapping",
+        ),
+        ("X: 5\n", "counter X is not a mapping"),
+        (&"[".repeat(100_000), "not valid YAML"),
     ];
     for (text, want) in cases {
         match Definitions::parse("case", text) {
@@ -734,6 +757,105 @@ fn malformed_files_are_rejected_naming_the_entry() {
             }
             other => panic!("{text:?}: {other:?}"),
         }
+    }
+}
+
+/// A file of `n` counters in the 2025 schema, counter k defined by `body(k)`.
+fn generated(n: usize, body: impl Fn(usize) -> String) -> String {
+    let mut text = String::from("rocprofiler-sdk:\n  counters-schema-version: 1\n  counters:\n");
+    for k in 0..n {
+        text += &format!(
+            "  - name: C{k}\n    description: generated\n    properties: []\n    definitions:\n    \
+             - architectures: [gfx11]\n      {}\n",
+            body(k)
+        );
+    }
+    text
+}
+
+#[test]
+fn hostile_definitions_resolve_quickly_into_reasons() {
+    let started = std::time::Instant::now();
+    let agent = radeon_890m();
+    // A chain of 2000 derived counters, each the next plus one, ending in a base counter.
+    let chain = generated(2001, |k| {
+        if k == 2000 {
+            "block: SQ\n      event: 4".to_owned()
+        } else {
+            format!("expression: C{}+1", k + 1)
+        }
+    });
+    let ac = Definitions::parse("chain", &chain)
+        .unwrap()
+        .for_agent(&agent);
+    // Only the counters close enough to the base one resolve; the rest say why.
+    assert!(ac.get("C2000").is_some() && ac.get("C1990").is_some());
+    let too_deep = ac.unresolved().iter().find(|u| u.name == "C0").unwrap();
+    assert!(
+        too_deep.reason.to_string().contains("levels deep"),
+        "{}",
+        too_deep.reason
+    );
+    assert_eq!(
+        ac.counters().len() + ac.unresolved().len(),
+        AGENT_PROPERTIES.len() + 2001 + 4
+    );
+    // Each using the next twice: 2^60 nodes expanded.
+    let doubling = generated(61, |k| {
+        if k == 60 {
+            "block: GRBM\n      event: 0".to_owned()
+        } else {
+            format!("expression: C{0}*C{0}", k + 1)
+        }
+    });
+    let ac = Definitions::parse("doubling", &doubling)
+        .unwrap()
+        .for_agent(&agent);
+    let blown = ac.unresolved().iter().find(|u| u.name == "C0").unwrap();
+    assert!(
+        blown.reason.to_string().contains("nodes"),
+        "{}",
+        blown.reason
+    );
+    assert!(ac.get("C50").is_some());
+    // One expression nested a million levels deep: a parse error, not a crash.
+    let deep = format!(
+        "expression: {}SQ_A{}",
+        "(".repeat(1 << 20),
+        ")".repeat(1 << 20)
+    );
+    let ac = Definitions::parse("deep", &generated(1, |_| deep.clone()))
+        .unwrap()
+        .for_agent(&agent);
+    assert!(matches!(ac.unresolved()[0].reason, Error::Parse { .. }));
+    assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
+}
+
+#[test]
+fn absurd_topologies_give_clamped_layouts_not_panics() {
+    let mut node = GpuNode::radeon_890m();
+    for (simd, per_cu, se, arrays, xcc) in [
+        (u32::MAX, 1, u32::MAX, u32::MAX, 1),
+        (u32::MAX, 0, 0, 0, 0),
+        (0, 0, 0, 0, 0),
+        (2, 2, 1, 1, 1),
+        (u32::MAX, 1, 1, 1, 1),
+    ] {
+        node.simd_count = simd;
+        node.simd_per_cu = per_cu;
+        node.shader_engines = se;
+        node.arrays_per_engine = arrays;
+        node.num_xcc = xcc;
+        let agent = agent_from(&node, "gfx1150");
+        let ac = Definitions::built_in().unwrap().for_agent(&agent);
+        let layout = ac.layout().unwrap();
+        for extent in [layout.se, layout.sa, layout.wgp, layout.xcc] {
+            assert!((1..=Layout::MAX_EXTENT).contains(&extent), "{layout:?}");
+        }
+        assert!(ac.get("Wavefronts").is_some(), "{layout:?}");
+        // CU_NUM divides by simd_per_cu; x/0 is 0.
+        let cu = eval_scalar(&ac, "CU_NUM");
+        assert!(cu.is_finite());
     }
 }
 

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use pmc_dxg::expr::{
-    AccumulateMode, BinOp, Binding, Dim, Expr, IndexRange, Program, ReduceOp, Selection, Shape,
+    AccumulateMode, BinOp, Binding, Dim, Expr, IndexRange, MAX_DEPTH, MAX_EXPANDED_DEPTH,
+    MAX_EXPANDED_NODES, Program, ReduceOp, Selection, Shape,
 };
 use pmc_dxg::{BaseEvent, Block, Error};
 use proptest::prelude::*;
@@ -258,6 +259,95 @@ fn printing_uses_only_the_parentheses_the_tree_needs() {
         assert_eq!(e.to_string(), want, "{text}");
         assert_eq!(parse(want).unwrap(), e, "{want}");
     }
+}
+
+#[test]
+fn hostile_nesting_is_refused_not_a_stack_overflow() {
+    let deep = |what: Result<Expr, Error>| {
+        let (_, expected) = position(what);
+        assert!(
+            expected.contains(&format!("at most {MAX_DEPTH} levels")),
+            "{expected}"
+        );
+    };
+    let parens = |n: usize| format!("{}a{}", "(".repeat(n), ")".repeat(n));
+    let chain = |n: usize| vec!["a"; n].join("+");
+    let reduces = |n: usize| format!("{}a{}", "reduce(".repeat(n), ",sum)".repeat(n));
+    let right = |n: usize| format!("{}a{}", "a-(".repeat(n), ")".repeat(n));
+    deep(parse(&parens(100_000)));
+    deep(parse(&chain(200_000)));
+    deep(parse(&reduces(50_000)));
+    deep(parse(&right(50_000)));
+    deep(parse(&format!(
+        "select({},[DIMENSION_XCC=[0]])",
+        chain(MAX_DEPTH)
+    )));
+    // At the limit everything works, printing and compiling included.
+    let binding = |_: &str| -> Option<Binding<'_>> {
+        Some(Binding::Base {
+            event: sq_event(),
+            shape: Shape::single(),
+        })
+    };
+    for text in [
+        parens(MAX_DEPTH),
+        chain(MAX_DEPTH),
+        reduces(MAX_DEPTH - 1),
+        right(MAX_DEPTH / 2 - 1),
+    ] {
+        let e = parse(&text).unwrap_or_else(|e| panic!("{}: {e}", &text[..20]));
+        assert_eq!(parse(&e.to_string()).unwrap(), e);
+        Program::compile(&[("DEEP", &e)], &binding).unwrap();
+    }
+    deep(parse(&parens(MAX_DEPTH + 1)));
+    deep(parse(&chain(MAX_DEPTH + 1)));
+    deep(parse(&reduces(MAX_DEPTH)));
+}
+
+#[test]
+fn hostile_expansions_are_refused() {
+    // D0 = D1+1, D1 = D2+1, ...: deeper than any expansion may go.
+    let n = 2 * MAX_EXPANDED_DEPTH;
+    let chain: Vec<Expr> = (0..n)
+        .map(|k| parse(&format!("D{}+1", k + 1)).unwrap())
+        .collect();
+    let binding = |name: &str| -> Option<Binding<'_>> {
+        let k: usize = name.strip_prefix('D')?.parse().ok()?;
+        Some(match chain.get(k) {
+            Some(e) => Binding::Derived(e),
+            None => Binding::Constant(1.0),
+        })
+    };
+    let err = Program::compile(&[("D0", &chain[0])], &binding).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains(&format!("more than {MAX_EXPANDED_DEPTH} levels")),
+        "{err}"
+    );
+    // One shallow enough compiles, to the right value: D(n-50) .. D(n-1) each add 1 to D(n).
+    let p = Program::compile(&[("D", &chain[n - 50])], &binding).unwrap();
+    let mut ev = p.evaluator();
+    ev.evaluate(&[]).unwrap();
+    assert_eq!(ev.value(0), [51.0]);
+    // E0 = E1+E1, E1 = E2+E2, ...: 2^40 nodes expanded; refused quickly.
+    let doubling: Vec<Expr> = (0..40)
+        .map(|k| parse(&format!("E{0}*E{0}", k + 1)).unwrap())
+        .collect();
+    let binding = |name: &str| -> Option<Binding<'_>> {
+        let k: usize = name.strip_prefix('E')?.parse().ok()?;
+        Some(match doubling.get(k) {
+            Some(e) => Binding::Derived(e),
+            None => Binding::Constant(1.0),
+        })
+    };
+    let started = std::time::Instant::now();
+    let err = Program::compile(&[("E0", &doubling[0])], &binding).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains(&format!("more than {MAX_EXPANDED_NODES} nodes")),
+        "{err}"
+    );
+    assert!(started.elapsed().as_secs() < 10);
 }
 
 // ----------------------------------------------------------------------------------------------

@@ -8,18 +8,8 @@ use pmc_dxg::pm4::build_pass;
 use pmc_dxg::{BaseEvent, Block, Error, Topology};
 use proptest::prelude::*;
 
-fn radeon_890m() -> Topology {
-    Topology {
-        gfx: "gfx1150".into(),
-        se: 1,
-        cu: 16,
-        xcc: 1,
-    }
-}
-
-fn counter(block: Block, name: &str, event: u32) -> (String, BaseEvent) {
-    (name.to_owned(), BaseEvent { block, event })
-}
+mod common;
+use common::{counter, gfx11, radeon_890m};
 
 fn sqs(n: usize) -> Vec<(String, BaseEvent)> {
     (0..n)
@@ -176,12 +166,7 @@ fn the_dxg_frame_bounds_every_pass() {
 #[test]
 fn a_counter_too_big_for_the_frame_alone_is_refused() {
     // 6 SEs × 2 SAs × 4 WGPs: one SQ counter reads 48 samples (435 dwords + 19).
-    let big = Topology {
-        gfx: "gfx1100".into(),
-        se: 6,
-        cu: 96,
-        xcc: 1,
-    };
+    let big = gfx11("gfx1100", 6, 2, 96);
     let passes = plan(&big, &sqs(3), Packing::Split, Some(DXG_FRAME_DWORDS)).unwrap();
     assert_eq!(names(&passes), [["SQ0"], ["SQ1"], ["SQ2"]]);
     assert_eq!(largest_dwords(&big, &passes), [454, 454, 454]);
@@ -298,12 +283,8 @@ fn brute_force_minimum(
 }
 
 fn request() -> impl Strategy<Value = (Topology, Vec<(String, BaseEvent)>, Option<usize>)> {
-    let topology = (1_u32..=3, 2_u32..=48).prop_map(|(se, cu)| Topology {
-        gfx: "gfx1150".into(),
-        se,
-        cu,
-        xcc: 1,
-    });
+    let topology =
+        (1_u32..=3, 1_u32..=2, 2_u32..=48).prop_map(|(se, sa, cu)| gfx11("gfx1150", se, sa, cu));
     let counters = prop::collection::vec((any::<bool>(), 0_u32..12), 0..24).prop_map(|picks| {
         picks
             .into_iter()

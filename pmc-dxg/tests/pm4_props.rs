@@ -28,11 +28,12 @@ fn case() -> impl Strategy<Value = Case> {
         order,
         chip,
         1_u32..=4,
+        1_u32..=3,
         2_u32..=64,
         0_u64..(1 << 40),
         1_u64..(1 << 44),
     )
-        .prop_map(|(sq, grbm, order, chip, se, cu, base, out)| {
+        .prop_map(|(sq, grbm, order, chip, se, sa, cu, base, out)| {
             let mut keyed: Vec<(u32, (String, BaseEvent))> = sq
                 .iter()
                 .enumerate()
@@ -67,6 +68,7 @@ fn case() -> impl Strategy<Value = Case> {
                     gfx: chip.to_owned(),
                     se,
                     cu,
+                    sa,
                     xcc: 1,
                 },
                 events: keyed.into_iter().map(|(_, event)| event).collect(),
@@ -113,7 +115,12 @@ fn check_buffers(case: &Case, buffers: &PassBuffers) -> Result<(), TestCaseError
         (buffers.start.len(), buffers.stop.len(), buffers.read.len()),
         (sizes.start, sizes.stop, sizes.read)
     );
-    let samples = sq * 2 * geometry.se as usize * geometry.wgp_per_sa as usize + grbm;
+    // aqlprofile's wgp_per_sa, written out: (cu/2 + sa·se − 1) / (se·sa); the loop walks 2 SAs.
+    let t = &case.topology;
+    #[allow(clippy::manual_div_ceil)] // the formula as aqlprofile writes it
+    let wgp = ((t.cu / 2 + t.sa * t.se - 1) / (t.se * t.sa)) as usize;
+    prop_assert_eq!(geometry.wgp_per_sa as usize, wgp);
+    let samples = sq * t.se as usize * 2 * wgp + grbm;
     prop_assert_eq!(buffers.samples.len(), samples);
     prop_assert_eq!(buffers.output_bytes, 8 + 8 * samples);
     // Layout: [read | start | stop], each part 256-aligned in memory, no overlap.
@@ -194,6 +201,52 @@ fn check_buffers(case: &Case, buffers: &PassBuffers) -> Result<(), TestCaseError
     for (i, sample) in buffers.samples.iter().enumerate() {
         prop_assert_eq!(sample.offset, 8 * i);
         prop_assert!(sample.offset + 8 <= buffers.output_bytes);
+    }
+    // The read walks each SQ counter SE, then SA, then WGP; the index written before each
+    // SQ copy is that sample's instance, and the copy goes to that sample's slot.
+    let mut index = 0xE000_0000;
+    let mut copies = buffers.samples.iter().flat_map(|s| {
+        let both = if s.block == Block::Sq { 1 } else { 2 };
+        std::iter::repeat_n(s, both)
+    });
+    for (op, body) in &read {
+        if *op == 0x79 && body[0] == 0x200 {
+            index = body[1];
+        } else if *op == 0x40 {
+            let sample = copies.next().unwrap();
+            let destination = u64::from(body[3]) | (u64::from(body[4]) << 32);
+            prop_assert!(
+                destination == case.out + sample.offset as u64
+                    || destination == case.out + sample.offset as u64 + 4
+            );
+            if sample.block == Block::Sq {
+                prop_assert_eq!(
+                    index,
+                    (sample.se << 16) | (sample.sa << 8) | (sample.wgp << 2)
+                );
+            } else {
+                prop_assert_eq!(index, 0xE000_0000);
+            }
+        }
+    }
+    for counter in buffers
+        .counters
+        .iter()
+        .filter(|c| c.event.block == Block::Sq)
+    {
+        let walked: Vec<(u32, u32, u32)> = buffers.samples[counter.samples.clone()]
+            .iter()
+            .map(|s| (s.se, s.sa, s.wgp))
+            .collect();
+        let mut wanted = Vec::new();
+        for se in 0..t.se {
+            for sa in 0..2 {
+                for w in 0..wgp as u32 {
+                    wanted.push((se, sa, w));
+                }
+            }
+        }
+        prop_assert_eq!(walked, wanted);
     }
     Ok(())
 }

@@ -1,40 +1,16 @@
 //! The gfx11 buffers against verified-facts §1: `{SQ_WAVES}` dword for dword as the facts give
 //! it, two four-counter sets against sequences written out here from the rules (not from the
-//! builder), the AQL packets, the command-memory layout, decoding and the refusals.
+//! builder), a multi-engine walk, the AQL packets, the command-memory layout, decoding, the
+//! geometry and the refusals.
 
 use pmc_dxg::pm4::{
-    self, CounterValues, Instance, PassBuffers, Sample, build_pass, decode, pm4_ib_packet,
+    self, CounterValues, Geometry, Instance, PassBuffers, Sample, acquire_units, build_pass,
+    decode, pm4_ib_packet,
 };
 use pmc_dxg::{BaseEvent, Block, Error, Topology};
 
-fn radeon_890m() -> Topology {
-    Topology {
-        gfx: "gfx1150".into(),
-        se: 1,
-        cu: 16,
-        xcc: 1,
-    }
-}
-
-fn sq(name: &str, event: u32) -> (String, BaseEvent) {
-    (
-        name.to_owned(),
-        BaseEvent {
-            block: Block::Sq,
-            event,
-        },
-    )
-}
-
-fn grbm(name: &str, event: u32) -> (String, BaseEvent) {
-    (
-        name.to_owned(),
-        BaseEvent {
-            block: Block::Grbm,
-            event,
-        },
-    )
-}
+mod common;
+use common::{gfx11, grbm, radeon_890m, sq};
 
 const BASE: u64 = 0x1234_5678_9ABC_DE00;
 /// Not 256-aligned, so the ACQUIRE_MEM size formula has work to do.
@@ -614,4 +590,176 @@ fn sizes_match_the_buffers_built() {
     let empty = build(&[]);
     assert_eq!((empty.samples.len(), empty.output_bytes), (0, 8));
     assert_eq!(decode(&empty, &[0; 8]).unwrap(), []);
+}
+
+#[test]
+fn gfx11_names_are_recognised_and_others_refused() {
+    for name in ["gfx1100", "gfx1103", "gfx1150", "gfx1151", "gfx1150:xnack-"] {
+        let topology = Topology {
+            gfx: name.into(),
+            ..radeon_890m()
+        };
+        assert!(Geometry::of(&topology).is_ok(), "{name}");
+    }
+    for name in [
+        "gfx11", "gfx110", "gfx11000", "gfx1200", "gfx90a", "gfx942", "", "GFX1150", "gfx11g0",
+    ] {
+        let topology = Topology {
+            gfx: name.into(),
+            ..radeon_890m()
+        };
+        assert_eq!(
+            Geometry::of(&topology),
+            Err(Error::UnsupportedTarget(name.into())),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn the_wgps_per_array_follow_the_agents_shader_arrays() {
+    let geometry = Geometry::of(&radeon_890m()).unwrap();
+    assert_eq!(
+        geometry,
+        Geometry {
+            se: 1,
+            wgp_per_sa: 4
+        }
+    );
+    assert_eq!(geometry.sq_samples(), 8);
+    // (cu/2 + sa·se − 1) / (se·sa) with the agent's sa; the read still walks 2 arrays.
+    for (se, sa, cu, wgp) in [
+        (6, 2, 96, 4), // (48 + 12 - 1) / 12
+        (1, 1, 16, 8), // one array per engine reported: (8 + 1 - 1) / 1
+        (2, 2, 30, 4), // (15 + 4 - 1) / 4, rounded up
+        (1, 4, 16, 2), // (8 + 4 - 1) / 4
+        (3, 2, 2, 1),  // (1 + 6 - 1) / 6
+    ] {
+        let geometry = Geometry::of(&gfx11("gfx1100", se, sa, cu)).unwrap();
+        assert_eq!(geometry.wgp_per_sa, wgp, "se {se} sa {sa} cu {cu}");
+        assert_eq!(geometry.sq_samples(), (se * 2 * wgp) as usize);
+        assert_eq!(pm4::wgp_per_sa(cu, se, sa), Some(u64::from(wgp)));
+    }
+    assert_eq!(pm4::wgp_per_sa(16, 0, 2), None);
+    assert_eq!(pm4::wgp_per_sa(16, 1, 0), None);
+    // One array per engine: 2 × 8 samples, WGP indices up to 7 (0x1C).
+    let buffers = build_pass(&gfx11("gfx1150", 1, 1, 16), &[sq("SQ_WAVES", 4)], BASE, OUT).unwrap();
+    assert_eq!(buffers.output_bytes, 8 + 8 * 16);
+    assert!(
+        buffers
+            .read
+            .windows(3)
+            .any(|w| w == [0xC001_7900, 0x200, 0x11C])
+    );
+}
+
+#[test]
+fn unaddressable_topologies_are_refused() {
+    for (se, sa, cu, xcc) in [
+        (0, 2, 16, 1),
+        (65, 2, 1024, 1),
+        (256, 2, 1024, 1),
+        (u32::MAX, 2, u32::MAX, 1),
+        (1, 2, 1, 1),
+        (1, 2, 0, 1),
+        (1, 2, 16, 2),
+        (1, 2, 16, 0),
+        (1, 0, 16, 1),
+        (1, 2, 200, 1),
+        (1, 1, u32::MAX, 1),
+    ] {
+        let topology = Topology {
+            xcc,
+            ..gfx11("gfx1150", se, sa, cu)
+        };
+        assert!(
+            matches!(Geometry::of(&topology), Err(Error::InvalidTopology { .. })),
+            "se {se} sa {sa} cu {cu} xcc {xcc}: {:?}",
+            Geometry::of(&topology)
+        );
+        assert!(matches!(
+            build_pass(&topology, &[sq("SQ_WAVES", 4)], BASE, OUT),
+            Err(Error::InvalidTopology { .. })
+        ));
+    }
+    // The edges that still work: 64 engines, 32 WGPs per array.
+    assert_eq!(
+        Geometry::of(&gfx11("gfx1100", 64, 1, 128))
+            .unwrap()
+            .wgp_per_sa,
+        1
+    );
+    assert_eq!(
+        Geometry::of(&gfx11("gfx1100", 1, 2, 128))
+            .unwrap()
+            .wgp_per_sa,
+        32
+    );
+    assert!(Geometry::of(&gfx11("gfx1100", 1, 2, 130)).is_err());
+    // Absurd shader-array counts do not overflow the formula.
+    assert_eq!(
+        Geometry::of(&gfx11("gfx1100", 64, u32::MAX, u32::MAX))
+            .unwrap()
+            .wgp_per_sa,
+        1
+    );
+}
+
+#[test]
+fn acquire_units_follow_the_formula() {
+    assert_eq!(acquire_units(0, 0), 0);
+    assert_eq!(acquire_units(0, 256), 1);
+    assert_eq!(acquire_units(0, 144), 1);
+    assert_eq!(acquire_units(0x80, 144), 2);
+    assert_eq!(acquire_units(0xF8, 8), 2);
+    assert_eq!(acquire_units(0, 512), 2);
+    // The formula's own rounding: 512 bytes at offset 1 touch three units, it asks for two.
+    assert_eq!(acquire_units(1, 512), 2);
+    // The highest address does not overflow.
+    assert_eq!(acquire_units(u64::MAX - 7, 8), 2);
+}
+
+#[test]
+fn several_engines_are_walked_engine_then_array_then_wgp() {
+    // 2 SEs × 2 SAs × 3 WGPs (24 CUs).
+    let topology = gfx11("gfx1100", 2, 2, 24);
+    let buffers = build_pass(
+        &topology,
+        &[sq("SQ_WAVES", 4), grbm("GRBM_COUNT", 0)],
+        BASE,
+        OUT,
+    )
+    .unwrap();
+    let mut wanted = Vec::new();
+    for se in 0..2 {
+        for sa in 0..2 {
+            for wgp in 0..3 {
+                wanted.push((se << 16) | (sa << 8) | (wgp << 2));
+            }
+        }
+    }
+    // The GRBM_GFX_INDEX values the read writes, broadcasts left out, in order.
+    let indices: Vec<u32> = buffers
+        .read
+        .windows(3)
+        .filter(|w| w[0] == 0xC001_7900 && w[1] == 0x200 && w[2] != 0xE000_0000)
+        .map(|w| w[2])
+        .collect();
+    assert_eq!(indices, wanted);
+    assert_eq!(
+        indices[..4],
+        [0x0, 0x4, 0x8, 0x100],
+        "WGP innermost, then the array"
+    );
+    assert_eq!(indices[6], 0x1_0000, "then the engine");
+    // Each sample names the instance its index selected, at dense offsets.
+    for (k, sample) in buffers.samples[..12].iter().enumerate() {
+        assert_eq!(
+            (sample.se << 16) | (sample.sa << 8) | (sample.wgp << 2),
+            wanted[k]
+        );
+        assert_eq!(sample.offset, 8 * k);
+    }
+    assert_eq!(buffers.samples[12].offset, 96);
+    assert_eq!(buffers.output_bytes, 8 + 8 * 13);
 }

@@ -16,7 +16,10 @@ use std::time::SystemTime;
 
 use pmc_dxg::plan::{DXG_FRAME_DWORDS, Packing, plan};
 use pmc_dxg::pm4::{CounterValues, PassBuffers, build_pass, decode};
-use pmc_dxg::{BaseEvent, Block, Topology};
+use pmc_dxg::{BaseEvent, Block};
+
+mod common;
+use common::{counter as event, radeon_890m};
 
 // ------------------------------------------------------------------ the simulated library
 
@@ -224,19 +227,6 @@ fn profile(
 
 // --------------------------------------------------------------------------------- cases
 
-fn radeon_890m() -> Topology {
-    Topology {
-        gfx: "gfx1150".into(),
-        se: 1,
-        cu: 16,
-        xcc: 1,
-    }
-}
-
-fn event(block: Block, name: &str, event: u32) -> (String, BaseEvent) {
-    (name.to_owned(), BaseEvent { block, event })
-}
-
 const CLEAN: &str = "[counters]\ncontamination_per_ms = 0\ngrbm_zero_session_probability = 0\n\
                      sq_zero_probability = 0\n";
 const CHILD_ENV: &str = "PMC_DXG_SIM_CASE";
@@ -244,7 +234,7 @@ const CHILD_ENV: &str = "PMC_DXG_SIM_CASE";
 /// Runs `body` in a child process of this test binary (the test `name`, alone) with the
 /// scenario `scenario`, the vendor-packet gate open and `WSLSIM_SEED`; returns what the child
 /// printed from each `VALUES ` on (libtest prints a test's output after its name).
-fn in_child(name: &str, scenario: &str, seed: u64, body: fn()) -> Vec<String> {
+fn in_child(name: &str, scenario: &str, seed: u64, body: impl FnOnce()) -> Vec<String> {
     if std::env::var(CHILD_ENV).as_deref() == Ok(name) {
         body();
         return Vec::new();
@@ -275,6 +265,12 @@ fn in_child(name: &str, scenario: &str, seed: u64, body: fn()) -> Vec<String> {
         .collect()
 }
 
+/// Runs `body` for the test `name` in its child, on the built-in machine without any of the
+/// WSL2 pitfalls (no contamination, no zero read-backs).
+fn on_clean_gpu(name: &str, body: impl FnOnce(&Gpu, &mut Memory)) {
+    in_child(name, CLEAN, 0, || body(&Gpu::load(), &mut Memory::new()));
+}
+
 /// The reference kernel: 262 144 work-items, wave32, 10 VALU and 3 SALU per wave.
 const KERNEL: (u32, u32, u32) = (262_144, 10, 3);
 /// Its modelled truth on the 890M (docs: 8 192 waves, 400 cycles each over 16 CUs at
@@ -291,15 +287,11 @@ fn values<'a>(decoded: &'a [CounterValues], name: &str) -> &'a [u64] {
 
 #[test]
 fn sq_waves_counts_the_waves_of_the_dispatch() {
-    in_child(
+    on_clean_gpu(
         "sq_waves_counts_the_waves_of_the_dispatch",
-        CLEAN,
-        0,
-        || {
-            let gpu = Gpu::load();
-            let mut memory = Memory::new();
+        |gpu, memory| {
             let buffers = memory.build(&[event(Block::Sq, "SQ_WAVES", 4)]);
-            let decoded = profile(&gpu, &memory, &buffers, KERNEL);
+            let decoded = profile(gpu, memory, &buffers, KERNEL);
             // Split evenly over the 8 WGPs.
             assert_eq!(values(&decoded, "SQ_WAVES"), [WAVES / 8; 8]);
             // Counting is stopped: a later dispatch adds nothing to a new read.
@@ -314,13 +306,9 @@ fn sq_waves_counts_the_waves_of_the_dispatch() {
 
 #[test]
 fn four_counter_pass_reads_the_modelled_counts() {
-    in_child(
+    on_clean_gpu(
         "four_counter_pass_reads_the_modelled_counts",
-        CLEAN,
-        0,
-        || {
-            let gpu = Gpu::load();
-            let mut memory = Memory::new();
+        |gpu, memory| {
             let buffers = memory.build(&[
                 event(Block::Sq, "SQ_WAVES", 4),
                 event(Block::Sq, "SQ_BUSY_CYCLES", 3),
@@ -329,7 +317,7 @@ fn four_counter_pass_reads_the_modelled_counts() {
             ]);
             assert_eq!(buffers.output_bytes, 152);
             for round in 0..3 {
-                let decoded = profile(&gpu, &memory, &buffers, KERNEL);
+                let decoded = profile(gpu, memory, &buffers, KERNEL);
                 assert_eq!(
                     values(&decoded, "SQ_WAVES"),
                     [WAVES / 8; 8],
@@ -349,20 +337,16 @@ fn four_counter_pass_reads_the_modelled_counts() {
 
 #[test]
 fn instruction_pass_reads_the_modelled_counts() {
-    in_child(
+    on_clean_gpu(
         "instruction_pass_reads_the_modelled_counts",
-        CLEAN,
-        0,
-        || {
-            let gpu = Gpu::load();
-            let mut memory = Memory::new();
+        |gpu, memory| {
             let buffers = memory.build(&[
                 event(Block::Sq, "SQ_INSTS_VALU", 62),
                 event(Block::Sq, "SQ_INSTS_SALU", 58),
                 event(Block::Sq, "SQ_WAVE_CYCLES", 24),
                 event(Block::Grbm, "GRBM_COUNT", 0),
             ]);
-            let decoded = profile(&gpu, &memory, &buffers, KERNEL);
+            let decoded = profile(gpu, memory, &buffers, KERNEL);
             let sum = |name| values(&decoded, name).iter().sum::<u64>();
             assert_eq!(sum("SQ_INSTS_VALU"), WAVES * 10);
             assert_eq!(sum("SQ_INSTS_SALU"), WAVES * 3);
@@ -378,20 +362,16 @@ fn instruction_pass_reads_the_modelled_counts() {
 
 #[test]
 fn the_read_leaves_the_upper_half_of_sq_slots_alone() {
-    in_child(
+    on_clean_gpu(
         "the_read_leaves_the_upper_half_of_sq_slots_alone",
-        CLEAN,
-        0,
-        || {
-            let gpu = Gpu::load();
-            let mut memory = Memory::new();
+        |gpu, memory| {
             let buffers = memory.build(&[
                 event(Block::Sq, "SQ_WAVES", 4),
                 event(Block::Grbm, "GRBM_COUNT", 0),
             ]);
             // A buffer that was not zeroed: the PM4 never writes an SQ slot's upper half.
             memory.output.fill(0xA5A5_A5A5_0000_0000);
-            let decoded = profile(&gpu, &memory, &buffers, KERNEL);
+            let decoded = profile(gpu, memory, &buffers, KERNEL);
             for slot in &memory.output[..8] {
                 assert_eq!(slot >> 32, 0xA5A5_A5A5);
             }
@@ -408,12 +388,9 @@ fn the_read_leaves_the_upper_half_of_sq_slots_alone() {
 
 #[test]
 fn every_planned_pass_fits_the_simulated_frame() {
-    in_child(
+    on_clean_gpu(
         "every_planned_pass_fits_the_simulated_frame",
-        CLEAN,
-        0,
-        || {
-            let gpu = Gpu::load();
+        |gpu, memory| {
             // The frame: 512 dwords in all, chained IBs included.
             let nops = |n: usize| {
                 let mut dwords = vec![0xC000_1000 | (((n as u32) - 2) << 16)];
@@ -438,7 +415,6 @@ fn every_planned_pass_fits_the_simulated_frame() {
                 event(Block::Grbm, "GRBM_COUNT", 0),
                 event(Block::Grbm, "GRBM_GUI_ACTIVE", 2),
             ]);
-            let mut memory = Memory::new();
             let unsplit = memory.build(&full);
             assert_eq!(unsplit.read.len(), 655);
             assert_eq!(
@@ -461,7 +437,7 @@ fn every_planned_pass_fits_the_simulated_frame() {
             for pass in &passes {
                 let buffers = memory.build(&pass.counters);
                 assert!(buffers.read.len() <= DXG_FRAME_DWORDS - 4);
-                let decoded = profile(&gpu, &memory, &buffers, KERNEL);
+                let decoded = profile(gpu, memory, &buffers, KERNEL);
                 for counter in decoded {
                     let total: u64 = counter.values.iter().sum();
                     seen.push((counter.name, total));

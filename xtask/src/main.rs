@@ -505,8 +505,14 @@ fn bench() -> Result<()> {
     println!();
     print!("{clock}");
     println!();
-    println!("Counters (pmc-dxg; targets: plan + build of a 4-counter pass ≤ 20 µs, derived counters of one dispatch ≤ 2 µs):");
-    for line in pass_cost.lines().chain(eval_cost.lines()).filter(|l| !l.starts_with("median_ns=")) {
+    println!(
+        "Counters (pmc-dxg; targets: plan + build of a 4-counter pass ≤ 20 µs, derived counters of one dispatch ≤ 2 µs):"
+    );
+    for line in pass_cost
+        .lines()
+        .chain(eval_cost.lines())
+        .filter(|l| !l.starts_with("median_ns="))
+    {
         println!("- {line}");
     }
     if let Some(line) = instructions {
