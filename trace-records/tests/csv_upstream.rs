@@ -109,6 +109,26 @@ fn num(row: &HashMap<String, String>, key: &str) -> u64 {
 struct Strings(HashMap<String, StringId>, ProcessTrace);
 
 impl Strings {
+    /// Defines the kernel symbol of `row` (its name, registers and LDS) once per kernel id.
+    fn symbol_from(&mut self, row: &HashMap<String, String>, kernel_id: u64) {
+        if self.1.symbol(kernel_id).is_some() {
+            return;
+        }
+        let name = self.id(&row["Kernel_Name"]);
+        self.1.symbols.push(KernelSymbolRecord {
+            kernel_id,
+            kernel_object: 0,
+            name,
+            arch_vgpr_count: num(row, "VGPR_Count") as u32,
+            accum_vgpr_count: num(row, "Accum_VGPR_Count") as u32,
+            sgpr_count: num(row, "SGPR_Count") as u32,
+            group_segment_size: num(row, "LDS_Block_Size") as u32,
+            private_segment_size: 0,
+            kernarg_segment_size: 0,
+            reserved: 0,
+        });
+    }
+
     fn id(&mut self, s: &str) -> StringId {
         let next = self.0.len() as StringId + 1;
         let id = *self.0.entry(s.to_owned()).or_insert(next);
@@ -215,21 +235,7 @@ fn kernel_trace_round_trips() {
     let mut s = Strings(HashMap::new(), ProcessTrace::default());
     for row in &rows {
         let kernel_id = num(row, "Kernel_Id");
-        if s.1.symbol(kernel_id).is_none() {
-            let name = s.id(&row["Kernel_Name"]);
-            s.1.symbols.push(KernelSymbolRecord {
-                kernel_id,
-                kernel_object: 0,
-                name,
-                arch_vgpr_count: num(row, "VGPR_Count") as u32,
-                accum_vgpr_count: num(row, "Accum_VGPR_Count") as u32,
-                sgpr_count: num(row, "SGPR_Count") as u32,
-                group_segment_size: num(row, "LDS_Block_Size") as u32,
-                private_segment_size: 0,
-                kernarg_segment_size: 0,
-                reserved: 0,
-            });
-        }
+        s.symbol_from(row, kernel_id);
         let agent: u32 = row["Agent_Id"]
             .trim_start_matches("Agent ")
             .parse()
@@ -323,21 +329,7 @@ fn counter_collection_round_trips_byte_for_byte() {
             .trim_start_matches("Agent ")
             .parse()
             .unwrap();
-        if s.1.symbol(kernel_id).is_none() {
-            let name = s.id(&row["Kernel_Name"]);
-            s.1.symbols.push(KernelSymbolRecord {
-                kernel_id,
-                kernel_object: 0,
-                name,
-                arch_vgpr_count: num(row, "VGPR_Count") as u32,
-                accum_vgpr_count: num(row, "Accum_VGPR_Count") as u32,
-                sgpr_count: num(row, "SGPR_Count") as u32,
-                group_segment_size: num(row, "LDS_Block_Size") as u32,
-                private_segment_size: 0,
-                kernarg_segment_size: 0,
-                reserved: 0,
-            });
-        }
+        s.symbol_from(row, kernel_id);
         if !s.1.dispatches.iter().any(|d| d.dispatch_id == dispatch_id) {
             s.1.pid = num(row, "Process_Id") as u32;
             s.1.dispatches.push(KernelDispatchRecord {
