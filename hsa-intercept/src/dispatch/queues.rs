@@ -1,0 +1,326 @@
+//! The intercepted queues: one state per queue (where its doorbell is, who enqueued each
+//! packet, its pending dispatches and its completion ring), found through [`MAX_QUEUES`]
+//! lock-free slots, and the replaced `hsa_queue_create` / `hsa_queue_destroy` that fill and
+//! empty those slots.
+
+use super::correlation::CORRELATION_RING;
+use super::handler::handler;
+use super::harvest::{discard, harvest, start_harvester};
+use crate::hsa::*;
+use crate::sink;
+use std::collections::VecDeque;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+use trace_records::KernelDispatchRecord;
+use trace_records::docs::WarningKind;
+
+/// Claimed dispatches whose completion is tracked per queue (by sequence number modulo this):
+/// a harvest never claims a dispatch this far ahead of the completed prefix.
+pub(super) const DONE_RING: usize = 1024;
+/// Pending dispatches a queue has room for before its list grows (growing allocates).
+const PENDING_CAPACITY: usize = 256;
+/// Intercepted queues tracked at once.
+const MAX_QUEUES: usize = 64;
+
+static FIRST_QUEUE_HOOK: OnceLock<fn()> = OnceLock::new();
+static FIRST_QUEUE: std::sync::Once = std::sync::Once::new();
+
+/// Runs `hook` once, when the application creates its first queue (the runtime's agents exist
+/// by then): the tool pairs its agent records with the HSA agents there.
+pub fn on_first_queue(hook: fn()) {
+    let _ = FIRST_QUEUE_HOOK.set(hook);
+}
+
+/// One intercepted queue: where its doorbell is, and who enqueued each packet.
+pub(super) struct QueueState {
+    pub(super) agent: u64,
+    pub(super) agent_node: u32,
+    pub(super) queue_id: u64,
+    pub(super) rung: AtomicU64,
+    /// (correlation id, thread id) by packet index.
+    pub(super) correlations: Box<[(AtomicU64, AtomicU64)]>,
+    /// Dispatches forwarded and not yet claimed by a harvest, in queue order. Held only for
+    /// pushes, peeks and pops, never across a call into the runtime.
+    pending: Mutex<Ledger>,
+    /// By sequence number modulo [`DONE_RING`]: the sequence number + 1 once that dispatch's
+    /// record was emitted (or counted lost).
+    done: Box<[AtomicU64]>,
+    /// Every dispatch with a lower sequence number has been emitted or counted lost.
+    pub(super) completed: AtomicU64,
+}
+
+/// The pending dispatches of a queue.
+pub(super) struct Ledger {
+    pub(super) queue: VecDeque<Pending>,
+    /// The sequence number of the next dispatch forwarded on the queue.
+    pub(super) next: u64,
+}
+
+impl QueueState {
+    pub(super) fn new(agent: u64, agent_node: u32, queue_id: u64) -> Self {
+        QueueState {
+            agent,
+            agent_node,
+            queue_id,
+            rung: AtomicU64::new(0),
+            correlations: (0..CORRELATION_RING)
+                .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
+                .collect(),
+            pending: Mutex::new(Ledger {
+                queue: VecDeque::with_capacity(PENDING_CAPACITY),
+                next: 0,
+            }),
+            done: (0..DONE_RING).map(|_| AtomicU64::new(0)).collect(),
+            completed: AtomicU64::new(0),
+        }
+    }
+
+    pub(super) fn ledger(&self) -> MutexGuard<'_, Ledger> {
+        // The ledger is consistent even if a holder panicked (it only pushes and pops).
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Marks dispatch `seq` as recorded and advances the completed prefix as far as it goes
+    /// (whichever thread finishes the oldest outstanding one carries the others along).
+    pub(super) fn complete(&self, seq: u64) {
+        // SeqCst throughout: of two threads completing neighbours at once, at least one sees
+        // the other's mark, so the prefix never stops short.
+        self.done[seq as usize % DONE_RING].store(seq + 1, Ordering::SeqCst);
+        let mut c = self.completed.load(Ordering::SeqCst);
+        while self.done[c as usize % DONE_RING].load(Ordering::SeqCst) == c + 1 {
+            match self
+                .completed
+                .compare_exchange(c, c + 1, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => c += 1,
+                Err(now) => c = now,
+            }
+        }
+    }
+
+    /// Waits until every dispatch before `bound` is recorded, at most [`COMPLETION_WAIT`] (the
+    /// threads recording them are only reading a time and appending a record).
+    pub(super) fn wait_completed(&self, bound: u64) {
+        let start = Instant::now();
+        let mut spins = 0u32;
+        while self.completed.load(Ordering::SeqCst) < bound {
+            if start.elapsed() > COMPLETION_WAIT {
+                return;
+            }
+            spins += 1;
+            if spins < 128 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::sleep(Duration::from_micros(20));
+            }
+        }
+    }
+}
+
+/// A dispatch forwarded with the tool's completion signal, until it is harvested.
+pub(super) struct Pending {
+    pub(super) record: KernelDispatchRecord,
+    pub(super) signal: u64,
+    /// Its place in its queue's order.
+    pub(super) seq: u64,
+}
+
+/// How long a harvest waits for records other threads are emitting.
+pub(super) const COMPLETION_WAIT: Duration = Duration::from_secs(1);
+
+/// Dispatches pending over all queues.
+pub(super) static PENDING: AtomicUsize = AtomicUsize::new(0);
+
+/// Doorbell signal handles of intercepted queues (0 = free), for a lock-free check in the
+/// signal-store wrappers, with their queue states.
+pub(super) static DOORBELLS: [AtomicU64; MAX_QUEUES] = [const { AtomicU64::new(0) }; MAX_QUEUES];
+pub(super) static QUEUES: [AtomicUsize; MAX_QUEUES] = [const { AtomicUsize::new(0) }; MAX_QUEUES];
+
+pub(super) unsafe extern "C" fn queue_create(
+    agent: u64,
+    size: u32,
+    kind: u32,
+    callback: QueueCallback,
+    data: *mut c_void,
+    private_segment: u32,
+    group_segment: u32,
+    queue: *mut *mut HsaQueue,
+) -> Status {
+    let Some(f) = fns() else { return ERROR };
+    if let Some(hook) = FIRST_QUEUE_HOOK.get() {
+        FIRST_QUEUE.call_once(|| {
+            let _ = std::panic::catch_unwind(hook);
+        });
+    }
+    // SAFETY: the caller's arguments, forwarded to the runtime's own intercept-queue creation.
+    let status = unsafe {
+        (f.queue_intercept_create)(
+            agent,
+            size,
+            kind,
+            callback,
+            data,
+            private_segment,
+            group_segment,
+            queue,
+        )
+    };
+    if status != SUCCESS || queue.is_null() {
+        return status;
+    }
+    // SAFETY: on success the runtime wrote a valid queue pointer.
+    let q = unsafe { *queue };
+    let guarded = std::panic::catch_unwind(|| {
+        // SAFETY: `q` is the runtime's live queue.
+        let (queue_id, doorbell) = unsafe { ((*q).id, (*q).doorbell_signal) };
+        let state: &'static QueueState = Box::leak(Box::new(QueueState::new(
+            agent,
+            agent_node(agent).0,
+            queue_id,
+        )));
+        let Some(i) = DOORBELLS.iter().position(|d| {
+            d.compare_exchange(0, doorbell, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        }) else {
+            // Harvesting and doorbell correlation find queues through these slots only.
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                sink::warn(
+                    WarningKind::Internal,
+                    format!(
+                        "more than {MAX_QUEUES} queues at once; kernel dispatches on the others \
+                         are not traced"
+                    ),
+                )
+            });
+            return;
+        };
+        QUEUES[i].store(state as *const QueueState as usize, Ordering::Release);
+        start_harvester();
+        // SAFETY: the runtime's own functions on its own queue.
+        unsafe {
+            (f.set_profiler_enabled)(q, 1);
+            (f.queue_intercept_register)(
+                q,
+                handler,
+                (state as *const QueueState).cast_mut().cast(),
+            );
+        }
+    });
+    if guarded.is_err() {
+        sink::warn(
+            WarningKind::Internal,
+            "kernel tracing could not be set up on a queue; its dispatches are not traced",
+        );
+    }
+    status
+}
+
+pub(super) unsafe extern "C" fn queue_destroy(queue: *mut HsaQueue) -> Status {
+    let Some(f) = fns() else { return ERROR };
+    let mut state = None;
+    if !queue.is_null() {
+        // SAFETY: the application's live queue.
+        let doorbell = unsafe { (*queue).doorbell_signal };
+        for (i, d) in DOORBELLS.iter().enumerate() {
+            if d.compare_exchange(doorbell, 0, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                state = Some(QUEUES[i].swap(0, Ordering::AcqRel));
+            }
+        }
+    }
+    // SAFETY: forwarded.
+    let status = unsafe { (f.queue_destroy)(queue) };
+    if let Some(p) = state.filter(|p| *p != 0) {
+        // SAFETY: queue states are leaked (never freed) once published.
+        let q = unsafe { &*(p as *const QueueState) };
+        let _ = std::panic::catch_unwind(|| {
+            harvest(q, true);
+            discard(q, "their queue was destroyed");
+        });
+    }
+    status
+}
+
+/// The states of the queues currently intercepted (a destroyed queue is harvested and leaves
+/// the slots in `hsa_queue_destroy`).
+pub(super) fn live_queues() -> impl Iterator<Item = &'static QueueState> {
+    QUEUES.iter().filter_map(|slot| {
+        let p = slot.load(Ordering::Acquire);
+        // SAFETY: queue states are leaked (never freed) once published.
+        (p != 0).then(|| unsafe { &*(p as *const QueueState) })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_completed_prefix_waits_for_the_oldest_and_then_carries_the_rest() {
+        let q = QueueState::new(0, 0, 0);
+        q.complete(1);
+        q.complete(2);
+        assert_eq!(
+            q.completed.load(Ordering::SeqCst),
+            0,
+            "0 is still outstanding"
+        );
+        q.complete(0);
+        assert_eq!(q.completed.load(Ordering::SeqCst), 3);
+        q.complete(4);
+        assert_eq!(q.completed.load(Ordering::SeqCst), 3);
+        let start = Instant::now();
+        q.wait_completed(3);
+        assert!(
+            start.elapsed() < Duration::from_millis(100),
+            "already complete"
+        );
+        q.complete(3);
+        assert_eq!(q.completed.load(Ordering::SeqCst), 5);
+    }
+
+    #[test]
+    fn concurrent_claimers_complete_every_dispatch_and_waiters_see_it() {
+        const TOTAL: u64 = 20_000;
+        let q = QueueState::new(0, 0, 0);
+        let next = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let (q, next) = (&q, &next);
+                s.spawn(move || {
+                    loop {
+                        // Claims in order, never a ring's length ahead of the prefix (as
+                        // `harvest` does); finishing order varies between threads.
+                        let seq = next.load(Ordering::SeqCst);
+                        if seq >= TOTAL {
+                            return;
+                        }
+                        if seq >= q.completed.load(Ordering::SeqCst) + DONE_RING as u64
+                            || next
+                                .compare_exchange(seq, seq + 1, Ordering::SeqCst, Ordering::SeqCst)
+                                .is_err()
+                        {
+                            std::hint::spin_loop();
+                            continue;
+                        }
+                        if seq % 7 == t {
+                            std::thread::yield_now();
+                        }
+                        q.complete(seq);
+                    }
+                });
+            }
+            s.spawn(|| {
+                let start = Instant::now();
+                q.wait_completed(TOTAL);
+                assert_eq!(q.completed.load(Ordering::SeqCst), TOTAL);
+                assert!(start.elapsed() < COMPLETION_WAIT);
+            });
+        });
+        assert_eq!(q.completed.load(Ordering::SeqCst), TOTAL);
+    }
+}

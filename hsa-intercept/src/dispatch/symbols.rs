@@ -1,0 +1,150 @@
+//! Kernel symbols, recorded at `hsa_executable_freeze`, and kernel-descriptor decoding.
+//!
+//! Kernel descriptors (for register counts) are read through the AMD loader extension's
+//! `hsa_ven_amd_loader_query_host_address`, never through the kernel object itself, which on a
+//! discrete GPU is a device address the host may not be able to read.
+
+use crate::hsa::*;
+use crate::sink;
+use std::collections::HashMap;
+use std::ffi::{CStr, c_char, c_void};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{OnceLock, RwLock};
+use trace_records::KernelSymbolRecord;
+use trace_records::docs::WarningKind;
+
+static NEXT_KERNEL: AtomicU64 = AtomicU64::new(1);
+static KERNELS: OnceLock<RwLock<HashMap<u64, u64>>> = OnceLock::new();
+
+pub(super) fn kernel_id(kernel_object: u64) -> u64 {
+    KERNELS
+        .get()
+        .and_then(|k| k.read().ok()?.get(&kernel_object).copied())
+        .unwrap_or(0)
+}
+
+/// The AMD loader extension, fetched at the first `hsa_executable_freeze` (the runtime is
+/// initialised by then), or why there is none.
+static LOADER: OnceLock<Result<Loader, String>> = OnceLock::new();
+
+pub(super) unsafe extern "C" fn executable_freeze(
+    executable: u64,
+    options: *const c_char,
+) -> Status {
+    let Some(f) = fns() else { return ERROR };
+    // SAFETY: forwarded.
+    let status = unsafe { (f.executable_freeze)(executable, options) };
+    if status == SUCCESS {
+        let _ = std::panic::catch_unwind(|| {
+            // Fetched before iterating, so no runtime lock of the iteration is held meanwhile.
+            LOADER.get_or_init(|| Loader::fetch(f));
+            // SAFETY: iterates the frozen executable's symbols with our callback.
+            unsafe { (f.executable_iterate_symbols)(executable, on_symbol, std::ptr::null_mut()) };
+        });
+    }
+    status
+}
+
+unsafe extern "C" fn on_symbol(_executable: u64, symbol: u64, _data: *mut c_void) -> Status {
+    let Some(f) = fns() else { return SUCCESS };
+    let get_u32 = |attr: u32| {
+        let mut v = 0u32;
+        // SAFETY: a u32-sized attribute of a live symbol.
+        unsafe { (f.symbol_get_info)(symbol, attr, (&raw mut v).cast()) };
+        v
+    };
+    if get_u32(SYMBOL_INFO_TYPE) != 1 {
+        return SUCCESS;
+    }
+    let len = get_u32(SYMBOL_INFO_NAME_LENGTH) as usize;
+    let mut name = vec![0u8; len + 1];
+    let mut object = 0u64;
+    // SAFETY: NAME writes `len` bytes; KERNEL_OBJECT a u64.
+    unsafe {
+        (f.symbol_get_info)(symbol, SYMBOL_INFO_NAME, name.as_mut_ptr().cast());
+        (f.symbol_get_info)(symbol, SYMBOL_INFO_KERNEL_OBJECT, (&raw mut object).cast());
+    }
+    let name = CStr::from_bytes_until_nul(&name)
+        .map(|c| c.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = name.strip_suffix(".kd").unwrap_or(&name);
+    let (vgpr, sgpr) = registers(object);
+    let kernel_id = NEXT_KERNEL.fetch_add(1, Ordering::Relaxed);
+    if let Ok(mut k) = KERNELS.get_or_init(|| RwLock::new(HashMap::new())).write() {
+        k.insert(object, kernel_id);
+    }
+    sink::emit(&KernelSymbolRecord {
+        kernel_id,
+        kernel_object: object,
+        name: sink::intern(name),
+        arch_vgpr_count: vgpr,
+        accum_vgpr_count: 0,
+        sgpr_count: sgpr,
+        group_segment_size: get_u32(SYMBOL_INFO_GROUP_SEGMENT_SIZE),
+        private_segment_size: get_u32(SYMBOL_INFO_PRIVATE_SEGMENT_SIZE),
+        kernarg_segment_size: get_u32(SYMBOL_INFO_KERNARG_SEGMENT_SIZE),
+        reserved: 0,
+    });
+    SUCCESS
+}
+
+/// VGPRs and SGPRs from the 64-byte kernel descriptor of the kernel object `object`: arch VGPRs
+/// = (rsrc1[5:0] + 1) × (8 for wave32, else 4); gfx10+ reports 128 SGPRs. The descriptor is read
+/// from the host copy the AMD loader reports, never through `object` itself (a device address
+/// the host may not be able to read); without one the counts are 0, with a warning (once).
+fn registers(object: u64) -> (u32, u32) {
+    if object == 0 || !object.is_multiple_of(64) {
+        return (0, 0);
+    }
+    let host = match LOADER.get() {
+        // SAFETY: the runtime's own query, asked about a kernel object of a frozen executable.
+        Some(Ok(loader)) => unsafe { loader.host_address(object) }.ok_or_else(|| {
+            format!("the AMD loader extension does not know the kernel object {object:#x}")
+        }),
+        Some(Err(why)) => Err(why.clone()),
+        None => Err("the AMD loader extension was not fetched".to_owned()),
+    };
+    let descriptor = match host {
+        Ok(d) => d,
+        Err(why) => {
+            static SAID: AtomicBool = AtomicBool::new(false);
+            if !SAID.swap(true, Ordering::Relaxed) {
+                sink::warn(
+                    WarningKind::Internal,
+                    format!(
+                        "kernel register counts are not recorded ({why}); the kernel trace shows \
+                         0 VGPRs and SGPRs for those kernels"
+                    ),
+                );
+            }
+            return (0, 0);
+        }
+    };
+    // SAFETY: the loader's host copy of the kernel's 64-byte descriptor, alive while its
+    // executable is loaded (it was just frozen).
+    let (rsrc1, properties) = unsafe {
+        (
+            descriptor.add(48).cast::<u32>().read_unaligned(),
+            descriptor.add(56).cast::<u16>().read_unaligned(),
+        )
+    };
+    registers_from(rsrc1, properties)
+}
+
+/// The register counts from the raw descriptor fields.
+pub fn registers_from(rsrc1: u32, code_properties: u16) -> (u32, u32) {
+    let wave32 = code_properties & (1 << 10) != 0;
+    (((rsrc1 & 0x3f) + 1) * if wave32 { 8 } else { 4 }, 128)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vgprs_follow_the_granule_and_wave_size() {
+        assert_eq!(registers_from(0, 1 << 10), (8, 128));
+        assert_eq!(registers_from(3, 1 << 10), (32, 128));
+        assert_eq!(registers_from(3, 0), (16, 128));
+    }
+}
