@@ -60,7 +60,7 @@ impl ThreadBuffer {
         None
     }
 
-    /// Flusher side, after [`freeze`]: the buffer once its owner finished any append in
+    /// Sealer side, after [`freeze`]: the buffer once its owner finished any append in
     /// progress (`None` if it does not finish within `spins`).
     fn frozen_with<R>(&self, spins: u32, f: impl FnOnce(&mut Option<Chunk>) -> R) -> Option<R> {
         for _ in 0..spins {
@@ -313,16 +313,17 @@ pub fn emit_operation(op: &OperationName) {
     push_operation(op);
 }
 
+/// Appends a definition (not a trace record) with `push` from the calling thread.
+fn push_definition(push: impl Fn(&mut Chunk) -> bool) {
+    with_local(false, |sink, c| push_or_replace(sink, c, false, push));
+}
+
 fn push_string(id: u32, text: &str) {
-    with_local(false, |sink, c| {
-        push_or_replace(sink, c, false, |c| c.push_string(id, text))
-    });
+    push_definition(|c| c.push_string(id, text));
 }
 
 fn push_operation(op: &OperationName) {
-    with_local(false, |sink, c| {
-        push_or_replace(sink, c, false, |c| c.push(op))
-    });
+    push_definition(|c| c.push(op));
 }
 
 static STRINGS: OnceLock<Mutex<std::collections::HashMap<String, u32>>> = OnceLock::new();
@@ -351,9 +352,7 @@ pub fn emit_doc(doc: &Document) {
 }
 
 fn push_json(json: &str) {
-    with_local(false, |sink, c| {
-        push_or_replace(sink, c, false, |c| c.push_json(json))
-    });
+    push_definition(|c| c.push_json(json));
 }
 
 /// Records a warning of the tool in the log; `rocprof` prints it after the run (identical
@@ -422,9 +421,4 @@ pub fn seal_all() {
         });
     }
     FROZEN.store(false, Ordering::Release);
-}
-
-/// The current log's loss count for `cause` (for tests and the exit facts).
-pub fn losses(cause: LossCause) -> u64 {
-    current().map_or(0, |s| s.log.losses(cause))
 }

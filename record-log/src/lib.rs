@@ -80,6 +80,13 @@ struct State {
     stop: bool,
 }
 
+impl State {
+    /// Whether the chunks ready ahead of the writers have run low (under half a segment).
+    fn wants_growth(&self) -> bool {
+        self.ready_end - self.next < self.grow_by / 2 + 1
+    }
+}
+
 /// One process image's record log, open for writing.
 pub struct LogFile {
     fd: OwnedFd,
@@ -184,11 +191,6 @@ impl LogFile {
         self.loss_counter(cause).fetch_add(n, Ordering::Relaxed);
     }
 
-    /// The current count of `cause`.
-    pub fn losses(&self, cause: LossCause) -> u64 {
-        self.loss_counter(cause).load(Ordering::Relaxed)
-    }
-
     fn loss_counter(&self, cause: LossCause) -> &AtomicU64 {
         // SAFETY: the header page is mapped for the life of `self`; the counters lie inside it
         // at 8-byte aligned offsets (LOSSES_AT is a multiple of 8, the page is page-aligned),
@@ -216,7 +218,7 @@ impl LogFile {
             if s.next < s.ready_end {
                 let index = s.next;
                 s.next += 1;
-                if s.ready_end - s.next < s.grow_by.min(MAX_SEGMENT) / 2 + 1 {
+                if s.wants_growth() {
                     self.wake.notify_one();
                 }
                 let base = chunk_address(&s.segments, index);
@@ -300,8 +302,7 @@ impl LogFile {
                     if s.stop {
                         return;
                     }
-                    let spare = s.ready_end - s.next;
-                    let want = spare < s.grow_by.min(MAX_SEGMENT) / 2 + 1;
+                    let want = s.wants_growth();
                     if !s.retired.is_empty() || (want && s.refused.is_none()) {
                         break (std::mem::take(&mut s.retired), want);
                     }
@@ -342,10 +343,7 @@ impl LogFile {
         let result = loop {
             match self.map_segment(first, count) {
                 Ok(base) => break Ok(base),
-                Err(e) if count > 1 => {
-                    let _ = e;
-                    count = 1;
-                }
+                Err(_) if count > 1 => count = 1,
                 Err(e) => break Err(e),
             }
         };
@@ -366,7 +364,8 @@ impl LogFile {
                 s.refused = Some(e);
                 drop(s);
                 self.warn_no_space(e);
-                s = self.lock();
+                self.grown.notify_all();
+                return;
             }
         }
         drop(s);
@@ -554,47 +553,31 @@ impl Chunk {
         };
     }
 
-    /// Appends a fixed-size record; `false` (nothing written) when the chunk is full.
+    /// Runs one `ChunkFill` push on the payload and publishes the commit word if it succeeded.
     #[inline]
-    pub fn push<R: FixedRecord>(&mut self, record: &R) -> bool {
+    fn append(&mut self, push: impl FnOnce(&mut ChunkFill, &mut [u8]) -> bool) -> bool {
         let mut fill = self.fill;
-        let ok = fill.push(self.payload(), record);
+        let ok = push(&mut fill, self.payload());
         if ok {
             self.fill = fill;
             self.publish();
         }
         ok
+    }
+
+    /// Appends a fixed-size record; `false` (nothing written) when the chunk is full.
+    #[inline]
+    pub fn push<R: FixedRecord>(&mut self, record: &R) -> bool {
+        self.append(|f, p| f.push(p, record))
     }
 
     /// Appends a string definition (cut to fit an empty chunk); `false` when it does not fit.
     pub fn push_string(&mut self, id: StringId, text: &str) -> bool {
-        let mut fill = self.fill;
-        let ok = fill.push_string(self.payload(), id, text);
-        if ok {
-            self.fill = fill;
-            self.publish();
-        }
-        ok
+        self.append(|f, p| f.push_string(p, id, text))
     }
 
     /// Appends a JSON document; `false` when it does not fit (or is too long for any chunk).
     pub fn push_json(&mut self, json: &str) -> bool {
-        let mut fill = self.fill;
-        let ok = fill.push_json(self.payload(), json);
-        if ok {
-            self.fill = fill;
-            self.publish();
-        }
-        ok
-    }
-
-    /// Whether nothing was appended.
-    pub fn is_empty(&self) -> bool {
-        self.fill.is_empty()
-    }
-
-    /// Entries appended.
-    pub fn entries(&self) -> u32 {
-        self.fill.entries()
+        self.append(|f, p| f.push_json(p, json))
     }
 }

@@ -89,10 +89,7 @@ pub unsafe extern "C" fn dlopen(filename: *const c_char, flags: c_int) -> *mut c
     if DEFERRED.load(std::sync::atomic::Ordering::Acquire) && !filename.is_null() {
         // SAFETY: a non-null filename is a C string (the caller's contract).
         let name = unsafe { CStr::from_ptr(filename) }.to_bytes();
-        let runtime = RuntimeLibrary::ALL
-            .iter()
-            .any(|(_, stem)| name.windows(stem.len()).any(|w| w == stem.as_bytes()));
-        if runtime {
+        if RuntimeLibrary::named_in(name).next().is_some() {
             let _ = std::panic::catch_unwind(start_if_deferred);
         }
     }
@@ -293,9 +290,8 @@ fn loaded_runtimes() -> Vec<RuntimeLibrary> {
             let name = (*info).dlpi_name;
             if !name.is_null() {
                 let name = CStr::from_ptr(name).to_bytes();
-                for (lib, stem) in RuntimeLibrary::ALL {
-                    let hit = name.windows(stem.len()).any(|w| w == stem.as_bytes());
-                    if hit && !found.contains(&lib) {
+                for lib in RuntimeLibrary::named_in(name) {
+                    if !found.contains(&lib) {
                         found.push(lib);
                     }
                 }

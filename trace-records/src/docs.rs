@@ -254,6 +254,14 @@ impl RuntimeLibrary {
         (RuntimeLibrary::Roctx, "librocprofiler-sdk-roctx.so"),
         (RuntimeLibrary::Register, "librocprofiler-register.so"),
     ];
+
+    /// The libraries whose stem occurs in the file name `name`.
+    pub fn named_in(name: &[u8]) -> impl Iterator<Item = RuntimeLibrary> + '_ {
+        Self::ALL
+            .into_iter()
+            .filter(move |(_, stem)| name.windows(stem.len()).any(|w| w == stem.as_bytes()))
+            .map(|(lib, _)| lib)
+    }
 }
 
 /// Facts known at a normal exit.

@@ -126,7 +126,7 @@ enum HeaderProblem {
 }
 
 /// Packs a commit word.
-pub fn commit_word(entries: u32, len: u32) -> u64 {
+fn commit_word(entries: u32, len: u32) -> u64 {
     (u64::from(entries) << 32) | u64::from(len)
 }
 
