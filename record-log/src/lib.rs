@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use trace_records::log::{
-    CHUNK_CAPACITY, CHUNK_HEADER_LEN, CHUNK_SIZE, COMMIT_AT, ChunkFill, FileHeader, HEADER_LEN,
-    LOSSES_AT, SEALED, open_chunk_header,
+    CHUNK_CAPACITY, CHUNK_HEADER_LEN, CHUNK_SIZE, COMMIT_AT, CRC_AT, ChunkFill, FileHeader,
+    HEADER_LEN, LOSSES_AT, SEAL_AT, SEALED, open_chunk_header,
 };
 use trace_records::loss::LossCause;
 use trace_records::record::{FixedRecord, StringId};
@@ -264,8 +264,8 @@ impl LogFile {
         // chunk is consumed here); the seal mark is 4-byte aligned and stored atomically after
         // the checksum, so a reader never sees the mark without the checksum.
         unsafe {
-            std::ptr::copy_nonoverlapping(crc.to_le_bytes().as_ptr(), chunk.base.add(16), 4);
-            (*chunk.base.add(20).cast::<AtomicU32>()).store(SEALED, Ordering::Release);
+            std::ptr::copy_nonoverlapping(crc.to_le_bytes().as_ptr(), chunk.base.add(CRC_AT), 4);
+            (*chunk.base.add(SEAL_AT).cast::<AtomicU32>()).store(SEALED, Ordering::Release);
         }
         let mut s = self.lock();
         let next = s.next;

@@ -42,6 +42,10 @@ pub const CHUNK_MAGIC: u32 = u32::from_le_bytes(*b"CHNK");
 pub const CHUNK_HEADER_LEN: usize = 32;
 /// Offset of the commit word in a chunk header.
 pub const COMMIT_AT: usize = 8;
+/// Offset of a sealed chunk's CRC-32 in its header.
+pub const CRC_AT: usize = 16;
+/// Offset of the seal mark ([`SEALED`] once the CRC is valid) in a chunk header.
+pub const SEAL_AT: usize = 20;
 /// Payload capacity of one chunk.
 pub const CHUNK_CAPACITY: usize = CHUNK_SIZE - CHUNK_HEADER_LEN;
 /// The `sealed` value of a chunk whose checksum covers its committed payload.
@@ -268,8 +272,8 @@ impl LogBuilder {
         chunk[COMMIT_AT..COMMIT_AT + 8].copy_from_slice(&f.commit().to_le_bytes());
         if seal {
             let crc = f.checksum(&chunk[CHUNK_HEADER_LEN..]);
-            chunk[16..20].copy_from_slice(&crc.to_le_bytes());
-            chunk[20..24].copy_from_slice(&SEALED.to_le_bytes());
+            chunk[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
+            chunk[SEAL_AT..SEAL_AT + 4].copy_from_slice(&SEALED.to_le_bytes());
         }
         self.bytes.extend_from_slice(&chunk);
         self.chunks += 1;
@@ -504,7 +508,7 @@ fn check_chunk(b: &[u8]) -> ChunkState {
             records: plausible,
         };
     }
-    let sealed = match u32_at(b, 20) {
+    let sealed = match u32_at(b, SEAL_AT) {
         0 => false,
         SEALED => true,
         other => {
@@ -514,7 +518,8 @@ fn check_chunk(b: &[u8]) -> ChunkState {
             };
         }
     };
-    if sealed && crc32fast::hash(&b[CHUNK_HEADER_LEN..CHUNK_HEADER_LEN + len]) != u32_at(b, 16) {
+    if sealed && crc32fast::hash(&b[CHUNK_HEADER_LEN..CHUNK_HEADER_LEN + len]) != u32_at(b, CRC_AT)
+    {
         return ChunkState::Damaged {
             reason: "chunk checksum mismatch".into(),
             records: plausible,
