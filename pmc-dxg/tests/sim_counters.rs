@@ -12,11 +12,11 @@
 use std::ffi::{CStr, c_char, c_void};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::SystemTime;
 
 use pmc_dxg::plan::{DXG_FRAME_DWORDS, Packing, plan};
 use pmc_dxg::pm4::{CounterValues, PassBuffers, build_pass, decode};
 use pmc_dxg::{BaseEvent, Block};
+use wslsim_scenario::harness;
 
 mod common;
 use common::{counter as event, radeon_890m};
@@ -48,66 +48,33 @@ type Pm4Fn = unsafe extern "C" fn(u32, *const u32, u32, *mut c_char, u32) -> i32
 struct Gpu {
     dispatch: DispatchFn,
     pm4: Pm4Fn,
-    _library: libloading::Library,
-}
-
-fn newest(path: &Path) -> Option<SystemTime> {
-    let metadata = std::fs::metadata(path).ok()?;
-    if metadata.is_dir() {
-        std::fs::read_dir(path)
-            .ok()?
-            .filter_map(Result::ok)
-            .filter_map(|entry| newest(&entry.path()))
-            .max()
-    } else {
-        metadata.modified().ok()
-    }
+    _library: harness::Library,
 }
 
 /// target/<profile>/librocdxg.so (or the copy in deps/), refused if older than its sources.
 fn library_path() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let deps = exe.parent().unwrap();
-    let (built, path) = [
-        Some(deps.join("librocdxg.so")),
-        deps.parent().map(|p| p.join("librocdxg.so")),
-    ]
-    .into_iter()
-    .flatten()
-    .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
-    .max_by_key(|(built, _)| *built)
-    .unwrap_or_else(|| {
-        panic!(
-            "librocdxg.so is not built next to {}: run `cargo xtask build` (or `cargo build -p \
-             sim-rocdxg`) first",
-            exe.display()
-        )
-    });
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let sources = ["../sim/rocdxg/src", "../sim/scenario/src"].map(|s| manifest.join(s));
-    let source = sources.iter().filter_map(|s| newest(s)).max();
-    assert!(
-        source.is_none_or(|source| source <= built),
-        "{} is older than the simulator's sources: run `cargo build -p sim-rocdxg` first",
-        path.display()
-    );
-    path
+    harness::locate(&harness::Target {
+        library: "librocdxg.so",
+        build_command: "cargo build -p sim-rocdxg",
+        sources: &sources,
+    })
+    .unwrap_or_else(|error| panic!("{error}"))
 }
 
 impl Gpu {
     fn load() -> Gpu {
         let path = library_path();
-        // SAFETY: loading the simulated thunk runs its initialisers, which only read the
-        // scenario named by the environment.
-        let library = unsafe { libloading::Library::new(&path) }
-            .unwrap_or_else(|e| panic!("dlopen {}: {e}", path.display()));
+        // Opening the simulated thunk runs its initialisers, which only read the scenario named
+        // by the environment.
+        let library =
+            harness::Library::open(&path.display().to_string()).unwrap_or_else(|e| panic!("{e}"));
         // SAFETY: the types are the exports' C signatures (docs/SIMULATOR.md).
         unsafe {
-            let dispatch = *library.get::<DispatchFn>(b"wslsim_gpu_dispatch\0").unwrap();
-            let pm4 = *library.get::<Pm4Fn>(b"wslsim_gpu_pm4\0").unwrap();
             Gpu {
-                dispatch,
-                pm4,
+                dispatch: library.function("wslsim_gpu_dispatch").unwrap(),
+                pm4: library.function("wslsim_gpu_pm4").unwrap(),
                 _library: library,
             }
         }

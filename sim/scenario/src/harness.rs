@@ -159,7 +159,8 @@ fn child(name: &str, cases: &[Case]) -> ExitCode {
     }
 }
 
-fn newest_mtime(path: &Path) -> Option<SystemTime> {
+/// The newest modification time of `path`, or of any file under it if it is a directory.
+pub fn newest_mtime(path: &Path) -> Option<SystemTime> {
     let metadata = std::fs::metadata(path).ok()?;
     if metadata.is_dir() {
         std::fs::read_dir(path)
@@ -172,21 +173,17 @@ fn newest_mtime(path: &Path) -> Option<SystemTime> {
     }
 }
 
-fn parent(target: &Target<'_>, cases: &[Case]) -> ExitCode {
-    let exe = match std::env::current_exe() {
-        Ok(exe) => exe,
-        Err(error) => {
-            eprintln!("cannot locate the test executable: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
+/// The built `target.library` next to the running test executable, refused (with the reason to
+/// print) when it is missing or older than `target.sources`.
+pub fn locate(target: &Target<'_>) -> Result<PathBuf, String> {
+    let exe = std::env::current_exe()
+        .map_err(|error| format!("cannot locate the test executable: {error}"))?;
     // target/<profile>/deps/<test>: the library is target/<profile>/<library> (uplifted by
     // `cargo build`) or target/<profile>/deps/<library> (also written by `cargo test`, which
     // compiles every crate type of the package's lib for its integration tests).
-    let Some(deps_dir) = exe.parent() else {
-        eprintln!("unexpected test executable location {}", exe.display());
-        return ExitCode::FAILURE;
-    };
+    let deps_dir = exe
+        .parent()
+        .ok_or_else(|| format!("unexpected test executable location {}", exe.display()))?;
     // On a tie (the uplifted file is a hard link of the deps one) the uplifted path wins.
     let candidates = [
         Some(deps_dir.join(target.library)),
@@ -203,24 +200,36 @@ fn parent(target: &Target<'_>, cases: &[Case]) -> ExitCode {
         })
         .max_by_key(|(built, _)| *built);
     let Some((built, library)) = newest else {
-        eprintln!(
+        return Err(format!(
             "error: {} was not found next to {}.\nRun `{}` first, then run the tests again.",
             target.library,
             exe.display(),
             target.build_command
-        );
-        return ExitCode::FAILURE;
+        ));
     };
     let newest_source = target.sources.iter().filter_map(|s| newest_mtime(s)).max();
     if newest_source.is_some_and(|newest| newest > built) {
-        eprintln!(
+        return Err(format!(
             "error: {} is older than its sources, so it would not test them.\nRun `{}` first, \
              then run the tests again.",
             library.display(),
             target.build_command
-        );
-        return ExitCode::FAILURE;
+        ));
     }
+    Ok(library)
+}
+
+fn parent(target: &Target<'_>, cases: &[Case]) -> ExitCode {
+    let (exe, library) = match std::env::current_exe()
+        .map_err(|error| format!("cannot locate the test executable: {error}"))
+        .and_then(|exe| Ok((exe, locate(target)?)))
+    {
+        Ok(found) => found,
+        Err(error) => {
+            eprintln!("{error}");
+            return ExitCode::FAILURE;
+        }
+    };
     let filters: Vec<String> = std::env::args()
         .skip(1)
         .filter(|arg| !arg.starts_with('-'))
