@@ -7,33 +7,20 @@
 //! Needs the staged simulator and workloads: run through `cargo xtask test` (or
 //! `cargo xtask build` first).
 
+mod support;
+
 use std::collections::HashMap;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+use support::{rocprof as rocprof_command, scratch, workload};
 
 type Row = HashMap<String, String>;
 
 /// How long one profiled run of the reference workload may take (debug builds, 2 cores).
 const DEADLINE: Duration = Duration::from_secs(120);
-
-/// The workload binary next to `rocprof`, once the simulated stack is staged.
-fn workload(name: &str) -> PathBuf {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_rocprof"));
-    let dir = exe.parent().unwrap();
-    let p = dir.join(name);
-    assert!(
-        p.exists(),
-        "{} is not built: run `cargo xtask test`",
-        p.display()
-    );
-    assert!(
-        dir.join("sim/lib/libhsa-runtime64.so.1").exists(),
-        "the simulated stack is not staged: run `cargo xtask test`"
-    );
-    p
-}
 
 fn scenario(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -69,6 +56,21 @@ impl Run {
         r.deserialize().map(Result::unwrap).collect()
     }
 
+    /// `run_<name>.csv` has `n` rows.
+    fn assert_rows(&self, name: &str, n: usize) {
+        assert_eq!(self.rows(name).len(), n, "{}", self.stderr);
+    }
+
+    /// stderr reports `lost n record(s) (<cause>)`.
+    fn assert_loss(&self, cause: &str, n: u64) {
+        assert_eq!(
+            reported_loss(&self.stderr, cause),
+            Some(n),
+            "{}",
+            self.stderr
+        );
+    }
+
     fn assert_success(&self) {
         assert!(
             self.status.success(),
@@ -88,30 +90,15 @@ fn num(r: &Row, k: &str) -> u64 {
 fn rocprof(options: &[&str], scenario_file: &str) -> Run {
     use std::sync::atomic::{AtomicU32, Ordering};
     static N: AtomicU32 = AtomicU32::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "rocprof-faults-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("faults", &N.fetch_add(1, Ordering::Relaxed).to_string());
     // Output goes to files, not pipes: a full pipe would stall the run and look like a hang.
     let stdout = std::fs::File::create(dir.join("stdout.txt")).unwrap();
     let stderr_path = dir.join("stderr.txt");
     let stderr = std::fs::File::create(&stderr_path).unwrap();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rocprof"));
-    for v in [
-        "HSA_TOOLS_DISABLE_REGISTER",
-        "HSA_ENABLE_DXG_DETECTION",
-        "ROCPROF_HSAKMT_LAYOUT",
-        "LD_PRELOAD",
-        "WSLSIM_CALL_LOG",
-    ] {
-        c.env_remove(v);
-    }
-    // Record logs rocprof keeps after losses land in the run's directory too.
-    c.env("WSLSIM_SCENARIO", scenario(scenario_file))
-        .env("TMPDIR", &dir)
+    // Record logs rocprof keeps after losses land in the run's directory too (`TMPDIR`).
+    let mut c = rocprof_command(&dir);
+    c.env_remove("WSLSIM_CALL_LOG")
+        .env("WSLSIM_SCENARIO", scenario(scenario_file))
         .arg("--sim")
         .args(options)
         .arg("-d")
@@ -218,31 +205,18 @@ fn copies_complete_when_every_completion_handler_is_refused() {
     r.assert_success();
     let copies = r.rows("memory_copy_trace");
     assert!(
-        copies.len() < 16,
-        "refused handlers leave copies untraced: {} rows",
-        copies.len()
+        copies.is_empty(),
+        "every handler was refused, so every copy ran untraced: {copies:?}"
     );
-    assert!(copies.is_empty(), "every handler was refused: {copies:?}");
-    assert_eq!(
-        reported_loss(&r.stderr, "copy-untraced"),
-        Some(16),
-        "{}",
-        r.stderr
-    );
+    r.assert_loss("copy-untraced", 16);
 }
 
 #[test]
 fn one_refused_handler_costs_exactly_one_copy_record() {
     let r = rocprof(&["--memory-copy-trace"], "async-handler-third-fails.toml");
     r.assert_success();
-    let copies = r.rows("memory_copy_trace");
-    assert_eq!(copies.len(), 15, "{}", r.stderr);
-    assert_eq!(
-        reported_loss(&r.stderr, "copy-untraced"),
-        Some(1),
-        "{}",
-        r.stderr
-    );
+    r.assert_rows("memory_copy_trace", 15);
+    r.assert_loss("copy-untraced", 1);
 }
 
 #[test]
@@ -252,20 +226,10 @@ fn unreadable_times_lose_only_their_records() {
         "times-fail.toml",
     );
     r.assert_success();
-    assert_eq!(r.rows("kernel_trace").len(), 7, "{}", r.stderr);
-    assert_eq!(r.rows("memory_copy_trace").len(), 15, "{}", r.stderr);
-    assert_eq!(
-        reported_loss(&r.stderr, "dispatch-time"),
-        Some(1),
-        "{}",
-        r.stderr
-    );
-    assert_eq!(
-        reported_loss(&r.stderr, "copy-untraced"),
-        Some(1),
-        "{}",
-        r.stderr
-    );
+    r.assert_rows("kernel_trace", 7);
+    r.assert_rows("memory_copy_trace", 15);
+    r.assert_loss("dispatch-time", 1);
+    r.assert_loss("copy-untraced", 1);
 }
 
 #[test]
