@@ -381,6 +381,10 @@ entries! {
     }
     optional {
     system_get_major_extension_table: CORE."hsa_system_get_major_extension_table" => GetMajorExtensionTable;
+    agent_iterate_memory_pools: AMD_EXT."hsa_amd_agent_iterate_memory_pools" => unsafe extern "C" fn(u64, unsafe extern "C" fn(u64, *mut c_void) -> Status, *mut c_void) -> Status;
+    memory_pool_get_info: AMD_EXT."hsa_amd_memory_pool_get_info" => unsafe extern "C" fn(u64, u32, *mut c_void) -> Status;
+    memory_pool_allocate: AMD_EXT."hsa_amd_memory_pool_allocate" => unsafe extern "C" fn(u64, usize, u32, *mut *mut c_void) -> Status;
+    agents_allow_access: AMD_EXT."hsa_amd_agents_allow_access" => unsafe extern "C" fn(u32, *const u64, *const u32, *const c_void) -> Status;
     }
 }
 

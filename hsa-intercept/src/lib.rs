@@ -6,6 +6,7 @@
 pub mod api;
 pub mod clock;
 pub mod copies;
+pub mod counting;
 pub mod dispatch;
 pub mod hsa;
 pub mod sink;

@@ -301,6 +301,20 @@ pub fn emit<R: FixedRecord>(record: &R) {
     });
 }
 
+/// Appends a dispatch's raw counter output from the calling thread (a trace record: when it
+/// cannot be written it is counted lost).
+pub fn emit_counter_sample(header: &trace_records::CounterSampleHeader, output: &[u8]) {
+    use zerocopy::IntoBytes;
+    with_local(true, |sink, c| {
+        push_or_replace(sink, c, true, |c| {
+            c.push_parts(
+                trace_records::Tag::CounterSample,
+                &[header.as_bytes(), output],
+            )
+        })
+    });
+}
+
 /// Appends a string definition from the calling thread (and remembers it for forked children).
 pub fn emit_string(id: u32, text: &str) {
     remember(Definition::String(id, text.to_owned()));

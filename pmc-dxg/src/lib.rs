@@ -9,12 +9,16 @@
 //! - [`expr`]: the derived-counter language (parse, print, evaluate over per-instance values);
 //! - [`plan`]: base counters into passes within each block's slots;
 //! - [`pm4`]: the command buffers, the AQL packets and the decoding of results;
-//! - [`readback`]: decoded results into a prepared program ([`readback::evaluate`]).
+//! - [`readback`]: decoded results into a prepared program ([`readback::evaluate`]);
+//! - [`hygiene`]: read-backs spoiled by zero reads or a warm-up window, and each counter's
+//!   estimate over repeated runs (the smallest non-zero value, since other GPU clients only
+//!   ever add counts).
 
 #![forbid(unsafe_code)]
 
 pub mod defs;
 pub mod expr;
+pub mod hygiene;
 pub mod plan;
 pub mod pm4;
 pub mod readback;

@@ -25,7 +25,7 @@ use trace_records::log::{
     HEADER_LEN, LOSSES_AT, SEAL_AT, SEALED, open_chunk_header,
 };
 use trace_records::loss::LossCause;
-use trace_records::record::{FixedRecord, StringId};
+use trace_records::record::{FixedRecord, StringId, Tag};
 
 /// Chunks in the first segment; each later segment doubles, up to [`MAX_SEGMENT`].
 const FIRST_SEGMENT: u32 = 4;
@@ -579,5 +579,11 @@ impl Chunk {
     /// Appends a JSON document; `false` when it does not fit (or is too long for any chunk).
     pub fn push_json(&mut self, json: &str) -> bool {
         self.append(|f, p| f.push_json(p, json))
+    }
+
+    /// Appends a variable-length entry made of `parts`; `false` when it does not fit (or is
+    /// longer than an entry may be).
+    pub fn push_parts(&mut self, tag: Tag, parts: &[&[u8]]) -> bool {
+        self.append(|f, p| f.push_parts(p, tag, parts))
     }
 }

@@ -44,6 +44,29 @@ pub struct Job {
     pub manifest: RunManifest,
     /// When this run (or conversion) started, on the file system's clock.
     pub since: SystemTime,
+    /// The traces of the other `--pmc-repeat` runs (whose files are not written), for the
+    /// counter estimates.
+    pub other_runs: Vec<Vec<ProcessTrace>>,
+}
+
+/// The traces of a record directory's logs, in the order the directory lists them (damaged
+/// or unreadable logs said on stderr), for a run whose files are not written.
+pub fn read_traces(dir: &RecordDir) -> Vec<ProcessTrace> {
+    let (logs, _) = dir.logs();
+    let mut traces = Vec::new();
+    for log in &logs {
+        match ProcessTrace::read(log) {
+            Ok(t) => traces.push(t),
+            Err(e) => eprintln!("rocprof: warning: {}", messages::log_unreadable(&e)),
+        }
+    }
+    order_processes(&mut traces);
+    traces
+}
+
+/// Processes in the order they started (so the runs of a repeated application match up).
+fn order_processes(traces: &mut [ProcessTrace]) {
+    traces.sort_by_key(|t| (t.created_ns, t.image));
 }
 
 /// What a conversion did.
@@ -72,6 +95,7 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
         dir,
         manifest,
         since,
+        other_runs,
     } = job;
     let settings = &manifest.outputs;
     let sel = manifest.selection;
@@ -110,9 +134,15 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
     }
     out.processes = traces.len();
     lost |= crate::report::total_lost(&traces) > 0;
-    for t in &mut traces {
+    order_processes(&mut traces);
+    let mut other_runs = other_runs;
+    for t in traces.iter_mut().chain(other_runs.iter_mut().flatten()) {
         rename_kernels(t, !settings.mangled_kernels, settings.truncate_kernels);
     }
+    let hygiene = match &manifest.counters {
+        Some(plan) => counter_values(&mut traces, &other_runs, plan),
+        None => Vec::new(),
+    };
 
     let csv = CsvSelection {
         hip: sel.hip_runtime || sel.hip_compiler,
@@ -120,12 +150,12 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
         kernels: sel.kernels,
         copies: sel.copies,
         markers: sel.markers,
-        counters: false,
+        counters: manifest.counters.is_some(),
         stats: settings.stats,
     };
     let mut placement = Placement::new(since);
     let mut prefixes_used = HashSet::new();
-    for t in &traces {
+    for (index, t) in traces.iter().enumerate() {
         if out.interrupted.is_none() {
             out.interrupted = signals.interrupted();
         }
@@ -142,8 +172,19 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
             }
         };
         let labels = AgentLabels::new(t.docs.agents().to_vec(), settings.agent_index.index());
+        let rows = hygiene.get(index).map_or(&[][..], Vec::as_slice);
         let staged = placement.stage(&prefix).and_then(|staged| {
-            write_csv(&staged, t, &labels, csv).map_err(|e| write_failure(e, &prefix))
+            let mut files =
+                write_csv(&staged, t, &labels, csv).map_err(|e| write_failure(e, &prefix))?;
+            if manifest.counters.is_some() {
+                let path = staged.file("counter_hygiene", "csv");
+                trace_records::csv::write_whole(&path, |out| {
+                    pmc_dxg::hygiene::write_csv(out, rows)
+                })
+                .map_err(|e| write_failure(e, &prefix))?;
+                files.push(path);
+            }
+            Ok(files)
         });
         match staged {
             Ok(files) => {
@@ -187,6 +228,19 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
     for line in crate::report::after_run(&traces) {
         eprintln!("rocprof: {line}");
     }
+    let all_rows: Vec<pmc_dxg::hygiene::HygieneRow> = hygiene.into_iter().flatten().collect();
+    for line in pmc_dxg::hygiene::summary(&all_rows) {
+        eprintln!("rocprof: counters: {line}");
+    }
+    let burst = all_rows.iter().any(|r| {
+        r.estimate
+            .discarded
+            .iter()
+            .any(|(_, d)| *d == pmc_dxg::hygiene::Discard::GrbmZero)
+    });
+    if burst {
+        eprintln!("rocprof: counters: {}", messages::grbm_burst_advice());
+    }
     if let Some(s) = out.interrupted {
         eprintln!("rocprof: {}", messages::interrupted_conversion(s));
     }
@@ -201,6 +255,64 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
         }
     }
     out
+}
+
+/// Evaluates the counter samples of every process (estimated over the other runs' matching
+/// processes, by start order), fills each trace's counter records and returns each process's
+/// hygiene rows. Problems are said on stderr; nothing here fails the run.
+fn counter_values(
+    traces: &mut [ProcessTrace],
+    other_runs: &[Vec<ProcessTrace>],
+    plan: &crate::pmc::CounterPlan,
+) -> Vec<Vec<pmc_dxg::hygiene::HygieneRow>> {
+    let defs = match crate::pmc::definitions() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("rocprof: warning: no counter values: {e:#}");
+            return Vec::new();
+        }
+    };
+    let evals: Vec<crate::pmc::Evaluation> = traces
+        .iter()
+        .map(|t| crate::pmc::evaluate(t, plan, &defs))
+        .collect();
+    let others: Vec<Vec<crate::pmc::Evaluation>> = other_runs
+        .iter()
+        .map(|run| {
+            run.iter()
+                .map(|t| crate::pmc::evaluate(t, plan, &defs))
+                .collect()
+        })
+        .collect();
+    let mut said = HashSet::new();
+    for e in evals.iter().chain(others.iter().flatten()) {
+        for p in &e.problems {
+            if said.insert(p.clone()) {
+                eprintln!("rocprof: warning: {p}");
+            }
+        }
+    }
+    let every: Vec<&crate::pmc::Evaluation> = evals.iter().chain(others.iter().flatten()).collect();
+    if crate::pmc::all_zero(&every) {
+        let gate = std::env::var("WSLKMT_VENDOR_PACKET")
+            .ok()
+            .filter(|v| v != "1");
+        eprintln!(
+            "rocprof: warning: {}",
+            messages::counters_all_zero(gate.as_deref())
+        );
+        traces.iter_mut().for_each(|t| t.counters.clear());
+        return Vec::new();
+    }
+    let mut rows = Vec::with_capacity(traces.len());
+    for (k, (t, e)) in traces.iter_mut().zip(&evals).enumerate() {
+        let matching: Vec<&crate::pmc::Evaluation> =
+            others.iter().filter_map(|run| run.get(k)).collect();
+        let r = crate::pmc::estimate(e, &matching);
+        crate::pmc::fill_records(t, e, &r);
+        rows.push(r);
+    }
+    rows
 }
 
 /// A write error of the CSV writer, named by the file's final path (`prefix`, the outputs'
@@ -341,6 +453,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             Job {
                 dir,
                 manifest,
+                other_runs: Vec::new(),
                 since,
             },
             signals,

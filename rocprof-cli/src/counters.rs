@@ -47,16 +47,18 @@ pub enum Query {
 }
 
 /// One GPU agent and its counters.
-struct Gpu {
+pub struct Gpu {
     /// rocprofv3's GPU index (`logical_node_type_id`).
-    index: u32,
-    agent: Agent,
-    counters: AgentCounters,
+    pub index: u32,
+    /// The agent.
+    pub agent: Agent,
+    /// Its counters.
+    pub counters: AgentCounters,
 }
 
 /// The directory the HSA runtime would be loaded from: the first `LD_LIBRARY_PATH` entry that
 /// holds `libhsa-runtime64.so*`, else `/opt/rocm/lib` when it does.
-fn runtime_lib_dir() -> Option<PathBuf> {
+pub fn runtime_lib_dir() -> Option<PathBuf> {
     let holds = |d: &Path| {
         std::fs::read_dir(d).is_ok_and(|rd| {
             rd.filter_map(Result::ok).any(|e| {
@@ -78,7 +80,7 @@ fn runtime_lib_dir() -> Option<PathBuf> {
 }
 
 /// The definitions and every GPU agent discovery publishes, with its counters.
-fn gpus(device: Option<u32>) -> Result<(DefsSource, Vec<Gpu>)> {
+pub fn gpus(device: Option<u32>) -> Result<(DefsSource, Vec<Gpu>)> {
     let source = DefsSource::from_process(runtime_lib_dir().as_deref());
     let defs = Definitions::load(&source)
         .with_context(|| format!("cannot read the counter definitions ({})", source.origin()))?;

@@ -282,6 +282,7 @@ pub fn parse_text(path: &Path, text: &str) -> Result<Vec<Vec<String>>, InputErro
 }
 
 /// A text input file for `passes` (one `pmc:` line each), as [`parse_text`] reads it.
+#[cfg(test)]
 pub fn to_text(passes: &[Vec<String>]) -> String {
     passes
         .iter()

@@ -6,11 +6,11 @@ mod avail;
 mod convert;
 mod counters;
 mod explain;
-#[allow(dead_code)] // Not used by run mode yet (`--pmc` is being built).
 mod input;
 mod messages;
 mod outputs;
 mod placeholders;
+mod pmc;
 mod process;
 mod record_dir;
 mod report;
@@ -148,7 +148,10 @@ fn run(args: Vec<OsString>) -> Result<ExitCode> {
             }
         }
     } else {
-        let cli = RunCli::parse_from(args);
+        let matches = <RunCli as clap::CommandFactory>::command().get_matches_from(args);
+        let mut cli = <RunCli as clap::FromArgMatches>::from_arg_matches(&matches)
+            .unwrap_or_else(|e| e.exit());
+        cli.run.group_pmc(&matches);
         if cli.sim {
             sim::enter()?;
         }

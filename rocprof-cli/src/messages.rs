@@ -194,6 +194,62 @@ pub fn no_tracing_option() -> String {
     "no tracing option given; the application runs with the profiler loaded but nothing is recorded (try --sys-trace)".into()
 }
 
+// ---- hardware counters ----
+
+/// `-i` together with `--pmc`.
+pub fn input_with_pmc() -> String {
+    "-i/--input and --pmc both name counters; put the counters in the input file (pmc: lines or a job's pmc), or drop -i".into()
+}
+
+/// An input file that cannot be used.
+pub fn input_refused(e: &crate::input::InputError) -> String {
+    format!("cannot use the input file: {e}")
+}
+
+/// `WSLKMT_VENDOR_PACKET` set to something other than 1 for a counter run.
+pub fn vendor_packet_gate(value: &str) -> String {
+    format!(
+        "WSLKMT_VENDOR_PACKET={value}: the DXG thunk drops vendor (PM4) packets unless it is 1, \
+         so every counter will read 0; unset it (rocprof then sets 1) or set WSLKMT_VENDOR_PACKET=1"
+    )
+}
+
+/// A `--pmc-repeat` run that did not end well.
+pub fn repeat_run_failed(run: u32, status: &crate::process::Status, dir: &Path) -> String {
+    format!(
+        "counter run {run} of --pmc-repeat {} (its records in {} are discarded); repeated \
+         runs must behave alike, so nothing is estimated",
+        status.describe(),
+        dir.display()
+    )
+}
+
+/// GRBM counters read 0 on dispatches that ran.
+pub fn grbm_burst_advice() -> String {
+    "GRBM counters read 0 on dispatches that ran, as they do at the start of a GPU session on \
+     WSL2 (bursts of up to ~300 ms): those dispatches' GRBM-based values (GRBM_*, GPU_UTIL, \
+     occupancy …) are left out of counter_collection.csv and marked in counter_hygiene.csv; \
+     --pmc-discard-warmup 300 discards the opening window explicitly"
+        .into()
+}
+
+/// Every counter read 0 on dispatches that ran.
+pub fn counters_all_zero(gate: Option<&str>) -> String {
+    let why = match gate {
+        Some(v) => format!(
+            "WSLKMT_VENDOR_PACKET was {v} in the application's environment, so the DXG thunk \
+             dropped the counter packets without an error"
+        ),
+        None => "the counter packets did not reach the GPU: the DXG thunk honours vendor (PM4) \
+                 packets only if WSLKMT_VENDOR_PACKET=1 when it loads"
+            .into(),
+    };
+    format!(
+        "every hardware counter read 0 on dispatches that ran: {why}. No counter values are \
+         written (they would all be 0); run again with WSLKMT_VENDOR_PACKET=1 (or unset)"
+    )
+}
+
 // ---- reading the record directory ----
 
 /// An entry named like a log that is not a regular file.

@@ -36,6 +36,9 @@ pub struct RunManifest {
     pub kernel_include_regex: Option<String>,
     /// `--kernel-exclude-regex` (handed to the tool).
     pub kernel_exclude_regex: Option<String>,
+    /// The counter pass of this run, if it counts.
+    #[serde(default)]
+    pub counters: Option<crate::pmc::CounterPlan>,
     /// Where and how the outputs are written.
     pub outputs: OutputSettings,
     /// The placeholders' values (command line, working directory, host, date, rocprof's pid).

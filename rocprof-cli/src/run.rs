@@ -11,7 +11,8 @@ use crate::convert::{self, Job};
 use crate::messages;
 use crate::outputs::{self, OutputOptions};
 use crate::placeholders::Launch;
-use crate::process::{self, LaunchError, Signals};
+use crate::pmc::{self, CounterPlan};
+use crate::process::{self, LaunchError, Signals, Status};
 use crate::record_dir::{RecordDir, RunManifest, SCHEMA};
 use anyhow::{Context as _, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
@@ -26,7 +27,7 @@ pub use trace_records::env::parse_bool;
 macro_rules! flags {
     ($( $(#[$m:meta])* $field:ident : $long:literal $(, short = $short:literal)? ; )*) => {
         /// Tracing and output options (rocprofv3's names).
-        #[derive(Debug, Default, clap::Args)]
+        #[derive(Debug, Default, Clone, clap::Args)]
         pub struct RunOptions {
             $(
                 $(#[$m])*
@@ -43,6 +44,30 @@ macro_rules! flags {
             /// Kernels whose name matches are excluded (applied after the include filter).
             #[arg(long = "kernel-exclude-regex")]
             pub kernel_exclude_regex: Option<String>,
+            /// Hardware counters around every dispatch (base or derived, space or comma
+            /// separated). Each `--pmc` is one group, collected in its own run of the
+            /// application (outputs in `pass_<N>/` when there are several).
+            #[arg(long = "pmc", num_args = 1.., value_name = "COUNTER", action = clap::ArgAction::Append)]
+            pub pmc: Vec<String>,
+            /// The `--pmc` values grouped by occurrence (filled from the parsed matches:
+            /// [`RunOptions::group_pmc`]).
+            #[arg(skip)]
+            pub pmc_occurrences: Vec<Vec<String>>,
+            /// A run configuration: `pmc:` lines (.txt) or rocprofv3's `jobs` (.json, .yaml);
+            /// each pass or job is one run of the application.
+            #[arg(short = 'i', long = "input", value_name = "FILE")]
+            pub input: Option<PathBuf>,
+            /// Run the application N times per counter group and report, per dispatch and
+            /// counter, the smallest non-zero value (other GPU clients only ever add counts);
+            /// the spread goes to `<prefix>_counter_hygiene.csv`.
+            #[arg(long = "pmc-repeat", value_name = "N", default_value_t = 1,
+                  value_parser = clap::value_parser!(u32).range(1..=1000))]
+            pub pmc_repeat: u32,
+            /// Discard the counters of dispatches that start within MS milliseconds of the
+            /// first counted one (GRBM counters can read 0 at the start of a GPU session on
+            /// WSL2; 300 is a safe window).
+            #[arg(long = "pmc-discard-warmup", value_name = "MS")]
+            pub pmc_discard_warmup: Option<u64>,
         }
     };
 }
@@ -107,9 +132,38 @@ impl RunOptions {
         }
     }
 
+    /// Groups the `--pmc` values by occurrence (one group per `--pmc`), from the matches the
+    /// options were parsed from.
+    pub fn group_pmc(&mut self, matches: &clap::ArgMatches) {
+        self.pmc_occurrences = matches
+            .get_occurrences::<String>("pmc")
+            .map(|o| o.map(|g| g.cloned().collect()).collect())
+            .unwrap_or_default();
+    }
+
+    /// The `--pmc` groups, each split like rocprofv3 splits a counter list.
+    pub fn pmc_groups(&self) -> Vec<Vec<String>> {
+        let groups = match self.pmc_occurrences.is_empty() {
+            true if !self.pmc.is_empty() => vec![self.pmc.clone()],
+            true => Vec::new(),
+            false => self.pmc_occurrences.clone(),
+        };
+        groups
+            .iter()
+            .map(|g| {
+                g.iter()
+                    .flat_map(|c| crate::input::split_counters(c))
+                    .collect()
+            })
+            .filter(|g: &Vec<String>| !g.is_empty())
+            .collect()
+    }
+
     /// Rejects unknown or contradictory options before anything runs.
     pub fn validate(&self) -> Result<(), String> {
-        let any = self.selection() != Selection::default();
+        let any = self.selection() != Selection::default()
+            || !self.pmc.is_empty()
+            || self.input.is_some();
         if !any && (self.output.stats == Some(true) || self.output.summary == Some(true)) {
             return Err(messages::stats_without_tracing());
         }
@@ -125,6 +179,10 @@ impl RunOptions {
                 if let Err(e) = regex::Regex::new(re) {
                     return Err(messages::regex_invalid(name, re, &e));
                 }
+                // The tool matches with regex-lite inside the application.
+                if let Err(e) = regex_lite::Regex::new(re) {
+                    return Err(messages::regex_invalid(name, re, &e));
+                }
             }
         }
         Ok(())
@@ -135,10 +193,10 @@ impl RunOptions {
     fn filter_env(&self) -> Vec<(&'static str, String)> {
         let mut v = Vec::new();
         if let Some(re) = &self.kernel_include_regex {
-            v.push(("ROCPROF_KERNEL_FILTER_INCLUDE_REGEX", re.clone()));
+            v.push((env::KERNEL_FILTER_INCLUDE_REGEX, re.clone()));
         }
         if let Some(re) = &self.kernel_exclude_regex {
-            v.push(("ROCPROF_KERNEL_FILTER_EXCLUDE_REGEX", re.clone()));
+            v.push((env::KERNEL_FILTER_EXCLUDE_REGEX, re.clone()));
         }
         v
     }
@@ -211,23 +269,263 @@ fn check_settings(settings: &Settings) -> Result<()> {
     Ok(())
 }
 
-/// Runs the application and writes the outputs.
+/// One run configuration: the options, its counter pass, and where its outputs go.
+struct Pass {
+    opts: RunOptions,
+    counters: Option<CounterPlan>,
+    /// `pass_<N>` or `pmc_<N>` under the output directory, when there are several passes.
+    subdir: Option<String>,
+}
+
+/// The passes the options ask for: one per `--pmc` group (one run without counters if there
+/// is none), or one per job of the `-i` file, each job's settings over the command line's.
+fn passes(opts: &RunOptions) -> Result<Vec<Pass>> {
+    let warmup = opts.pmc_discard_warmup;
+    let Some(path) = &opts.input else {
+        let groups = opts.pmc_groups();
+        let several = groups.len() > 1;
+        if groups.is_empty() {
+            return Ok(vec![Pass {
+                opts: opts.clone(),
+                counters: None,
+                subdir: None,
+            }]);
+        }
+        return groups
+            .iter()
+            .enumerate()
+            .map(|(k, g)| {
+                Ok(Pass {
+                    opts: opts.clone(),
+                    counters: Some(pmc::plan(g, warmup)?),
+                    subdir: several.then(|| format!("pass_{}", k + 1)),
+                })
+            })
+            .collect();
+    };
+    if !opts.pmc.is_empty() {
+        bail!(messages::input_with_pmc());
+    }
+    let input = crate::input::read(path).map_err(|e| anyhow!(messages::input_refused(&e)))?;
+    let text = input.format == crate::input::InputFormat::Text;
+    let mut out = Vec::new();
+    for (k, job) in input.jobs.iter().enumerate() {
+        let merged = job_options(opts, job)
+            .map_err(|e| anyhow!("{}: job {}: {e}", path.display(), k + 1))?;
+        merged
+            .validate()
+            .map_err(|e| anyhow!("{}: job {}: {e}", path.display(), k + 1))?;
+        let groups: Vec<Vec<String>> = match (&job.pmc, &job.pmc_groups) {
+            (Some(p), None) => vec![p.0.clone()],
+            (None, Some(g)) => g.iter().map(|c| c.0.clone()).collect(),
+            (None, None) => Vec::new(),
+            (Some(_), Some(_)) => bail!(
+                "{}: job {}: give either pmc or pmc_groups, not both",
+                path.display(),
+                k + 1
+            ),
+        };
+        let prefix = if text { "pmc" } else { "pass" };
+        if groups.is_empty() {
+            out.push(Pass {
+                opts: merged.clone(),
+                counters: None,
+                subdir: Some(format!("{prefix}_{}", out.len() + 1)),
+            });
+        }
+        for g in groups {
+            out.push(Pass {
+                opts: merged.clone(),
+                counters: Some(pmc::plan(&g, warmup)?),
+                subdir: Some(format!("{prefix}_{}", out.len() + 1)),
+            });
+        }
+    }
+    if out.is_empty() {
+        bail!("{}: the file has no jobs", path.display());
+    }
+    Ok(out)
+}
+
+/// The command line's options with a job's settings over them; a setting both give
+/// differently is refused (as rocprofv3 does).
+fn job_options(opts: &RunOptions, job: &crate::input::Job) -> Result<RunOptions, String> {
+    fn take<T: PartialEq + Clone + std::fmt::Debug>(
+        name: &str,
+        cli: &mut Option<T>,
+        file: &Option<T>,
+    ) -> Result<(), String> {
+        match (cli.as_ref(), file) {
+            (Some(a), Some(b)) if a != b => Err(format!(
+                "{name} is {b:?} in the file and {a:?} on the command line"
+            )),
+            (_, Some(b)) => {
+                *cli = Some(b.clone());
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+    let mut o = opts.clone();
+    take("hip_trace", &mut o.hip_trace, &job.hip_trace)?;
+    take(
+        "hip_runtime_trace",
+        &mut o.hip_runtime_trace,
+        &job.hip_runtime_trace,
+    )?;
+    take(
+        "hip_compiler_trace",
+        &mut o.hip_compiler_trace,
+        &job.hip_compiler_trace,
+    )?;
+    take("hsa_trace", &mut o.hsa_trace, &job.hsa_trace)?;
+    take("hsa_core_trace", &mut o.hsa_core_trace, &job.hsa_core_trace)?;
+    take("hsa_amd_trace", &mut o.hsa_amd_trace, &job.hsa_amd_trace)?;
+    take(
+        "hsa_image_trace",
+        &mut o.hsa_image_trace,
+        &job.hsa_image_trace,
+    )?;
+    take(
+        "hsa_finalizer_trace",
+        &mut o.hsa_finalizer_trace,
+        &job.hsa_finalizer_trace,
+    )?;
+    take("kernel_trace", &mut o.kernel_trace, &job.kernel_trace)?;
+    take(
+        "memory_copy_trace",
+        &mut o.memory_copy_trace,
+        &job.memory_copy_trace,
+    )?;
+    take("marker_trace", &mut o.marker_trace, &job.marker_trace)?;
+    take("sys_trace", &mut o.sys_trace, &job.sys_trace)?;
+    take(
+        "kernel_include_regex",
+        &mut o.kernel_include_regex,
+        &job.kernel_include_regex,
+    )?;
+    take(
+        "kernel_exclude_regex",
+        &mut o.kernel_exclude_regex,
+        &job.kernel_exclude_regex,
+    )?;
+    take(
+        "output_directory",
+        &mut o.output.output_directory,
+        &job.output_directory,
+    )?;
+    take("output_file", &mut o.output.output_file, &job.output_file)?;
+    take("stats", &mut o.output.stats, &job.stats)?;
+    take("summary", &mut o.output.summary, &job.summary)?;
+    take(
+        "mangled_kernels",
+        &mut o.output.mangled_kernels,
+        &job.mangled_kernels,
+    )?;
+    take(
+        "truncate_kernels",
+        &mut o.output.truncate_kernels,
+        &job.truncate_kernels,
+    )?;
+    if let Some(f) = &job.output_format {
+        if !o.output.output_format.is_empty() && o.output.output_format != f.0 {
+            return Err(format!(
+                "output_format is {:?} in the file and {:?} on the command line",
+                f.0, o.output.output_format
+            ));
+        }
+        o.output.output_format = f.0.clone();
+    }
+    if job.kernel_iteration_range.is_some() {
+        return Err("kernel_iteration_range is not supported yet".into());
+    }
+    if job.agent_index.is_some() {
+        return Err("agent_index: give -A/--agent-index on the command line".into());
+    }
+    o.input = None;
+    o.pmc.clear();
+    o.pmc_occurrences.clear();
+    Ok(o)
+}
+
+/// Runs the application (once per pass, and `--pmc-repeat` times per counter pass) and writes
+/// the outputs.
 pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
     opts.validate().map_err(|e| anyhow!(e))?;
     if app.is_empty() {
         bail!(messages::nothing_to_run());
     }
-    let sel = opts.selection();
-    if sel == Selection::default() {
-        eprintln!("rocprof: warning: {}", messages::no_tracing_option());
-    }
     let signals = Signals::install().map_err(|e| anyhow!(messages::signals_unavailable(&e)))?;
     let tool = tool_library()?;
-    let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let settings = Settings::from_env();
     check_settings(&settings)?;
+    let passes = passes(opts)?;
+    let counting = passes.iter().any(|p| p.counters.is_some());
+    if counting {
+        warn_vendor_packet_gate(&settings);
+    }
+    if opts.pmc_repeat > 1 && !counting {
+        eprintln!(
+            "rocprof: warning: --pmc-repeat repeats counter runs only, and no counters were asked for"
+        );
+    }
+    let total = passes.len();
+    let mut code = ExitCode::SUCCESS;
+    for (k, pass) in passes.iter().enumerate() {
+        if total > 1 {
+            eprintln!(
+                "rocprof: pass {}/{total}{}",
+                k + 1,
+                pass.counters
+                    .as_ref()
+                    .map(|c| format!(": --pmc {}", c.requested.join(" ")))
+                    .unwrap_or_default()
+            );
+        }
+        let c = run_pass(pass, app, signals, &tool)?;
+        if k == 0 || c != ExitCode::SUCCESS {
+            code = c;
+        }
+        if signals.interrupted().is_some() || c != ExitCode::SUCCESS {
+            break;
+        }
+    }
+    Ok(code)
+}
 
-    let app_name = app[0].to_string_lossy().into_owned();
+/// `WSLKMT_VENDOR_PACKET` other than 1 on WSL: the thunk then drops every PM4 packet without an
+/// error, so every counter reads zero.
+fn warn_vendor_packet_gate(settings: &Settings) {
+    let platform = wsl_topology::platform::select(settings).platform;
+    if platform != wsl_topology::Platform::Wsl {
+        return;
+    }
+    if let Ok(v) = std::env::var(VENDOR_PACKET)
+        && v != "1"
+    {
+        eprintln!("rocprof: warning: {}", messages::vendor_packet_gate(&v));
+    }
+}
+
+/// The DXG thunk's switch for vendor (PM4) packets.
+const VENDOR_PACKET: &str = "WSLKMT_VENDOR_PACKET";
+
+/// One pass: `--pmc-repeat` − 1 counter-only runs whose traces are kept in memory, then the run
+/// whose outputs are written, with the counters estimated over all of them.
+fn run_pass(
+    pass: &Pass,
+    app: &[OsString],
+    signals: &'static Signals,
+    tool: &std::path::Path,
+) -> Result<ExitCode> {
+    let opts = &pass.opts;
+    let sel = opts.selection();
+    if sel == Selection::default() && pass.counters.is_none() {
+        eprintln!("rocprof: warning: {}", messages::no_tracing_option());
+    }
+    let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    let settings = Settings::from_env();
+
     let (launch_date, launch_time) = process::now_local();
     let mut launch = Launch {
         rocprof_pid: std::process::id(),
@@ -241,9 +539,61 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
         launch_time,
         env: Default::default(),
     };
-    let output = opts.output.settings(&cwd).map_err(|e| anyhow!(e))?;
+    let mut output = opts.output.settings(&cwd).map_err(|e| anyhow!(e))?;
     launch.capture_env(&[&output.directory, &output.file]);
+    if let Some(sub) = &pass.subdir {
+        output.directory = format!("{}/{sub}", output.directory.trim_end_matches('/'));
+    }
     outputs::validate(&output, &launch)?;
+
+    let selection = wsl_topology::platform::select(&settings);
+    let layout = choose_layout(&settings, selection.platform);
+    for w in &layout.warnings {
+        eprintln!("rocprof: warning: {w}");
+    }
+    let mut env_extra: Vec<(&'static str, String)> = sel
+        .env()
+        .into_iter()
+        .map(|(k, v)| (k, v.to_owned()))
+        .collect();
+    env_extra.extend(opts.filter_env());
+    if let Some(c) = &pass.counters {
+        env_extra.push((env::COUNTERS, serde_json::to_string(&c.request())?));
+    }
+    if let Some(choice) = layout.choice.as_ref().filter(|_| settings.layout.is_none()) {
+        env_extra.push((wsl_topology::settings::ENV_LAYOUT, choice.size.to_string()));
+    }
+
+    let repeat = if pass.counters.is_some() {
+        opts.pmc_repeat
+    } else {
+        1
+    };
+    let mut others: Vec<Vec<ProcessTrace>> = Vec::new();
+    for r in 1..repeat {
+        eprintln!("rocprof: counter run {r}/{repeat}");
+        let dir = RecordDir::create()?;
+        match launch_app(app, tool, &dir, &env_extra, signals) {
+            Ok(status) if status.success() => {}
+            Ok(status) => {
+                let path = dir.path().to_owned();
+                let _ = dir.remove();
+                bail!(messages::repeat_run_failed(r, &status, &path));
+            }
+            Err(code) => {
+                let _ = dir.remove();
+                return Ok(code);
+            }
+        }
+        others.push(convert::read_traces(&dir));
+        let _ = dir.remove();
+        if signals.interrupted().is_some() {
+            return Ok(ExitCode::from(130));
+        }
+    }
+    if repeat > 1 {
+        eprintln!("rocprof: counter run {repeat}/{repeat} (its traces are written)");
+    }
 
     let dir = RecordDir::create()?;
     let mut manifest = RunManifest {
@@ -251,6 +601,7 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
         selection: sel,
         kernel_include_regex: opts.kernel_include_regex.clone(),
         kernel_exclude_regex: opts.kernel_exclude_regex.clone(),
+        counters: pass.counters.clone(),
         outputs: output,
         launch,
         status: None,
@@ -261,37 +612,11 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
         bail!(messages::manifest_write_failed(&path, &e));
     }
     let since = dir.fs_now();
-
-    let selection = wsl_topology::platform::select(&settings);
-    let layout = choose_layout(&settings, selection.platform);
-    for w in &layout.warnings {
-        eprintln!("rocprof: warning: {w}");
-    }
-
-    let mut cmd = std::process::Command::new(&app[0]);
-    cmd.args(&app[1..]);
-    cmd.env("LD_PRELOAD", prepended("LD_PRELOAD", tool.into_os_string()))
-        .env(env::RECORD_DIR, dir.path());
-    for (k, v) in sel.env() {
-        cmd.env(k, v);
-    }
-    for (k, v) in opts.filter_env() {
-        cmd.env(k, v);
-    }
-    if let Some(choice) = layout.choice.as_ref().filter(|_| settings.layout.is_none()) {
-        cmd.env(wsl_topology::settings::ENV_LAYOUT, choice.size.to_string());
-    }
-    let status = match process::launch(signals, cmd) {
+    let status = match launch_app(app, tool, &dir, &env_extra, signals) {
         Ok(status) => status,
-        Err(e) => {
+        Err(code) => {
             let _ = dir.remove();
-            let message = match &e {
-                LaunchError::NotFound => messages::app_not_found(&app_name),
-                LaunchError::NotExecutable(err) => messages::app_not_executable(&app_name, err),
-                LaunchError::Interrupted(s) => messages::interrupted_before_launch(*s),
-            };
-            eprintln!("rocprof: error: {message}");
-            return Ok(e.exit_code());
+            return Ok(code);
         }
     };
     manifest.status = Some(status);
@@ -304,6 +629,7 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
             dir,
             manifest,
             since,
+            other_runs: others,
         },
         signals,
     );
@@ -317,6 +643,37 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
         )
     );
     Ok(convert::run_exit_code(&status, &outcome))
+}
+
+/// Launches the application with the tool preloaded, recording into `dir`; an `Err` is the
+/// exit code for a launch that failed (said on stderr).
+fn launch_app(
+    app: &[OsString],
+    tool: &std::path::Path,
+    dir: &RecordDir,
+    env_extra: &[(&'static str, String)],
+    signals: &'static Signals,
+) -> std::result::Result<Status, ExitCode> {
+    let app_name = app[0].to_string_lossy().into_owned();
+    let mut cmd = std::process::Command::new(&app[0]);
+    cmd.args(&app[1..]);
+    cmd.env(
+        "LD_PRELOAD",
+        prepended("LD_PRELOAD", tool.as_os_str().to_owned()),
+    )
+    .env(env::RECORD_DIR, dir.path());
+    for (k, v) in env_extra {
+        cmd.env(k, v);
+    }
+    process::launch(signals, cmd).map_err(|e| {
+        let message = match &e {
+            LaunchError::NotFound => messages::app_not_found(&app_name),
+            LaunchError::NotExecutable(err) => messages::app_not_executable(&app_name, err),
+            LaunchError::Interrupted(s) => messages::interrupted_before_launch(*s),
+        };
+        eprintln!("rocprof: error: {message}");
+        e.exit_code()
+    })
 }
 
 /// Domains with records, to compare with what was asked for.

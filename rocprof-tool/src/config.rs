@@ -1,7 +1,7 @@
 //! The tool's configuration, read once from the environment (`ROCPROF_*`, rocprofv3's names).
 
 use std::path::PathBuf;
-use trace_records::docs::TracingConfig;
+use trace_records::docs::{CounterRequest, TracingConfig};
 use trace_records::env;
 
 /// What to trace (the log's typed form, so the discovery document carries it as is) and where
@@ -12,6 +12,12 @@ pub struct Config {
     pub tracing: TracingConfig,
     /// Directory of the record logs.
     pub record_dir: PathBuf,
+    /// The counters to collect around dispatches (`Err` says why the request is unreadable).
+    pub counters: Option<Result<CounterRequest, String>>,
+    /// The kernel filters of counter collection (rocprofv3's include and exclude regexes).
+    pub kernel_include: Option<String>,
+    /// See `kernel_include`.
+    pub kernel_exclude: Option<String>,
 }
 
 /// rocprofv3's truth strings (surrounding blanks ignored); anything else is false.
@@ -39,6 +45,12 @@ impl Config {
                 .filter(|v| !v.is_empty())
                 .or_else(|| get(env::OUTPUT_PATH).filter(|v| !v.is_empty()))
                 .map_or_else(|| PathBuf::from("."), PathBuf::from),
+            counters: get(env::COUNTERS).filter(|v| !v.is_empty()).map(|v| {
+                serde_json::from_str(&v)
+                    .map_err(|e| format!("{} is not a counter request: {e}", env::COUNTERS))
+            }),
+            kernel_include: get(env::KERNEL_FILTER_INCLUDE_REGEX),
+            kernel_exclude: get(env::KERNEL_FILTER_EXCLUDE_REGEX),
         }
     }
 
@@ -47,9 +59,14 @@ impl Config {
         Self::from_lookup(|k| std::env::var(k).ok())
     }
 
-    /// Whether anything at all is traced.
+    /// Whether anything at all is traced or counted.
     pub fn any(&self) -> bool {
-        self.tracing != TracingConfig::default()
+        self.tracing != TracingConfig::default() || self.counters.is_some()
+    }
+
+    /// Whether kernel dispatches are intercepted (traced, or counted).
+    pub fn dispatches(&self) -> bool {
+        self.tracing.kernels || matches!(self.counters, Some(Ok(_)))
     }
 }
 
@@ -71,5 +88,22 @@ mod tests {
         assert_eq!(c.record_dir, PathBuf::from("/tmp/x"));
         assert!(c.any());
         assert!(!Config::from_lookup(|_| None).any());
+    }
+
+    #[test]
+    fn a_counter_request_is_typed_and_a_malformed_one_says_why() {
+        let c = Config::from_lookup(|k| match k {
+            "ROCPROF_WSL_COUNTERS" => {
+                Some(r#"{"events":[{"name":"SQ_WAVES","block":"SQ","event":4}]}"#.into())
+            }
+            _ => None,
+        });
+        let request = c.counters.clone().unwrap().unwrap();
+        assert_eq!(request.events[0].name, "SQ_WAVES");
+        assert!(c.any() && c.dispatches() && !c.tracing.kernels);
+        let bad = Config::from_lookup(|k| (k == "ROCPROF_WSL_COUNTERS").then(|| "pmc: SQ".into()));
+        let why = bad.counters.unwrap().unwrap_err();
+        assert!(why.contains("ROCPROF_WSL_COUNTERS"), "{why}");
+        assert!(!bad.tracing.kernels);
     }
 }

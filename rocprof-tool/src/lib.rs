@@ -197,6 +197,28 @@ fn init(config: Config) {
         wsl_topology::Platform::GnuLinux => wsl_topology::hsa_pairing::Policy::Strict,
     };
     hsa_intercept::dispatch::on_first_queue(pair_agents);
+    match &config.counters {
+        Some(Ok(request)) => {
+            let installed =
+                hsa_intercept::counting::install(hsa_intercept::counting::CounterConfig {
+                    events: request.events.clone(),
+                    include: config.kernel_include.clone(),
+                    exclude: config.kernel_exclude.clone(),
+                    agents: discovery.agents().to_vec(),
+                });
+            if let Err(why) = installed {
+                sink::warn(
+                    WarningKind::Counters,
+                    format!("hardware counters are not collected: {why}"),
+                );
+            }
+        }
+        Some(Err(why)) => sink::warn(
+            WarningKind::Counters,
+            format!("hardware counters are not collected: {why}"),
+        ),
+        None => {}
+    }
     let _ = STATE.set(State {
         config,
         agents: discovery.agents().to_vec(),
@@ -386,14 +408,14 @@ pub unsafe extern "C" fn rocprofiler_set_api_table(
                 match fns {
                     // SAFETY: the tables are the runtime's, handed over before first use.
                     Some(fns) => unsafe {
-                        if c.kernels {
+                        if state.config.dispatches() {
                             hsa_intercept::dispatch::install(core, fns);
                         }
                         if c.copies {
                             hsa_intercept::copies::install(amd_ext, fns);
                         }
                     },
-                    None if c.kernels || c.copies => sink::warn(
+                    None if state.config.dispatches() || c.copies => sink::warn(
                         WarningKind::IncompleteTable,
                         "the HSA runtime's table lacks entries kernel or copy tracing needs; kernels and copies are not traced",
                     ),

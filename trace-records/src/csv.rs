@@ -230,7 +230,7 @@ impl OutputPrefix {
 /// is renamed over `path` only once complete. On any error the temporary file is removed, so
 /// `path` keeps either its old content or the whole new one, and concurrent writers of the
 /// same name never mix their rows.
-pub(crate) fn write_whole(
+pub fn write_whole(
     path: &Path,
     body: impl FnOnce(&mut Out) -> io::Result<()>,
 ) -> Result<(), Error> {
@@ -306,7 +306,8 @@ pub struct CsvSelection {
     pub stats: bool,
 }
 
-type Out = io::BufWriter<std::fs::File>;
+/// A file being written by [`write_whole`].
+pub type Out = io::BufWriter<std::fs::File>;
 
 /// Writes `<prefix>_<name>.csv`: the header, then `row` for each item.
 fn write_file<T>(

@@ -20,6 +20,39 @@ pub enum Document {
     Exit(ExitFacts),
     /// A warning of the tool inside the application (printed by `rocprof` after the run).
     Warning(ToolWarning),
+    /// How one agent's counters are programmed: what its counter samples hold.
+    CounterSetup(CounterSetup),
+}
+
+/// The counters the tool programs on one agent (one pass), in the order the read buffer
+/// copies them, and the size of each dispatch's output buffer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterSetup {
+    /// Driver (KMT) node id of the agent.
+    pub agent_node_id: u32,
+    /// The base counters, in request order (the k-th of a block has the block's register k).
+    pub events: Vec<CounterEvent>,
+    /// Bytes of each dispatch's counter output buffer.
+    pub output_bytes: u32,
+}
+
+/// What `rocprof` asks the tool to count (the value of [`crate::env::COUNTERS`]): one pass's
+/// base counters, resolved and checked against the agent before the run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterRequest {
+    /// The base counters, in request order.
+    pub events: Vec<CounterEvent>,
+}
+
+/// One base counter of a [`CounterSetup`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterEvent {
+    /// The counter's name.
+    pub name: String,
+    /// Its block (`SQ`, `GRBM`).
+    pub block: String,
+    /// The block's event id.
+    pub event: u32,
 }
 
 impl Document {
@@ -286,6 +319,8 @@ pub enum WarningKind {
     NotTraced,
     /// Dispatches that never finished.
     Unfinished,
+    /// Hardware counters could not be collected (on an agent, or for some dispatches).
+    Counters,
     /// Any other trouble inside the tool.
     Internal,
 }
@@ -314,6 +349,8 @@ pub struct Documents {
     pub exit: Option<ExitFacts>,
     /// Every warning, in order.
     pub warnings: Vec<ToolWarning>,
+    /// The counter setup of each agent whose counters were programmed.
+    pub counter_setups: Vec<CounterSetup>,
 }
 
 impl Documents {
@@ -332,6 +369,7 @@ impl Documents {
             Document::Table(t) => self.tables.push(t),
             Document::Exit(e) => self.exit = Some(e),
             Document::Warning(w) => self.warnings.push(w),
+            Document::CounterSetup(c) => self.counter_setups.push(c),
         }
     }
 

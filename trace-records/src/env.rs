@@ -24,6 +24,15 @@ pub const MEMORY_COPY_TRACE: &str = "ROCPROF_MEMORY_COPY_TRACE";
 /// ROCTx marker tracing.
 pub const MARKER_API_TRACE: &str = "ROCPROF_MARKER_API_TRACE";
 
+/// Only kernels whose (demangled) name matches are counted (rocprofv3's variable).
+pub const KERNEL_FILTER_INCLUDE_REGEX: &str = "ROCPROF_KERNEL_FILTER_INCLUDE_REGEX";
+/// Kernels whose name matches are not counted (applied after the include filter).
+pub const KERNEL_FILTER_EXCLUDE_REGEX: &str = "ROCPROF_KERNEL_FILTER_EXCLUDE_REGEX";
+/// The counters to collect around each dispatch: a [`crate::docs::CounterRequest`] as JSON,
+/// resolved to base counters by `rocprof` (this project's own variable; rocprofv3's
+/// `ROCPROF_COUNTERS` holds names for the tool to resolve).
+pub const COUNTERS: &str = "ROCPROF_WSL_COUNTERS";
+
 /// rocprofv3's truth strings (case-insensitive): `Ok(true)` for y/yes/t/true/on/1, `Ok(false)`
 /// for n/no/f/false/off/0, otherwise an explanation.
 pub fn parse_bool(v: &str) -> Result<bool, String> {

@@ -18,7 +18,7 @@ pub mod stats;
 pub mod trace;
 
 pub use record::*;
-pub use trace::ProcessTrace;
+pub use trace::{CounterSample, ProcessTrace};
 
 /// Errors of this crate.
 #[derive(Debug, thiserror::Error)]

@@ -295,6 +295,23 @@ pub struct CounterRecord {
     pub reserved: u32,
 }
 
+/// The fixed part of a [`Tag::CounterSample`] entry: which dispatch the raw counter output
+/// that follows it belongs to. The bytes are the counter output buffer exactly as the GPU
+/// left it (8-byte slots in the read buffer's order); the layout of those slots is the
+/// agent's [`crate::docs::CounterSetup`].
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct CounterSampleHeader {
+    /// Dispatch id of the dispatch counted (as in its [`KernelDispatchRecord`]).
+    pub dispatch_id: u64,
+    /// Correlation id of the API call that enqueued it.
+    pub correlation_id: u64,
+    /// Driver (KMT) node id of the agent that ran it.
+    pub agent_node_id: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
 /// Defines the name of one API operation (written once per log, before use).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
@@ -331,6 +348,9 @@ pub enum Tag {
     Json = 8,
     /// [`CounterRecord`].
     Counter = 9,
+    /// Variable length: a [`CounterSampleHeader`], then the dispatch's raw counter output
+    /// buffer (decoded by `rocprof` with the agent's [`crate::docs::CounterSetup`]).
+    CounterSample = 10,
 }
 
 impl Tag {
@@ -346,6 +366,7 @@ impl Tag {
             7 => Self::Marker,
             8 => Self::Json,
             9 => Self::Counter,
+            10 => Self::CounterSample,
             _ => return None,
         })
     }
@@ -387,6 +408,8 @@ const _: () = {
     assert!(size_of::<MarkerRecord>() == 40);
     assert!(size_of::<OperationName>() == 8);
     assert!(size_of::<CounterRecord>() == 40);
+    assert!(size_of::<CounterSampleHeader>() == 24);
+    assert!(std::mem::offset_of!(CounterSampleHeader, agent_node_id) == 16);
     assert!(align_of::<CounterRecord>() == 8);
     assert!(std::mem::offset_of!(CounterRecord, value) == 16);
     assert!(std::mem::offset_of!(CounterRecord, name) == 24);

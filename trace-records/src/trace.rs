@@ -32,8 +32,11 @@ pub struct ProcessTrace {
     pub copies: Vec<MemoryCopyRecord>,
     /// ROCTx marks and ranges.
     pub markers: Vec<MarkerRecord>,
-    /// Hardware-counter values, one per dispatch and counter.
+    /// Hardware-counter values, one per dispatch and counter (evaluated by `rocprof` from the
+    /// samples; a log holds samples only).
     pub counters: Vec<CounterRecord>,
+    /// Raw counter read-backs, one per counted dispatch.
+    pub counter_samples: Vec<CounterSample>,
     /// The typed documents (agents, discovery facts, tables received, exit facts, warnings).
     pub docs: Documents,
     /// Records lost, by cause: the writer's counts plus what this read could not decode.
@@ -42,6 +45,15 @@ pub struct ProcessTrace {
     pub damage: Vec<Damage>,
     /// Chunks still open (the process did not exit normally, or exited while writing).
     pub open_chunks: u64,
+}
+
+/// One counted dispatch's raw counter output, as the GPU left it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CounterSample {
+    /// Which dispatch, on which agent.
+    pub header: CounterSampleHeader,
+    /// The output buffer's bytes.
+    pub output: Vec<u8>,
 }
 
 impl ProcessTrace {
@@ -128,9 +140,13 @@ impl ProcessTrace {
         self.counters.sort_unstable_by_key(counter_order);
     }
 
-    /// Every record of the trace (API calls, dispatches, copies, markers).
+    /// Every record of the trace (API calls, dispatches, copies, markers, counter samples).
     pub fn record_count(&self) -> usize {
-        self.api.len() + self.dispatches.len() + self.copies.len() + self.markers.len()
+        self.api.len()
+            + self.dispatches.len()
+            + self.copies.len()
+            + self.markers.len()
+            + self.counter_samples.len()
     }
 
     fn add(&mut self, e: RawEntry<'_>) {
@@ -160,6 +176,14 @@ impl ProcessTrace {
             Tag::MemoryCopy => fixed(e.bytes).map(|r| self.copies.push(r)).is_some(),
             Tag::Marker => fixed(e.bytes).map(|r| self.markers.push(r)).is_some(),
             Tag::Counter => fixed(e.bytes).map(|r| self.counters.push(r)).is_some(),
+            Tag::CounterSample => CounterSampleHeader::read_from_prefix(e.bytes)
+                .map(|(header, output)| {
+                    self.counter_samples.push(CounterSample {
+                        header,
+                        output: output.to_vec(),
+                    })
+                })
+                .is_ok(),
         };
         if !ok {
             self.losses.add(LossCause::Malformed, 1);

@@ -61,10 +61,11 @@ const fn dev(name: &'static str) -> Rule {
 }
 
 /// Dependencies only the exporters and the CLI need: never inside the profiled application.
+/// (Counter collection selects kernels in the application by demangled name with `regex-lite`,
+/// so `cpp_demangle` and `regex-lite` may be there; the full `regex` may not.)
 pub const CLI_ONLY: &[&str] = &[
     "anyhow",
     "clap",
-    "cpp_demangle",
     "csv",
     "prost",
     "regex",
@@ -84,7 +85,7 @@ pub const RULES: &[Rule] = &[
     ),
     product(
         "hsa-intercept",
-        &["c-layout", "trace-records", "record-log"],
+        &["c-layout", "trace-records", "record-log", "pmc-dxg"],
     ),
     product("pmc-dxg", &["trace-records"]),
     product("att", &["trace-records"]),

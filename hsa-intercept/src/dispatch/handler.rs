@@ -1,13 +1,15 @@
 //! The intercept-queue packet handler, on the runtime's interceptor thread: it harvests what
 //! is finished (without waiting), and rewrites each kernel dispatch packet — the tool's
-//! completion signal, a pending entry for harvesting, and a barrier-AND packet completing the
-//! application's own signal — in [`trace_packet`]. Anything else passes through unchanged.
+//! completion signal, a pending entry for harvesting, the installed instrument's packets
+//! around it, and a barrier-AND packet completing the application's own signal — in
+//! [`trace_packet`]. Anything else passes through unchanged.
 
 use super::correlation::CORRELATION_RING;
 use super::harvest::{harvest, wake_harvester};
-use super::queues::{PENDING, Pending, QueueState};
+use super::instrument::{DispatchInfo, Injection, MAX_AFTER, MAX_BEFORE, installed};
+use super::queues::{Instrumented, PENDING, Pending, QueueState};
 use super::signals::take_signal;
-use super::symbols::kernel_id;
+use super::symbols::kernel;
 use crate::api::new_correlation_id;
 use crate::hsa::*;
 use crate::sink;
@@ -25,13 +27,15 @@ pub(super) unsafe extern "C" fn handler(
     data: *mut c_void,
     writer: PacketWriter,
 ) {
-    // Each packet in gives one packet out; they go to the writer in stack-sized batches, in
-    // order (a handler may call its writer any number of times).
-    let mut out = [[0u8; 64]; OUT_BATCH];
-    let mut len = 0;
-    let flush = |out: &[[u8; 64]]| {
-        // SAFETY: forwards the (possibly rewritten) packets to the next handler.
-        unsafe { writer(out.as_ptr().cast(), out.len() as u64) };
+    // The packets out go to the writer in stack-sized batches, in order (a handler may call
+    // its writer any number of times).
+    let mut out = Batch::default();
+    let flush = |out: &mut Batch| {
+        if out.len > 0 {
+            // SAFETY: forwards the (possibly rewritten) packets to the next handler.
+            unsafe { writer(out.packets.as_ptr().cast(), out.len as u64) };
+            out.len = 0;
+        }
     };
     // SAFETY: `data` is the leaked QueueState registered with this handler.
     let q = unsafe { &*(data as *const QueueState) };
@@ -40,55 +44,71 @@ pub(super) unsafe extern "C" fn handler(
     for k in 0..count as usize {
         // SAFETY: the runtime passes `count` consecutive 64-byte packets.
         let raw: [u8; 64] = unsafe { packets.cast::<[u8; 64]>().add(k).read() };
-        if len + 2 > OUT_BATCH {
-            flush(&out[..len]);
-            len = 0;
+        if out.len + MAX_PER_DISPATCH > OUT_BATCH {
+            flush(&mut out);
         }
+        let start = out.len;
         let traced = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            trace_packet(q, raw, user_index + k as u64)
+            trace_packet(q, raw, user_index + k as u64, &mut out)
         }));
-        match traced {
-            Ok((kernel, barrier)) => {
-                out[len] = kernel;
-                len += 1;
-                if let Some(b) = barrier {
-                    out[len] = b;
-                    len += 1;
-                }
+        if traced.is_err() {
+            static SAID: AtomicBool = AtomicBool::new(false);
+            if !SAID.swap(true, Ordering::Relaxed) {
+                sink::warn(
+                    WarningKind::Internal,
+                    "a panic while tracing a kernel dispatch; it ran untraced",
+                );
             }
-            Err(_) => {
-                static SAID: AtomicBool = AtomicBool::new(false);
-                if !SAID.swap(true, Ordering::Relaxed) {
-                    sink::warn(
-                        WarningKind::Internal,
-                        "a panic while tracing a kernel dispatch; it ran untraced",
-                    );
-                }
-                out[len] = raw;
-                len += 1;
-            }
+            out.len = start;
+            out.push(raw);
         }
     }
-    if len > 0 {
-        flush(&out[..len]);
+    flush(&mut out);
+}
+
+/// Packets on their way to the writer.
+struct Batch {
+    packets: [[u8; 64]; OUT_BATCH],
+    len: usize,
+}
+
+impl Default for Batch {
+    fn default() -> Self {
+        Batch {
+            packets: [[0; 64]; OUT_BATCH],
+            len: 0,
+        }
     }
 }
+
+impl Batch {
+    fn push(&mut self, packet: [u8; 64]) {
+        self.packets[self.len] = packet;
+        self.len += 1;
+    }
+}
+
+/// The most packets one packet in becomes: an instrument's before packets, the kernel, its
+/// after packets and the barrier-AND completing the application's signal.
+const MAX_PER_DISPATCH: usize = MAX_BEFORE + 1 + MAX_AFTER + 1;
 
 /// Packets the handler hands to its writer at a time.
 const OUT_BATCH: usize = 16;
 
-/// The packets to forward for `raw` (at ring index `index`): a kernel dispatch gets a
-/// completion signal of the tool's and is queued for harvesting, followed — if the application
-/// gave it a signal — by a barrier-AND packet that completes that signal once the kernel is
-/// done; anything else, or a dispatch the tool cannot trace, passes through unchanged.
-fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64) -> ([u8; 64], Option<[u8; 64]>) {
+/// Appends to `out` the packets to forward for `raw` (at ring index `index`): a kernel
+/// dispatch gets a completion signal of the tool's and is queued for harvesting, with the
+/// installed instrument's packets around it if it wants this dispatch, followed — if the
+/// application gave it a signal — by a barrier-AND packet that completes that signal once
+/// everything before it is done; anything else, or a dispatch the tool cannot trace, passes
+/// through unchanged.
+fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64, out: &mut Batch) {
     let header = u16::from_le_bytes([raw[0], raw[1]]);
     if header & 0xFF != PACKET_KERNEL_DISPATCH {
-        return (raw, None);
+        return out.push(raw);
     }
-    let Some(f) = fns() else { return (raw, None) };
+    let Some(f) = fns() else { return out.push(raw) };
     let Some(signal) = take_signal(f) else {
-        return (raw, None);
+        return out.push(raw);
     };
     // SAFETY: a kernel dispatch packet has this layout (any bytes are valid).
     let mut p: KernelDispatchPacket = unsafe { std::mem::transmute(raw) };
@@ -100,9 +120,10 @@ fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64) -> ([u8; 64], Option<
     };
     let original = p.completion_signal;
     p.completion_signal = signal;
+    let (kernel_id, kernel_name) = kernel(p.kernel_object);
     let record = KernelDispatchRecord {
         dispatch_id: NEXT_DISPATCH.fetch_add(1, Ordering::Relaxed),
-        kernel_id: kernel_id(p.kernel_object),
+        kernel_id,
         correlation_id: correlation,
         start: 0,
         end: 0,
@@ -119,6 +140,35 @@ fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64) -> ([u8; 64], Option<
         private_segment_size: p.private_segment_size,
         group_segment_size: p.group_segment_size,
     };
+    let mut injection = Injection::default();
+    let instrumented = installed().and_then(|instrument| {
+        let info = DispatchInfo {
+            agent: q.agent,
+            agent_node: q.agent_node,
+            kernel_name: kernel_name.as_deref(),
+            record: &record,
+        };
+        let token = instrument.inject(&info, &mut injection)?;
+        // Without an after packet, the kernel's own signal says when it is all done.
+        let done = match injection.after_packets().is_empty() {
+            true => signal,
+            false => match take_signal(f) {
+                Some(done) => {
+                    injection.complete_last_with(done);
+                    done
+                }
+                None => {
+                    instrument.discarded(token);
+                    return None;
+                }
+            },
+        };
+        Some(Instrumented { token, done })
+    });
+    if instrumented.is_some() && !injection.before_packets().is_empty() {
+        // The kernel waits for the instrument's packets before it.
+        p.header |= HEADER_BARRIER;
+    }
     // Counted before it can be claimed, so the count never drops below zero. The harvester
     // parks only once nothing has been pending for a while.
     let idle = PENDING.fetch_add(1, Ordering::AcqRel) == 0;
@@ -130,25 +180,29 @@ fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64) -> ([u8; 64], Option<
             record,
             signal,
             seq,
+            instrumented,
         });
     }
     if idle {
         wake_harvester();
     }
-    // The application's signal, completed on the GPU after the kernel (the barrier bit makes the
-    // packet wait for it), with the kernel's release scope.
-    let barrier = (original != 0).then(|| {
+    if instrumented.is_some() {
+        injection.before_packets().iter().for_each(|b| out.push(*b));
+    }
+    // SAFETY: the packet struct is 64 plain bytes.
+    out.push(unsafe { std::mem::transmute::<KernelDispatchPacket, [u8; 64]>(p) });
+    if instrumented.is_some() {
+        injection.after_packets().iter().for_each(|a| out.push(*a));
+    }
+    // The application's signal, completed on the GPU after everything before it (the barrier
+    // bit makes the packet wait for it), with the kernel's release scope.
+    if original != 0 {
         let b = BarrierAndPacket {
             header: PACKET_BARRIER_AND | HEADER_BARRIER | (p.header & HEADER_RELEASE_SCOPE_MASK),
             completion_signal: original,
             ..BarrierAndPacket::default()
         };
         // SAFETY: the packet struct is 64 plain bytes.
-        unsafe { std::mem::transmute::<BarrierAndPacket, [u8; 64]>(b) }
-    });
-    // SAFETY: the packet struct is 64 plain bytes.
-    (
-        unsafe { std::mem::transmute::<KernelDispatchPacket, [u8; 64]>(p) },
-        barrier,
-    )
+        out.push(unsafe { std::mem::transmute::<BarrierAndPacket, [u8; 64]>(b) });
+    }
 }

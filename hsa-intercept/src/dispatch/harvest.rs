@@ -13,6 +13,7 @@
 //! claimed it. The packet handler, which runs on the runtime's interceptor thread, harvests
 //! without waiting.
 
+use super::instrument::installed;
 #[cfg(doc)]
 use super::queues::COMPLETION_WAIT;
 use super::queues::{DONE_RING, PENDING, Pending, QueueState, live_queues};
@@ -70,7 +71,7 @@ pub(super) fn harvest(q: &QueueState, complete: bool) {
         let (seq, signal) = {
             let ledger = q.ledger();
             match ledger.queue.front() {
-                Some(front) => (front.seq, front.signal),
+                Some(front) => (front.seq, front.done_signal()),
                 None => break ledger.next,
             }
         };
@@ -102,18 +103,29 @@ pub(super) fn harvest(q: &QueueState, complete: bool) {
     }
 }
 
-/// Reads a finished dispatch's time, emits its record (or counts it lost) and recycles its
-/// signal. Called with no lock of the tool's held.
+/// Reads a finished dispatch's time, emits its record (or counts it lost), lets its
+/// instrument record what it measured, and recycles its signals. Called with no lock of the
+/// tool's held.
 fn record(f: &Fns, q: &QueueState, done: &Pending) {
     let mut time = DispatchTime::default();
     // SAFETY: the runtime's own function on the signal the dispatch completed.
-    if unsafe { (f.get_dispatch_time)(q.agent, done.signal, &mut time) } == SUCCESS {
+    let record = if unsafe { (f.get_dispatch_time)(q.agent, done.signal, &mut time) } == SUCCESS {
         let mut record = done.record;
         record.start = time.start;
         record.end = time.end;
         sink::emit(&record);
+        Some(record)
     } else {
         sink::lost(LossCause::DispatchTime, 1);
+        None
+    };
+    if let Some(i) = done.instrumented {
+        if let Some(instrument) = installed() {
+            instrument.completed(i.token, record.as_ref().unwrap_or(&done.record));
+        }
+        if i.done != done.signal {
+            give_back_signal(i.done);
+        }
     }
     give_back_signal(done.signal);
 }
@@ -191,12 +203,19 @@ pub fn finish_outstanding() {
 /// Drops the dispatches still pending on `q`, which will never be harvested, counting them as
 /// lost and saying so. Their signals are left alone (the GPU may still complete them).
 pub(super) fn discard(q: &QueueState, why: &str) {
-    let (first, dropped) = {
+    let (first, dropped, tokens) = {
         let mut ledger = q.ledger();
         let n = ledger.queue.len() as u64;
-        ledger.queue.clear();
-        (ledger.next - n, n)
+        let tokens: Vec<u64> = ledger
+            .queue
+            .drain(..)
+            .filter_map(|p| p.instrumented.map(|i| i.token))
+            .collect();
+        (ledger.next - n, n, tokens)
     };
+    if let Some(instrument) = installed() {
+        tokens.into_iter().for_each(|t| instrument.discarded(t));
+    }
     if dropped == 0 {
         return;
     }
@@ -244,6 +263,7 @@ mod tests {
                 },
                 signal: 0,
                 seq,
+                instrumented: None,
             });
         }
         PENDING.fetch_add(3, Ordering::AcqRel);

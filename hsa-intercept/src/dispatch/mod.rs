@@ -20,6 +20,8 @@
 //!   per-queue completion ring, and the replaced `hsa_queue_create` / `hsa_queue_destroy`;
 //! - `correlation`: the doorbell-store wrappers that remember who enqueued each packet;
 //! - `handler`: the intercept-queue packet handler and its packet rewriting;
+//! - [`instrument`]: the seam for per-dispatch instruments (packets before and after a
+//!   dispatch, a call when they have run);
 //! - `signals`: the pool of the tool's completion signals;
 //! - `harvest`: harvesting finished dispatches (and the lock order it follows), the
 //!   harvester thread, the signal-wait wrappers and the shutdown drain;
@@ -31,6 +33,7 @@
 mod correlation;
 mod handler;
 mod harvest;
+pub mod instrument;
 mod queues;
 mod signals;
 mod symbols;
@@ -96,6 +99,9 @@ pub fn after_fork_in_child() {
         q.store(0, Ordering::Release);
     }
     PENDING.store(0, Ordering::Release);
+    if let Some(instrument) = instrument::installed() {
+        instrument.after_fork_in_child();
+    }
     if let Ok(mut pool) = SIGNAL_POOL.try_lock() {
         pool.clear();
     }

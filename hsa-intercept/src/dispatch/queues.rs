@@ -122,9 +122,27 @@ impl QueueState {
 /// A dispatch forwarded with the tool's completion signal, until it is harvested.
 pub(super) struct Pending {
     pub(super) record: KernelDispatchRecord,
+    /// The kernel's completion signal (its dispatch time is read from it).
     pub(super) signal: u64,
     /// Its place in its queue's order.
     pub(super) seq: u64,
+    /// The instrument's packets around it, if any.
+    pub(super) instrumented: Option<Instrumented>,
+}
+
+/// An instrumented dispatch: the instrument's token, and the signal of its last packet.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Instrumented {
+    pub(super) token: u64,
+    /// Completes when everything injected has run (the kernel's signal without after packets).
+    pub(super) done: u64,
+}
+
+impl Pending {
+    /// The signal that says the dispatch and everything injected with it has run.
+    pub(super) fn done_signal(&self) -> u64 {
+        self.instrumented.map_or(self.signal, |i| i.done)
+    }
 }
 
 /// How long a harvest waits for records other threads are emitting.

@@ -9,18 +9,22 @@ use crate::sink;
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{OnceLock, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use trace_records::KernelSymbolRecord;
 use trace_records::docs::WarningKind;
 
 static NEXT_KERNEL: AtomicU64 = AtomicU64::new(1);
-static KERNELS: OnceLock<RwLock<HashMap<u64, u64>>> = OnceLock::new();
+/// A kernel's id and symbol name.
+type KernelEntry = (u64, Arc<str>);
+/// Kernel id and name by kernel object.
+static KERNELS: OnceLock<RwLock<HashMap<u64, KernelEntry>>> = OnceLock::new();
 
-pub(super) fn kernel_id(kernel_object: u64) -> u64 {
+/// The kernel id (0 if unknown) and symbol name of a kernel object.
+pub(super) fn kernel(kernel_object: u64) -> (u64, Option<Arc<str>>) {
     KERNELS
         .get()
-        .and_then(|k| k.read().ok()?.get(&kernel_object).copied())
-        .unwrap_or(0)
+        .and_then(|k| k.read().ok()?.get(&kernel_object).cloned())
+        .map_or((0, None), |(id, name)| (id, Some(name)))
 }
 
 /// The AMD loader extension, fetched at the first `hsa_executable_freeze` (the runtime is
@@ -71,7 +75,7 @@ unsafe extern "C" fn on_symbol(_executable: u64, symbol: u64, _data: *mut c_void
     let (vgpr, sgpr) = registers(object);
     let kernel_id = NEXT_KERNEL.fetch_add(1, Ordering::Relaxed);
     if let Ok(mut k) = KERNELS.get_or_init(|| RwLock::new(HashMap::new())).write() {
-        k.insert(object, kernel_id);
+        k.insert(object, (kernel_id, Arc::from(name)));
     }
     sink::emit(&KernelSymbolRecord {
         kernel_id,

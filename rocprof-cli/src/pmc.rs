@@ -1,0 +1,403 @@
+//! Hardware counters in run mode: `--pmc` groups (and `-i` passes) resolved and checked
+//! against the GPUs before anything runs ([`plan`]), and after the run each counted dispatch's
+//! raw read-back decoded, evaluated and cleaned of the WSL2 artefacts ([`evaluate`]): GRBM zero
+//! bursts, isolated SQ zeros, an opening window the user discards, and — over `--pmc-repeat`
+//! runs — other GPU clients' work, by taking the smallest non-zero value ([`estimate`]).
+//!
+//! What comes out: [`trace_records::CounterRecord`]s for `counter_collection.csv` (one per
+//! dispatch and requested counter, summed over dimensions, nothing for a discarded value), the
+//! rows of `<prefix>_counter_hygiene.csv`, and the summary lines printed after the run.
+
+use crate::counters::{self, Gpu};
+use anyhow::{Result, bail};
+use pmc_dxg::defs::{AgentCounters, Definitions, DefsSource};
+use pmc_dxg::hygiene::{self, CounterPrograms, Discard, DispatchFacts, DispatchKey, HygieneRow};
+use pmc_dxg::pm4::{self, PassBuffers};
+use pmc_dxg::{BaseEvent, Block, Topology};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use trace_records::docs::{CounterEvent, CounterRequest};
+use trace_records::{CounterRecord, KernelDispatchRecord, ProcessTrace};
+
+/// One counter pass: what was asked for, the base counters the tool programs, and the
+/// hygiene options. Kept in `run.json`, so `rocprof convert` evaluates the same way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterPlan {
+    /// The counters as the user named them (base and derived), in order.
+    pub requested: Vec<String>,
+    /// The base counters they need, in first-use order.
+    pub events: Vec<CounterEvent>,
+    /// `--pmc-discard-warmup MS`: values of dispatches that start within this many
+    /// milliseconds of the process's first counted dispatch are discarded.
+    #[serde(default)]
+    pub discard_warmup_ms: Option<u64>,
+}
+
+impl CounterPlan {
+    /// What the tool is handed.
+    pub fn request(&self) -> CounterRequest {
+        CounterRequest {
+            events: self.events.clone(),
+        }
+    }
+}
+
+/// Resolves one `--pmc` group on every GPU and checks it fits one pass. A name no GPU defines,
+/// a counter this build cannot program, or a group that needs several passes is refused, with
+/// what to do (for a split: the `--pmc` groups that fit).
+pub fn plan(group: &[String], discard_warmup_ms: Option<u64>) -> Result<CounterPlan> {
+    let (_, gpus) = counters::gpus(None)?;
+    plan_on(&gpus, group, discard_warmup_ms)
+}
+
+/// [`plan`] on given GPUs.
+pub fn plan_on(
+    gpus: &[Gpu],
+    group: &[String],
+    discard_warmup_ms: Option<u64>,
+) -> Result<CounterPlan> {
+    let mut events: Option<Vec<(String, BaseEvent)>> = None;
+    for gpu in gpus {
+        let Some(topology) = Topology::of(&gpu.agent) else {
+            continue;
+        };
+        let check = counters::check(&gpu.counters, &topology, gpu.index, group);
+        if !check.one_pass {
+            let conflict = check.conflict.unwrap_or_default();
+            if check.passes.len() > 1 {
+                let split: Vec<String> = check
+                    .passes
+                    .iter()
+                    .map(|p| format!("--pmc {}", p.join(" ")))
+                    .collect();
+                bail!(
+                    "these counters do not fit one pass on GPU {} ({}): {conflict}. Collect them \
+                     in {} passes, each one run of the application: {} (`rocprof avail pmc-check` \
+                     plans a set)",
+                    gpu.index,
+                    gpu.agent.name,
+                    check.passes.len(),
+                    split.join(" ")
+                );
+            }
+            bail!(
+                "cannot collect {} on GPU {} ({}): {conflict} (`rocprof avail list` lists the \
+                 counters this GPU has)",
+                group.join(" "),
+                gpu.index,
+                gpu.agent.name
+            );
+        }
+        let mut base: Vec<(String, BaseEvent)> = Vec::new();
+        for name in group {
+            for b in gpu.counters.expand(name)? {
+                if !base.iter().any(|(n, _)| *n == b.0) {
+                    base.push(b);
+                }
+            }
+        }
+        match &events {
+            None => events = Some(base),
+            Some(first) if *first != base => bail!(
+                "the GPUs program {} differently (GPU {} needs {}); profile one GPU at a time \
+                 (HIP_VISIBLE_DEVICES)",
+                group.join(" "),
+                gpu.index,
+                base.iter()
+                    .map(|b| b.0.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+            Some(_) => {}
+        }
+    }
+    let Some(events) = events else {
+        bail!(
+            "no GPU agent was discovered, so no counters can be collected (`rocprof avail` says why)"
+        );
+    };
+    Ok(CounterPlan {
+        requested: group.to_vec(),
+        events: events
+            .into_iter()
+            .map(|(name, e)| CounterEvent {
+                name,
+                block: e.block.name().to_owned(),
+                event: e.event,
+            })
+            .collect(),
+        discard_warmup_ms,
+    })
+}
+
+/// One counted dispatch of one run, evaluated.
+#[derive(Debug, Clone)]
+pub struct Counted {
+    /// Its dispatch record (timestamps 0 if lost).
+    pub dispatch: KernelDispatchRecord,
+    /// Its identity across runs.
+    pub key: DispatchKey,
+    /// One outcome per requested counter, in request order.
+    pub outcomes: Vec<Result<f64, Discard>>,
+    /// Whether every value its read-back holds is 0.
+    pub raw_zero: bool,
+}
+
+/// One process's counted dispatches, evaluated, with the counters' ids.
+#[derive(Debug, Clone, Default)]
+pub struct Evaluation {
+    /// The requested counters and their ids on the agent.
+    pub counters: Vec<(String, u32)>,
+    /// Counted dispatches in dispatch-id order.
+    pub dispatches: Vec<Counted>,
+    /// Samples that could not be decoded or evaluated, with why (said after the run).
+    pub problems: Vec<String>,
+}
+
+/// Loads the counter definitions the tool used (the same search as `rocprof avail`).
+pub fn definitions() -> Result<Definitions> {
+    let source = DefsSource::from_process(counters::runtime_lib_dir().as_deref());
+    Definitions::load(&source).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot read the counter definitions ({}): {e}",
+            source.origin()
+        )
+    })
+}
+
+/// Decodes and evaluates every counter sample of `trace` for `plan`.
+pub fn evaluate(trace: &ProcessTrace, plan: &CounterPlan, defs: &Definitions) -> Evaluation {
+    let mut out = Evaluation::default();
+    if trace.counter_samples.is_empty() {
+        return out;
+    }
+    let agents = trace.docs.agents();
+    let mut per_agent: HashMap<u32, Option<(AgentCounters, PassBuffers, CounterPrograms)>> =
+        HashMap::new();
+    let dispatches: HashMap<u64, &KernelDispatchRecord> = trace
+        .dispatches
+        .iter()
+        .map(|d| (d.dispatch_id, d))
+        .collect();
+    let symbols = trace.symbols_by_id();
+    let name_of = |d: &KernelDispatchRecord| {
+        symbols
+            .get(&d.kernel_id)
+            .map_or("", |s| trace.string(s.name))
+            .to_owned()
+    };
+    // Ordinals per kernel over every dispatch of the process, counted or not, in id order.
+    let mut ordered: Vec<&KernelDispatchRecord> = trace.dispatches.iter().collect();
+    ordered.sort_by_key(|d| d.dispatch_id);
+    let names: Vec<String> = ordered.iter().map(|d| name_of(d)).collect();
+    let keys = hygiene::keys(
+        ordered
+            .iter()
+            .zip(&names)
+            .map(|(d, n)| (n.as_str(), d.grid, d.workgroup)),
+    );
+    let key_of: HashMap<u64, DispatchKey> =
+        ordered.iter().map(|d| d.dispatch_id).zip(keys).collect();
+    let first_start = trace
+        .counter_samples
+        .iter()
+        .filter_map(|s| dispatches.get(&s.header.dispatch_id))
+        .map(|d| d.start)
+        .filter(|&s| s > 0)
+        .min()
+        .unwrap_or(0);
+    let warmup_ns = plan
+        .discard_warmup_ms
+        .map(|ms| ms.saturating_mul(1_000_000));
+
+    let mut samples: Vec<&trace_records::CounterSample> = trace.counter_samples.iter().collect();
+    samples.sort_by_key(|s| s.header.dispatch_id);
+    for sample in samples {
+        let node = sample.header.agent_node_id;
+        let kit = per_agent.entry(node).or_insert_with(|| {
+            let agent = agents.iter().find(|a| a.node_id == node)?;
+            let setup = trace
+                .docs
+                .counter_setups
+                .iter()
+                .find(|s| s.agent_node_id == node)?;
+            let counters = defs.for_agent(agent);
+            let events: Vec<(String, BaseEvent)> = setup
+                .events
+                .iter()
+                .map(|e| {
+                    (
+                        e.name.clone(),
+                        BaseEvent {
+                            block: Block::from_name(&e.block),
+                            event: e.event,
+                        },
+                    )
+                })
+                .collect();
+            let layout = pm4::build_pass(&Topology::of(agent)?, &events, 0, 0).ok()?;
+            let programs = CounterPrograms::new(&counters, &plan.requested).ok()?;
+            Some((counters, layout, programs))
+        });
+        let Some((counters, layout, programs)) = kit.as_ref() else {
+            out.problems.push(format!(
+                "the counter samples of GPU node {node} cannot be decoded (its agent, its \
+                 counter setup or the definitions of {} are missing)",
+                plan.requested.join(" ")
+            ));
+            continue;
+        };
+        if out.counters.is_empty() {
+            out.counters = plan
+                .requested
+                .iter()
+                .map(|n| (n.clone(), counters.get(n).map_or(0, |c| c.id)))
+                .collect();
+        }
+        let decoded = match pm4::decode(layout, &sample.output) {
+            Ok(d) => d,
+            Err(e) => {
+                out.problems.push(format!(
+                    "dispatch {}: its counter read-back is unreadable: {e}",
+                    sample.header.dispatch_id
+                ));
+                continue;
+            }
+        };
+        let dispatch = dispatches.get(&sample.header.dispatch_id).map_or_else(
+            || KernelDispatchRecord {
+                dispatch_id: sample.header.dispatch_id,
+                correlation_id: sample.header.correlation_id,
+                agent_node_id: node,
+                ..zeroed_dispatch()
+            },
+            |d| **d,
+        );
+        let facts = DispatchFacts {
+            ran: dispatch.end > dispatch.start,
+            in_warmup: warmup_ns.is_some_and(|w| {
+                dispatch.start > 0 && dispatch.start.saturating_sub(first_start) < w
+            }),
+        };
+        let outcomes = match programs.evaluate(&decoded, facts) {
+            Ok(o) => o,
+            Err(e) => {
+                out.problems.push(format!(
+                    "dispatch {}: its counters cannot be evaluated: {e}",
+                    dispatch.dispatch_id
+                ));
+                continue;
+            }
+        };
+        let key = key_of
+            .get(&dispatch.dispatch_id)
+            .cloned()
+            .unwrap_or(DispatchKey {
+                kernel: String::new(),
+                ordinal: dispatch.dispatch_id,
+                grid: dispatch.grid,
+                workgroup: dispatch.workgroup,
+            });
+        out.dispatches.push(Counted {
+            dispatch,
+            key,
+            outcomes: outcomes.into_iter().map(|o| o.value).collect(),
+            raw_zero: decoded.iter().all(|c| c.values.iter().all(|&v| v == 0)),
+        });
+    }
+    out
+}
+
+fn zeroed_dispatch() -> KernelDispatchRecord {
+    KernelDispatchRecord {
+        dispatch_id: 0,
+        kernel_id: 0,
+        correlation_id: 0,
+        start: 0,
+        end: 0,
+        queue_id: 0,
+        stream_id: 0,
+        agent_node_id: 0,
+        thread_id: 0,
+        grid: [0; 3],
+        workgroup: [0; 3],
+        private_segment_size: 0,
+        group_segment_size: 0,
+    }
+}
+
+/// Per dispatch of `main` and requested counter, the estimate over `main` and the `others`
+/// runs of the same process (matched by kernel, per-kernel ordinal, grid and workgroup).
+pub fn estimate(main: &Evaluation, others: &[&Evaluation]) -> Vec<HygieneRow> {
+    let index: Vec<HashMap<&DispatchKey, &Counted>> = others
+        .iter()
+        .map(|e| e.dispatches.iter().map(|c| (&c.key, c)).collect())
+        .collect();
+    let mut rows = Vec::with_capacity(main.dispatches.len() * main.counters.len());
+    for counted in &main.dispatches {
+        for (k, (name, _)) in main.counters.iter().enumerate() {
+            let mut samples = vec![counted.outcomes[k]];
+            for other in &index {
+                if let Some(c) = other.get(&counted.key) {
+                    samples.push(c.outcomes[k]);
+                }
+            }
+            rows.push(HygieneRow {
+                dispatch_id: counted.dispatch.dispatch_id,
+                key: counted.key.clone(),
+                counter: name.clone(),
+                estimate: hygiene::estimate(&samples),
+            });
+        }
+    }
+    rows
+}
+
+/// The counter records of `trace` from the estimates (`rows`, as [`estimate`] made them for
+/// `eval`): one per dispatch and counter that has an estimate, named in `trace`'s strings.
+pub fn fill_records(trace: &mut ProcessTrace, eval: &Evaluation, rows: &[HygieneRow]) {
+    let first_free = trace.strings.keys().copied().max().unwrap_or(0) + 1;
+    let mut ids: HashMap<&str, u32> = HashMap::new();
+    for (id, (name, _)) in (first_free..).zip(&eval.counters) {
+        ids.insert(name, id);
+        trace.strings.insert(id, name.clone());
+    }
+    let counter_id: HashMap<&str, u32> = eval
+        .counters
+        .iter()
+        .map(|(n, i)| (n.as_str(), *i))
+        .collect();
+    let by_id: HashMap<u64, &Counted> = eval
+        .dispatches
+        .iter()
+        .map(|c| (c.dispatch.dispatch_id, c))
+        .collect();
+    trace.counters.clear();
+    for row in rows {
+        let (Some(value), Some(c)) = (row.estimate.estimate, by_id.get(&row.dispatch_id)) else {
+            continue;
+        };
+        trace.counters.push(CounterRecord {
+            dispatch_id: row.dispatch_id,
+            correlation_id: c.dispatch.correlation_id,
+            value,
+            name: ids.get(row.counter.as_str()).copied().unwrap_or(0),
+            counter_id: counter_id.get(row.counter.as_str()).copied().unwrap_or(0),
+            agent_node_id: c.dispatch.agent_node_id,
+            reserved: 0,
+        });
+    }
+}
+
+/// Whether every value read back was zero on every dispatch that ran (and some did): what a
+/// closed vendor-packet gate (`WSLKMT_VENDOR_PACKET=0`) looks like, since the thunk then drops
+/// the PM4 packets without an error.
+pub fn all_zero(evals: &[&Evaluation]) -> bool {
+    let ran = || {
+        evals
+            .iter()
+            .flat_map(|e| &e.dispatches)
+            .filter(|c| c.dispatch.end > c.dispatch.start)
+    };
+    ran().next().is_some() && ran().all(|c| c.raw_zero)
+}
