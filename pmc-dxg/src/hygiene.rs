@@ -418,17 +418,21 @@ pub fn summary(rows: &[HygieneRow]) -> Vec<String> {
         .iter()
         .filter(|r| r.estimate.estimate.is_none())
         .count();
-    let mut first = format!(
-        "{} dispatch-counter value{} estimated from {runs}",
-        rows.len(),
-        plural(rows.len())
-    );
-    if unusable > 0 {
-        first.push_str(&format!(
-            "; {unusable} had no usable run and {} no value",
-            if unusable == 1 { "has" } else { "have" }
-        ));
-    }
+    let first = if unusable == 0 {
+        format!(
+            "{} dispatch-counter value{} estimated from {runs}",
+            rows.len(),
+            plural(rows.len())
+        )
+    } else {
+        format!(
+            "{} dispatch-counter value{} from {runs}: {} estimated, {unusable} with no usable \
+             run (no value written)",
+            rows.len(),
+            plural(rows.len()),
+            rows.len() - unusable
+        )
+    };
     lines.push(first);
 
     let count = |kind: &Discard| -> usize {
@@ -899,8 +903,8 @@ mod tests {
         assert_eq!(lines.len(), 4, "{lines:#?}");
         assert_eq!(
             lines[0],
-            "3 dispatch-counter values estimated from 4 runs; 1 had no usable run and has no \
-             value"
+            "3 dispatch-counter values from 4 runs: 2 estimated, 1 with no usable run (no value \
+             written)"
         );
         assert!(
             lines[1].starts_with("2 zero reads set aside (1 grbm-zero: "),

@@ -64,19 +64,20 @@ pub fn plan_on(
         let check = counters::check(&gpu.counters, &topology, gpu.index, group);
         if !check.one_pass {
             let conflict = check.conflict.unwrap_or_default();
-            if check.passes.len() > 1 {
-                let split: Vec<String> = check
-                    .passes
+            if check.passes.len() > 1
+                && let Some(split) = split_requested(gpu, &topology, group)
+            {
+                let split: Vec<String> = split
                     .iter()
                     .map(|p| format!("--pmc {}", p.join(" ")))
                     .collect();
                 bail!(
                     "these counters do not fit one pass on GPU {} ({}): {conflict}. Collect them \
-                     in {} passes, each one run of the application: {} (`rocprof avail pmc-check` \
-                     plans a set)",
+                     in {} passes, each one run of the application: {} (`rocprof avail \
+                     pmc-check` plans a set)",
                     gpu.index,
                     gpu.agent.name,
-                    check.passes.len(),
+                    split.len(),
                     split.join(" ")
                 );
             }
@@ -128,6 +129,29 @@ pub fn plan_on(
             .collect(),
         discard_warmup_ms,
     })
+}
+
+/// The requested counters (not their base counters: a derived counter stays whole) in groups
+/// that each fit one pass, filled in request order; `None` if one counter alone does not fit.
+fn split_requested(gpu: &Gpu, topology: &Topology, group: &[String]) -> Option<Vec<Vec<String>>> {
+    let fits =
+        |names: &[String]| counters::check(&gpu.counters, topology, gpu.index, names).one_pass;
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    for name in group {
+        if let Some(last) = groups.last_mut() {
+            last.push(name.clone());
+            if fits(last) {
+                continue;
+            }
+            last.pop();
+        }
+        let alone = vec![name.clone()];
+        if !fits(&alone) {
+            return None;
+        }
+        groups.push(alone);
+    }
+    Some(groups)
 }
 
 /// One counted dispatch of one run, evaluated.

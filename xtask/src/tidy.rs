@@ -63,14 +63,7 @@ const fn dev(name: &'static str) -> Rule {
 /// Dependencies only the exporters and the CLI need: never inside the profiled application.
 /// (Counter collection selects kernels in the application by demangled name with `regex-lite`,
 /// so `cpp_demangle` and `regex-lite` may be there; the full `regex` may not.)
-pub const CLI_ONLY: &[&str] = &[
-    "anyhow",
-    "clap",
-    "csv",
-    "prost",
-    "regex",
-    "rusqlite",
-];
+pub const CLI_ONLY: &[&str] = &["anyhow", "clap", "csv", "prost", "regex", "rusqlite"];
 
 /// The dependency table, lowest layer first. A crate that does not exist yet may have a rule.
 pub const RULES: &[Rule] = &[
