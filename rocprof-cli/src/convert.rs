@@ -292,6 +292,15 @@ fn counter_values(
             }
         }
     }
+    for (t, e) in traces.iter().zip(&evals) {
+        if !e.overlapped.is_empty() {
+            eprintln!(
+                "rocprof: counters: warning (process {}): {}",
+                t.pid,
+                messages::counted_overlaps(&e.overlapped)
+            );
+        }
+    }
     let every: Vec<&crate::pmc::Evaluation> = evals.iter().chain(others.iter().flatten()).collect();
     if crate::pmc::all_zero(&every) {
         let gate = std::env::var("WSLKMT_VENDOR_PACKET")

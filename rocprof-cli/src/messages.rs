@@ -224,6 +224,19 @@ pub fn repeat_run_failed(run: u32, status: &crate::process::Status, dir: &Path) 
     )
 }
 
+/// Counted dispatches that ran alongside kernels of the application's other queues.
+pub fn counted_overlaps(ids: &[u64]) -> String {
+    let shown: Vec<String> = ids.iter().take(8).map(u64::to_string).collect();
+    let more = if ids.len() > 8 { ", …" } else { "" };
+    format!(
+        "{} counted dispatch(es) ran while a kernel of another queue of the application was \
+         running (dispatch ids {}{more}); counters count for the whole GPU, so their values \
+         include that kernel's work (run the queues one after another to count them apart)",
+        ids.len(),
+        shown.join(", ")
+    )
+}
+
 /// GRBM counters read 0 on dispatches that ran.
 pub fn grbm_burst_advice() -> String {
     "GRBM counters read 0 on dispatches that ran, as they do at the start of a GPU session on \

@@ -914,6 +914,31 @@ mod counter_tests {
     }
 
     #[test]
+    fn a_counter_sample_keeps_its_bytes_and_a_short_one_is_malformed() {
+        let header = crate::CounterSampleHeader {
+            dispatch_id: 7,
+            correlation_id: 9,
+            agent_node_id: 1,
+            reserved: 0,
+        };
+        let head = zerocopy::IntoBytes::as_bytes(&header).to_vec();
+        let output: Vec<u8> = (0..152u8).collect();
+        let mut b = LogBuilder::new(FileHeader::default());
+        b.chunk(true, |f, p| {
+            assert!(f.push_parts(p, Tag::CounterSample, &[&head, &output]));
+            assert!(f.push_parts(p, Tag::CounterSample, &[&head]), "no output: still a sample");
+            assert!(f.push_parts(p, Tag::CounterSample, &[&head[..23]]));
+        });
+        let t = ProcessTrace::from_bytes(b.bytes()).unwrap();
+        assert_eq!(t.counter_samples.len(), 2);
+        assert_eq!(t.counter_samples[0].header, header);
+        assert_eq!(t.counter_samples[0].output, output);
+        assert!(t.counter_samples[1].output.is_empty());
+        assert_eq!(t.losses.total(), 1, "the 23-byte entry is malformed");
+        assert_eq!(t.record_count(), 2);
+    }
+
+    #[test]
     fn counter_values_are_formatted_as_rocprofv3_does() {
         assert_eq!(fmt_counter_value(16384.0), "16384.000000");
         assert_eq!(fmt_counter_value(1.0), "1.000000");

@@ -20,8 +20,8 @@
 //! Counters are global to the GPU. Dispatches of one queue are serialised by the barrier bits;
 //! dispatches of other queues are not held back (a host-side lock across queues can deadlock
 //! an application whose queues wait on each other), so a kernel of another queue that runs
-//! inside a counting window is counted with it. `rocprof` flags such overlaps from the
-//! dispatch timestamps.
+//! inside a counting window is counted with it. `rocprof` warns of such overlaps, found from
+//! the dispatch timestamps.
 
 mod pool;
 
