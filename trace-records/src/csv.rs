@@ -926,7 +926,10 @@ mod counter_tests {
         let mut b = LogBuilder::new(FileHeader::default());
         b.chunk(true, |f, p| {
             assert!(f.push_parts(p, Tag::CounterSample, &[&head, &output]));
-            assert!(f.push_parts(p, Tag::CounterSample, &[&head]), "no output: still a sample");
+            assert!(
+                f.push_parts(p, Tag::CounterSample, &[&head]),
+                "no output: still a sample"
+            );
             assert!(f.push_parts(p, Tag::CounterSample, &[&head[..23]]));
         });
         let t = ProcessTrace::from_bytes(b.bytes()).unwrap();
