@@ -32,7 +32,7 @@ use std::fmt;
 use std::io::{self, Write};
 
 use serde::{Deserialize, Serialize};
-use trace_records::csv::fmt_counter_value;
+use trace_records::format::fmt_counter_value;
 
 use crate::defs::AgentCounters;
 use crate::expr::{Program, ReduceOp};

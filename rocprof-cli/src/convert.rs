@@ -17,9 +17,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::SystemTime;
+use trace_export::csv::{CsvSelection, write_csv};
 use trace_records::ProcessTrace;
 use trace_records::agents::AgentLabels;
-use trace_records::csv::{CsvSelection, write_csv};
 
 /// `rocprof convert`'s options.
 #[derive(Debug, clap::Args)]
@@ -178,10 +178,8 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
                 write_csv(&staged, t, &labels, csv).map_err(|e| write_failure(e, &prefix))?;
             if manifest.counters.is_some() {
                 let path = staged.file("counter_hygiene", "csv");
-                trace_records::csv::write_whole(&path, |out| {
-                    pmc_dxg::hygiene::write_csv(out, rows)
-                })
-                .map_err(|e| write_failure(e, &prefix))?;
+                trace_export::csv::write_whole(&path, |out| pmc_dxg::hygiene::write_csv(out, rows))
+                    .map_err(|e| write_failure(e, &prefix))?;
                 files.push(path);
             }
             Ok(files)
@@ -326,9 +324,9 @@ fn counter_values(
 
 /// A write error of the CSV writer, named by the file's final path (`prefix`, the outputs'
 /// final prefix, when the error names no file).
-fn write_failure(e: trace_records::Error, prefix: &Path) -> WriteFailure {
+fn write_failure(e: trace_export::Error, prefix: &Path) -> WriteFailure {
     match e {
-        trace_records::Error::Io { path, source } => WriteFailure {
+        trace_export::Error::Io { path, source } => WriteFailure {
             file: Placement::final_path(&path),
             source,
         },

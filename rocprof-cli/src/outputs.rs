@@ -4,7 +4,7 @@
 //! A process's files are written into a private staging directory beside their final place
 //! (`.rocprof-<pid>-<random>/`, same file system) and renamed into place only when all of
 //! them are complete; a failure removes what was staged. Each file itself is also written
-//! under a temporary name and renamed (`trace_records::csv`), so a full disk or a concurrent
+//! under a temporary name and renamed (`trace_export::csv`), so a full disk or a concurrent
 //! run leaves either the old file or the whole new one. [`Placement`] remembers the identity
 //! (device, inode) of every file it renamed into place, notices a target that another run
 //! created after this one started, and at the end re-checks its own files.
@@ -19,7 +19,7 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
 use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
-use trace_records::csv::OutputPrefix;
+use trace_export::csv::OutputPrefix;
 
 pub use trace_records::env::parse_bool;
 

@@ -1,7 +1,8 @@
 //! `-S/--summary`: a table on stderr after the run.
 
+use trace_export::stats::{Stats, fmt_percent};
 use trace_records::ProcessTrace;
-use trace_records::stats::{Stats, fmt_percent, sci};
+use trace_records::format::sci;
 use trace_records::{ApiDomain, CopyDirection};
 
 /// Builds the per-domain statistics of `t`.

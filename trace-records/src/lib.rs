@@ -1,20 +1,19 @@
-//! Record types, the crash-safe record log, and rocprofv3-compatible exporters.
+//! Record types and the crash-safe record log (the exporters are in the CLI-only `trace-export`).
 //!
 //! The profiled process fills fixed-size chunks of its record log in place (the format is in
 //! [`log`]; the writer, which maps the file, is the `record-log` crate). After the run, the CLI
 //! reads every log with [`ProcessTrace::read`] (which skips damaged chunks, counting what they
-//! held, and keeps everything else) and writes the requested files.
+//! held, and keeps everything else) and `trace-export` writes the requested files.
 
 #![forbid(unsafe_code)]
 
 pub mod agents;
-pub mod csv;
 pub mod docs;
 pub mod env;
+pub mod format;
 pub mod log;
 pub mod loss;
 pub mod record;
-pub mod stats;
 pub mod trace;
 
 pub use record::*;
@@ -24,7 +23,7 @@ pub use trace::{CounterSample, ProcessTrace};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// Reading or writing a file failed.
+    /// Reading a file failed.
     #[error("{}: {source}", path.display())]
     Io {
         /// The file.

@@ -484,7 +484,7 @@ fn bench() -> Result<()> {
     );
     let _ = std::fs::remove_dir_all(&out_dir);
     eprintln!("bench: record log write, read and CSV throughput");
-    let csv = example_output("record-log", "log_throughput")?;
+    let csv = example_output("trace-export", "log_throughput")?;
     eprintln!("bench: planning and building a 4-counter pass, evaluating derived counters");
     let pass_cost = example_output("pmc-dxg", "build_cost")?;
     let eval_cost = example_output("pmc-dxg", "eval_cost")?;

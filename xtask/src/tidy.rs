@@ -71,6 +71,7 @@ pub const RULES: &[Rule] = &[
     product("dxcore-sys", &["c-layout"]),
     product("rocdxg-sys", &["c-layout"]),
     product("trace-records", &[]),
+    product("trace-export", &["trace-records"]),
     product("record-log", &["trace-records"]),
     product(
         "wsl-topology",
@@ -84,6 +85,7 @@ pub const RULES: &[Rule] = &[
     product("att", &["trace-records"]),
     Rule {
         never_links: CLI_ONLY,
+        never_reaches: &["trace-export"],
         ..product(
             "rocprof-tool",
             &[
@@ -103,7 +105,13 @@ pub const RULES: &[Rule] = &[
         never_reaches: &["hsa-intercept", "rocprof-tool"],
         ..product(
             "rocprof-cli",
-            &["wsl-topology", "trace-records", "pmc-dxg", "att"],
+            &[
+                "wsl-topology",
+                "trace-records",
+                "trace-export",
+                "pmc-dxg",
+                "att",
+            ],
         )
     },
     dev("xtask"),
@@ -550,6 +558,9 @@ mod tests {
             ("rocprof-tool", "sim-hsa", DEV),
             ("rocprof-cli", "wsl-topology", NORMAL),
             ("rocprof-cli", "trace-records", NORMAL),
+            ("rocprof-cli", "trace-export", NORMAL),
+            ("trace-export", "trace-records", NORMAL),
+            ("trace-export", "csv", DEV),
             ("rocprof-cli", "clap", NORMAL),
             ("rocprof-cli", "regex", NORMAL),
             ("rocprof-cli", "wslsim-scenario", DEV),
@@ -566,6 +577,7 @@ mod tests {
             "dxcore-sys",
             "rocdxg-sys",
             "trace-records",
+            "trace-export",
             "wsl-topology",
             "hsa-intercept",
             "rocprof-tool",
@@ -605,12 +617,27 @@ mod tests {
     }
 
     #[test]
+    fn the_exporters_never_reach_the_injected_library() {
+        // Through hsa-intercept: the tool's own rule and the intercept crate's both break.
+        let v = violations(&[("hsa-intercept", "trace-export", NORMAL)]);
+        assert!(
+            v.iter().any(|v| v.path == ["rocprof-tool", "hsa-intercept", "trace-export"]),
+            "{v:#?}"
+        );
+        assert!(
+            v.iter()
+                .any(|v| v.message.starts_with("`hsa-intercept` depends on `trace-export`")),
+            "{v:#?}"
+        );
+    }
+
+    #[test]
     fn a_forbidden_direct_dependency_is_named_with_what_is_allowed() {
         let v = violations(&[("rocprof-cli", "hsa-intercept", NORMAL)]);
         assert_eq!(v.len(), 2, "{v:#?}");
         assert_eq!(
             v[0].message,
-            "`rocprof-cli` depends on `hsa-intercept`, which its rule does not allow (it may use: wsl-topology, trace-records, pmc-dxg, att)"
+            "`rocprof-cli` depends on `hsa-intercept`, which its rule does not allow (it may use: wsl-topology, trace-records, trace-export, pmc-dxg, att)"
         );
         assert_eq!(v[0].path, ["rocprof-cli", "hsa-intercept"]);
         assert_eq!(

@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use trace_export::csv::{CsvSelection, OutputPrefix, write_csv};
+use trace_export::stats::{fmt_ns, fmt_percent};
 use trace_records::agents::{Agent, AgentIndex, AgentKind, AgentLabels, GpuProperties, Luid};
-use trace_records::csv::{CsvSelection, OutputPrefix, write_csv};
-use trace_records::stats::{fmt_ns, fmt_percent};
 use trace_records::*;
 
 /// Where the upstream samples are kept: the project's shared data, next to the workspace
@@ -318,7 +318,7 @@ fn counter_collection_round_trips_byte_for_byte() {
     let Some(samples) = samples() else { return };
     let upstream = samples.path("counter_collection.csv");
     let (header, rows) = rows(&upstream);
-    assert_eq!(header, trace_records::csv::COUNTER_COLUMNS);
+    assert_eq!(header, trace_export::csv::COUNTER_COLUMNS);
     let mut s = Strings(HashMap::new(), ProcessTrace::default());
     let mut counter_ids: HashMap<String, u32> = HashMap::new();
     // Records in reverse, so the writer's ordering is what puts the rows back.
@@ -386,7 +386,7 @@ fn counter_collection_round_trips_byte_for_byte() {
 fn stats_number_formats_match_upstream() {
     let Some(samples) = samples() else { return };
     let (header, rows) = samples.rows("hip_api_stats.csv");
-    assert_eq!(header, trace_records::stats::STATS_COLUMNS);
+    assert_eq!(header, trace_export::stats::STATS_COLUMNS);
     let grand: u64 = rows.iter().map(|r| num(r, "TotalDurationNs")).sum();
     for row in &rows {
         let (calls, total) = (num(row, "Calls"), num(row, "TotalDurationNs"));

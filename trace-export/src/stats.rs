@@ -5,6 +5,7 @@ use crate::csv::{Cell, OutputPrefix, write_header, write_row};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::PathBuf;
+use trace_records::format::sci;
 
 /// Columns of every stats file.
 pub const STATS_COLUMNS: [&str; 8] = [
@@ -141,18 +142,6 @@ pub fn stats_file_name(domain: &str) -> String {
         "KERNEL_DISPATCH" => "kernel_stats".into(),
         other => format!("{}_stats", other.to_ascii_lowercase()),
     }
-}
-
-/// `1.5` → `1.50000000e+00`: C's `%.{digits}e`.
-pub fn sci(x: f64, digits: usize) -> String {
-    let s = format!("{x:.digits$e}");
-    let (mantissa, exp) = s.split_once('e').expect("exponent format");
-    let exp: i32 = exp.parse().expect("integer exponent");
-    format!(
-        "{mantissa}e{}{:02}",
-        if exp < 0 { '-' } else { '+' },
-        exp.abs()
-    )
 }
 
 /// AverageNs / StdDev format: fixed 6 decimals above 0.01, else scientific with 8.

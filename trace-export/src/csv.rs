@@ -6,12 +6,13 @@
 //! every file this crate writes parses back.
 
 use crate::Error;
-use crate::agents::{Agent, AgentLabels, GpuProperties};
-use crate::record::*;
-use crate::stats::{Stats, sci, write_stats};
-use crate::trace::ProcessTrace;
+use crate::stats::{Stats, write_stats};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use trace_records::ProcessTrace;
+use trace_records::agents::{Agent, AgentLabels, GpuProperties};
+use trace_records::format::fmt_counter_value;
+use trace_records::record::*;
 
 /// Columns of the API trace files (`hip_api_trace`, `hsa_api_trace`, `marker_api_trace`).
 pub const API_COLUMNS: [&str; 7] = [
@@ -568,21 +569,6 @@ impl<'a> KernelCells<'a> {
     }
 }
 
-/// `Counter_Value` as rocprofv3 writes it: fixed with 6 decimals from 1 (`16384.000000`), below
-/// 1 C's `%.8e` (`0.00000000e+00`); not-a-number and infinities as C prints them (`nan`, `inf`,
-/// `-inf`).
-pub fn fmt_counter_value(v: f64) -> String {
-    if v.is_nan() {
-        "nan".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "inf" } else { "-inf" }.into()
-    } else if v >= 1.0 {
-        format!("{v:.6}")
-    } else {
-        sci(v, 8)
-    }
-}
-
 /// Writes `<prefix>_counter_collection.csv`: one row per counter record, i.e. per dispatch and
 /// counter (the value already summed over dimension instances), ordered by dispatch id and then
 /// counter id (upstream orders a dispatch's rows by counter id). The dispatch columns are joined
@@ -769,7 +755,7 @@ mod file_creation_tests {
 #[cfg(test)]
 mod counter_tests {
     use super::*;
-    use crate::log::{FileHeader, LogBuilder};
+    use trace_records::log::{FileHeader, LogBuilder};
 
     fn counter(dispatch_id: u64, counter_id: u32, name: StringId, value: f64) -> CounterRecord {
         CounterRecord {
@@ -915,7 +901,7 @@ mod counter_tests {
 
     #[test]
     fn a_counter_sample_keeps_its_bytes_and_a_short_one_is_malformed() {
-        let header = crate::CounterSampleHeader {
+        let header = trace_records::CounterSampleHeader {
             dispatch_id: 7,
             correlation_id: 9,
             agent_node_id: 1,
@@ -939,17 +925,5 @@ mod counter_tests {
         assert!(t.counter_samples[1].output.is_empty());
         assert_eq!(t.losses.total(), 1, "the 23-byte entry is malformed");
         assert_eq!(t.record_count(), 2);
-    }
-
-    #[test]
-    fn counter_values_are_formatted_as_rocprofv3_does() {
-        assert_eq!(fmt_counter_value(16384.0), "16384.000000");
-        assert_eq!(fmt_counter_value(1.0), "1.000000");
-        assert_eq!(fmt_counter_value(0.0), "0.00000000e+00");
-        assert_eq!(fmt_counter_value(0.999_999_999), "9.99999999e-01");
-        assert_eq!(fmt_counter_value(-2.5), "-2.50000000e+00");
-        assert_eq!(fmt_counter_value(f64::NAN), "nan");
-        assert_eq!(fmt_counter_value(f64::INFINITY), "inf");
-        assert_eq!(fmt_counter_value(f64::NEG_INFINITY), "-inf");
     }
 }

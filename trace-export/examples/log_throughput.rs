@@ -6,8 +6,8 @@
 //! `cargo run --release -p record-log --example log_throughput [N]`
 
 use std::time::Instant;
+use trace_export::csv::{CsvSelection, OutputPrefix, write_csv};
 use trace_records::agents::AgentLabels;
-use trace_records::csv::{CsvSelection, OutputPrefix, write_csv};
 use trace_records::log::FileHeader;
 use trace_records::{ApiDomain, ApiRecord, OperationName, ProcessTrace};
 

@@ -1,0 +1,35 @@
+//! rocprofv3's output files, written from the records of a run (`trace_records`): the CSV
+//! traces and agent info ([`csv`]), the stats files and the summary's statistics ([`stats`]).
+//!
+//! CLI-only: the library injected into the application never links this crate (nor the
+//! SQLite, protobuf or JSON-schema machinery the other formats bring), which `cargo xtask tidy`
+//! enforces.
+
+#![forbid(unsafe_code)]
+
+pub mod csv;
+pub mod stats;
+
+/// Errors of this crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Writing a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// Maps an I/O error on `path` to [`Error::Io`].
+    pub(crate) fn io(path: &std::path::Path) -> impl Fn(std::io::Error) -> Error + '_ {
+        move |source| Error::Io {
+            path: path.to_owned(),
+            source,
+        }
+    }
+}
