@@ -1,5 +1,6 @@
 //! rocprofv3's output files, written from the records of a run (`trace_records`): the CSV
-//! traces and agent info ([`csv`]), the stats files and the summary's statistics ([`stats`]).
+//! traces and agent info ([`csv`]), the stats files and the summary's statistics ([`stats`]),
+//! over one resolved view of each process ([`view`]).
 //!
 //! CLI-only: the library injected into the application never links this crate (nor the
 //! SQLite, protobuf or JSON-schema machinery the other formats bring), which `cargo xtask tidy`
@@ -9,6 +10,7 @@
 
 pub mod csv;
 pub mod stats;
+pub mod view;
 
 /// Errors of this crate.
 #[derive(Debug, thiserror::Error)]

@@ -621,12 +621,14 @@ mod tests {
         // Through hsa-intercept: the tool's own rule and the intercept crate's both break.
         let v = violations(&[("hsa-intercept", "trace-export", NORMAL)]);
         assert!(
-            v.iter().any(|v| v.path == ["rocprof-tool", "hsa-intercept", "trace-export"]),
+            v.iter()
+                .any(|v| v.path == ["rocprof-tool", "hsa-intercept", "trace-export"]),
             "{v:#?}"
         );
         assert!(
-            v.iter()
-                .any(|v| v.message.starts_with("`hsa-intercept` depends on `trace-export`")),
+            v.iter().any(|v| v
+                .message
+                .starts_with("`hsa-intercept` depends on `trace-export`")),
             "{v:#?}"
         );
     }
