@@ -8,7 +8,7 @@
 //! or damaged, records lost, an output that could not be written, or a signal.
 
 use crate::messages;
-use crate::outputs::{self, OutputOptions, Placement, Replacement, WriteFailure};
+use crate::outputs::{self, OutputFormat, OutputOptions, Placement, Replacement, WriteFailure};
 use crate::placeholders::Context;
 use crate::process::{Signals, Status, signal_exit_code};
 use crate::record_dir::{RecordDir, RunManifest};
@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::SystemTime;
 use trace_export::csv::{CsvSelection, write_csv};
+use trace_export::view::{ProcessView, RunInfo};
 use trace_records::ProcessTrace;
 use trace_records::agents::AgentLabels;
 
@@ -153,6 +154,10 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
         counters: manifest.counters.is_some(),
         stats: settings.stats,
     };
+    let run = RunInfo {
+        hostname: manifest.launch.hostname.clone(),
+        command: manifest.launch.argv.clone(),
+    };
     let mut placement = Placement::new(since);
     let mut prefixes_used = HashSet::new();
     for (index, t) in traces.iter().enumerate() {
@@ -174,8 +179,27 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
         let labels = AgentLabels::new(t.docs.agents().to_vec(), settings.agent_index.index());
         let rows = hygiene.get(index).map_or(&[][..], Vec::as_slice);
         let staged = placement.stage(&prefix).and_then(|staged| {
-            let mut files =
-                write_csv(&staged, t, &labels, csv).map_err(|e| write_failure(e, &prefix))?;
+            let mut files = Vec::new();
+            if settings.formats.contains(&OutputFormat::Csv) {
+                files =
+                    write_csv(&staged, t, &labels, csv).map_err(|e| write_failure(e, &prefix))?;
+            }
+            let view = ProcessView::new(t, &labels);
+            for format in &settings.formats {
+                let Some((name, ext)) = format.results_file() else {
+                    continue;
+                };
+                let path = staged.file(name, ext);
+                let views = std::slice::from_ref(&view);
+                match format {
+                    OutputFormat::Json => trace_export::json::write(&path, &run, views),
+                    OutputFormat::Pftrace => trace_export::perfetto::write(&path, &run, views),
+                    OutputFormat::Rocpd => trace_export::rocpd::write(&path, &run, views),
+                    OutputFormat::Csv => Ok(()),
+                }
+                .map_err(|e| write_failure(e, &prefix))?;
+                files.push(path);
+            }
             if manifest.counters.is_some() {
                 let path = staged.file("counter_hygiene", "csv");
                 trace_export::csv::write_whole(&path, |out| pmc_dxg::hygiene::write_csv(out, rows))

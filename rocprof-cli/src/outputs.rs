@@ -87,6 +87,24 @@ impl AgentIndexChoice {
 pub enum OutputFormat {
     /// rocprofv3's CSV files.
     Csv,
+    /// `<prefix>_results.json`, rocprofv3's JSON layout.
+    Json,
+    /// `<prefix>_results.pftrace`, a Perfetto trace.
+    Pftrace,
+    /// `<prefix>_results.db`, a rocpd SQLite database (schema 3).
+    Rocpd,
+}
+
+impl OutputFormat {
+    /// The file a process's output of this format goes to (`None`: several CSV files).
+    pub fn results_file(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Self::Csv => None,
+            Self::Json => Some(("results", "json")),
+            Self::Pftrace => Some(("results", "pftrace")),
+            Self::Rocpd => Some(("results", "db")),
+        }
+    }
 }
 
 /// The output options of a run, resolved (kept in `run.json`).
@@ -125,9 +143,10 @@ impl OutputOptions {
             for f in f.split([' ', ';', ':']).filter(|f| !f.is_empty()) {
                 match f.to_ascii_lowercase().as_str() {
                     "csv" => out.push(OutputFormat::Csv),
-                    "json" | "pftrace" | "otf2" | "rocpd" => {
-                        return Err(messages::format_not_supported(f));
-                    }
+                    "json" => out.push(OutputFormat::Json),
+                    "pftrace" => out.push(OutputFormat::Pftrace),
+                    "rocpd" => out.push(OutputFormat::Rocpd),
+                    "otf2" => return Err(messages::format_not_supported(f)),
                     other => return Err(messages::format_unknown(other)),
                 }
             }
@@ -135,7 +154,12 @@ impl OutputOptions {
         if out.is_empty() {
             out.push(OutputFormat::Csv);
         }
-        out.dedup();
+        let mut seen = Vec::new();
+        out.retain(|f| {
+            let first = !seen.contains(f);
+            seen.push(*f);
+            first
+        });
         Ok(out)
     }
 

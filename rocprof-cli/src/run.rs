@@ -742,7 +742,7 @@ mod tests {
             e.to_string().contains("not a valid regular expression"),
             "{e}"
         );
-        let e = parse(&["--kernel-trace", "-f", "pftrace"])
+        let e = parse(&["--kernel-trace", "-f", "otf2"])
             .unwrap()
             .validate()
             .unwrap_err();

@@ -9,6 +9,9 @@
 #![forbid(unsafe_code)]
 
 pub mod csv;
+pub mod json;
+pub mod perfetto;
+pub mod rocpd;
 pub mod stats;
 pub mod view;
 
@@ -24,6 +27,17 @@ pub enum Error {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// A format's writer failed (SQLite, encoding, a record it cannot represent).
+    #[error("{path}: {message}", path = path.display())]
+    Format {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A format this build does not write yet.
+    #[error("the {0} output is not written by this build yet")]
+    Unsupported(&'static str),
 }
 
 impl Error {
