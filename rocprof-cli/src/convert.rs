@@ -31,6 +31,11 @@ pub struct Args {
     #[arg(value_name = "RECORD_DIR")]
     pub dirs: Vec<PathBuf>,
 
+    /// Merge instead: record directories and rocpd databases (`.db`) into one output per
+    /// format (CSV per process), each process kept distinct; the inputs are only read.
+    #[arg(short = 'i', long = "input", num_args = 1.., value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+
     /// Options given here replace the run's own (kept in the directory's run.json).
     #[command(flatten)]
     pub output: OutputOptions,
@@ -66,7 +71,7 @@ pub fn read_traces(dir: &RecordDir) -> Vec<ProcessTrace> {
 }
 
 /// Processes in the order they started (so the runs of a repeated application match up).
-fn order_processes(traces: &mut [ProcessTrace]) {
+pub(crate) fn order_processes(traces: &mut [ProcessTrace]) {
     traces.sort_by_key(|t| (t.created_ns, t.image));
 }
 
@@ -282,7 +287,7 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
 /// Evaluates the counter samples of every process (estimated over the other runs' matching
 /// processes, by start order), fills each trace's counter records and returns each process's
 /// hygiene rows. Problems are said on stderr; nothing here fails the run.
-fn counter_values(
+pub(crate) fn counter_values(
     traces: &mut [ProcessTrace],
     other_runs: &[Vec<ProcessTrace>],
     plan: &crate::pmc::CounterPlan,
@@ -348,7 +353,7 @@ fn counter_values(
 
 /// A write error of the CSV writer, named by the file's final path (`prefix`, the outputs'
 /// final prefix, when the error names no file).
-fn write_failure(e: trace_export::Error, prefix: &Path) -> WriteFailure {
+pub(crate) fn write_failure(e: trace_export::Error, prefix: &Path) -> WriteFailure {
     match e {
         trace_export::Error::Io { path, source } => WriteFailure {
             file: Placement::final_path(&path),
@@ -363,7 +368,7 @@ fn write_failure(e: trace_export::Error, prefix: &Path) -> WriteFailure {
 
 /// `prefix`, or `prefix_<pid>` (then `_<pid>_2`, …) when another process of the run already
 /// writes under `prefix`.
-fn unique_prefix(prefix: PathBuf, pid: u32, used: &mut HashSet<PathBuf>) -> PathBuf {
+pub(crate) fn unique_prefix(prefix: PathBuf, pid: u32, used: &mut HashSet<PathBuf>) -> PathBuf {
     if used.insert(prefix.clone()) {
         return prefix;
     }
@@ -387,7 +392,7 @@ fn unique_prefix(prefix: PathBuf, pid: u32, used: &mut HashSet<PathBuf>) -> Path
 }
 
 /// Demangles (and optionally truncates) the kernel names of `t`'s symbols in place.
-fn rename_kernels(t: &mut ProcessTrace, demangle: bool, truncate: bool) {
+pub(crate) fn rename_kernels(t: &mut ProcessTrace, demangle: bool, truncate: bool) {
     let ids: Vec<u32> = t.symbols.iter().map(|s| s.name).collect();
     for id in ids {
         let Some(name) = t.strings.get(&id) else {
@@ -455,6 +460,12 @@ fn list_kept() -> ExitCode {
 
 /// `rocprof convert <record-dir>…`.
 pub fn run(args: &Args) -> Result<ExitCode> {
+    if !args.inputs.is_empty() {
+        if !args.dirs.is_empty() {
+            anyhow::bail!(messages::merge_with_dirs());
+        }
+        return crate::merge::run(&args.inputs, &args.output);
+    }
     if args.dirs.is_empty() {
         return Ok(list_kept());
     }

@@ -7,6 +7,7 @@ mod convert;
 mod counters;
 mod explain;
 mod input;
+mod merge;
 mod messages;
 mod outputs;
 mod placeholders;
@@ -70,7 +71,7 @@ struct Cli {
 }
 
 /// Subcommand names; any other invocation is run mode.
-const SUBCOMMANDS: [&str; 2] = ["avail", "convert"];
+const SUBCOMMANDS: [&str; 3] = ["avail", "convert", "merge"];
 
 /// Whether the command line names a subcommand (its first word that is neither an option nor
 /// an option's value, before `--`).
@@ -96,8 +97,21 @@ enum Command {
     /// List the agents the profiler can see, and everything it had to leave out.
     Avail(avail::Args),
     /// Turn the record logs a run kept (after a failure) into the files the run would have
-    /// written; the output options replace the run's own.
+    /// written; the output options replace the run's own. With `-i`, merge record
+    /// directories and rocpd databases into one output.
     Convert(convert::Args),
+    /// Merge record directories and rocpd databases into one output (`convert -i`).
+    Merge(MergeArgs),
+}
+
+/// `rocprof merge INPUT… [output options]`.
+#[derive(Debug, clap::Args)]
+struct MergeArgs {
+    /// Record directories and rocpd databases (`.db`).
+    #[arg(required = true, value_name = "INPUT")]
+    inputs: Vec<std::path::PathBuf>,
+    #[command(flatten)]
+    output: outputs::OutputOptions,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -145,6 +159,10 @@ fn run(args: Vec<OsString>) -> Result<ExitCode> {
             Command::Convert(a) => {
                 init_logging(cli.log_level, "warn");
                 convert::run(&a)
+            }
+            Command::Merge(a) => {
+                init_logging(cli.log_level, "warn");
+                merge::run(&a.inputs, &a.output)
             }
         }
     } else {

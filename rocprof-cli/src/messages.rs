@@ -196,6 +196,47 @@ pub fn no_tracing_option() -> String {
     "no tracing option given; the application runs with the profiler loaded but nothing is recorded (try --sys-trace)".into()
 }
 
+// ---- merging (`rocprof convert -i`, `rocprof merge`) ----
+
+/// An input that is neither a record directory nor a database.
+pub fn merge_input_unknown(path: &Path) -> String {
+    format!(
+        "{}: neither a record directory (one a run kept) nor a rocpd database (.db)",
+        path.display()
+    )
+}
+
+/// Inputs without any process.
+pub fn merge_nothing() -> String {
+    "the inputs hold no process records".into()
+}
+
+/// Two merged processes with one pid (from different machines or runs).
+pub fn merge_same_pid(pid: u32) -> String {
+    format!(
+        "several inputs hold a process {pid} (other machines or runs); each stays a process of its own"
+    )
+}
+
+/// `rocprof convert DIR -i …`.
+pub fn merge_with_dirs() -> String {
+    "give the inputs of a merge after -i only (`rocprof convert -i A B …`), or convert kept directories without -i".into()
+}
+
+/// After a merge.
+pub fn merge_summary(
+    inputs: usize,
+    processes: usize,
+    files: usize,
+    first: Option<&std::path::PathBuf>,
+) -> String {
+    let place = first
+        .and_then(|f| f.parent())
+        .map(|d| format!(" in {}", d.display()))
+        .unwrap_or_default();
+    format!("merged {inputs} input(s), {processes} process(es); {files} file(s) written{place}")
+}
+
 // ---- hardware counters ----
 
 /// `-i` together with `--pmc`.

@@ -29,11 +29,24 @@ pub struct Launch {
 
 /// The variables behind `%job%` and `%rank%`.
 const SLURM: [&str; 2] = ["SLURM_JOB_ID", "SLURM_PROCID"];
+/// The variables behind `%rank%` and `%size%`, in the order they are tried: Open MPI, MPICH and
+/// Intel MPI (PMI), Slurm, MVAPICH2.
+const RANK_SIZE: [(&str, &str); 4] = [
+    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+    ("PMI_RANK", "PMI_SIZE"),
+    ("SLURM_PROCID", "SLURM_NTASKS"),
+    ("MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"),
+];
 
 impl Launch {
     /// Records the environment variables `templates` name (and SLURM's), as they are now.
     pub fn capture_env(&mut self, templates: &[&str]) {
         let mut names: Vec<String> = SLURM.iter().map(|s| (*s).to_owned()).collect();
+        names.extend(
+            RANK_SIZE
+                .iter()
+                .flat_map(|(r, s)| [(*r).to_owned(), (*s).to_owned()]),
+        );
         for t in templates {
             let mut rest = *t;
             while let Some(i) = rest.find("env{") {
@@ -55,6 +68,15 @@ impl Launch {
             Some(v) => v.clone(),
             None => std::env::var(name).ok(),
         }
+    }
+
+    /// The MPI rank and world size the launcher set (the first launcher whose rank variable
+    /// is set), `None` outside MPI.
+    pub fn rank_and_size(&self) -> Option<(String, String)> {
+        RANK_SIZE.iter().find_map(|(r, s)| {
+            let rank = self.env_var(r).filter(|v| !v.is_empty())?;
+            Some((rank, self.env_var(s).unwrap_or_else(|| "1".into())))
+        })
     }
 }
 
@@ -120,8 +142,8 @@ impl<'a> Context<'a> {
                 .join("_")
                 .replace('/', "_"),
             "job" | "j" => l.env_var(SLURM[0]).unwrap_or_else(|| "0".into()),
-            "rank" | "r" => l.env_var(SLURM[1]).unwrap_or_else(|| "0".into()),
-            "size" | "s" => "1".into(),
+            "rank" | "r" => l.rank_and_size().map_or_else(|| "0".into(), |(r, _)| r),
+            "size" | "s" => l.rank_and_size().map_or_else(|| "1".into(), |(_, s)| s),
             "launch_date" => l.launch_date.clone(),
             "launch_time" => l.launch_time.clone(),
             _ => {
@@ -232,5 +254,45 @@ mod tests {
         l2.capture_env(&["%env{ROCPROF_TEST_SURELY_UNSET}%/x", "plain"]);
         assert_eq!(l2.env.get("ROCPROF_TEST_SURELY_UNSET"), Some(&None));
         assert!(l2.env.contains_key("SLURM_JOB_ID"));
+    }
+
+    #[test]
+    fn rank_and_size_come_from_the_first_mpi_launcher_that_set_them() {
+        let with = |vars: &[(&str, &str)]| {
+            let mut l = launch();
+            for (k, _) in RANK_SIZE {
+                l.env.insert(k.to_owned(), None);
+            }
+            for (k, v) in vars {
+                l.env.insert((*k).to_owned(), Some((*v).to_owned()));
+            }
+            let c = Context::new(&l, 42, 0);
+            c.expand("%rank%/%size%_%r%%s%")
+        };
+        assert_eq!(with(&[]), "0/1_01", "outside MPI");
+        assert_eq!(
+            with(&[("OMPI_COMM_WORLD_RANK", "3"), ("OMPI_COMM_WORLD_SIZE", "4")]),
+            "3/4_34"
+        );
+        assert_eq!(with(&[("PMI_RANK", "1"), ("PMI_SIZE", "2")]), "1/2_12");
+        assert_eq!(
+            with(&[
+                ("SLURM_PROCID", "5"),
+                ("SLURM_NTASKS", "8"),
+                ("PMI_RANK", "")
+            ]),
+            "5/8_58",
+            "an empty rank variable is not a launcher's"
+        );
+        assert_eq!(
+            with(&[("MV2_COMM_WORLD_RANK", "2")]),
+            "2/1_21",
+            "size unknown: 1"
+        );
+        assert_eq!(
+            with(&[("OMPI_COMM_WORLD_RANK", "0"), ("SLURM_PROCID", "7")]),
+            "0/1_01",
+            "Open MPI first"
+        );
     }
 }

@@ -238,7 +238,7 @@ fn tool_library() -> Result<PathBuf> {
     Ok(lib)
 }
 
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
         .unwrap_or_else(|_| "localhost".into())

@@ -12,6 +12,7 @@ pub mod csv;
 pub mod json;
 pub mod perfetto;
 pub mod rocpd;
+pub mod rocpd_read;
 pub mod stats;
 pub mod view;
 
