@@ -1,11 +1,484 @@
-//! (being written) reading rocpd databases back into process records, for `rocprof convert -i`.
+//! Reading rocpd databases back into process records (`rocprof convert -i`, `rocprof merge`):
+//! ours and upstream's schema-3 files, through the plain `rocpd_<name>` views both have.
+//!
+//! One [`ProcessTrace`] per process row (a process is its `guid` and `pid`). What comes back:
+//! agents (from the agent row's `extdata` when it is this project's agent record, else from the
+//! row's columns), API calls from regions — and from samples, which are zero-length calls —
+//! with their category as the domain and their name as the operation (operation ids are
+//! numbered per domain in order of first use, since a database stores names only), ROCTx ranges
+//! (regions of `MARKER_CORE_RANGE_API`, the message from the event's `extdata`), kernel symbols,
+//! dispatches, memory copies (the direction from their name) and counter values (summed per
+//! dispatch and counter). Columns a file lacks read as 0 or empty; a table it lacks gives no
+//! records; a file without the process view is refused with the reason.
 
 use crate::Error;
+use rusqlite::{Connection, OpenFlags, Row};
+use std::collections::HashMap;
 use std::path::Path;
 use trace_records::ProcessTrace;
+use trace_records::agents::{Agent, AgentKind, GpuProperties};
+use trace_records::docs::{AgentsList, Document};
+use trace_records::record::*;
 
-/// The processes a rocpd database holds.
+/// The processes a rocpd database holds, in the order of their rows.
 pub fn read(path: &Path) -> Result<Vec<ProcessTrace>, Error> {
-    let _ = path;
-    Err(Error::Unsupported("rocpd import"))
+    let fail = |message: String| Error::Format {
+        path: path.to_owned(),
+        message,
+    };
+    let db = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|e| fail(format!("cannot open it as SQLite: {e}")))?;
+    let sql = |e: rusqlite::Error| fail(e.to_string());
+    if !has(&db, "rocpd_info_process") {
+        return Err(fail(
+            "no rocpd_info_process view: not a rocpd database (schema 3)".into(),
+        ));
+    }
+    let strings: HashMap<i64, String> = rows(&db, "SELECT id, string FROM rocpd_string", |r| {
+        Ok((r.get::<_, i64>(0)?, text(r, 1)))
+    })
+    .map_err(sql)?
+    .into_iter()
+    .collect();
+    let processes = rows(
+        &db,
+        "SELECT guid, pid, ppid, init FROM rocpd_info_process ORDER BY id",
+        |r| Ok((text(r, 0), int(r, 1), int(r, 2), int(r, 3))),
+    )
+    .map_err(sql)?;
+    let mut out = Vec::with_capacity(processes.len());
+    for (guid, pid, ppid, init) in processes {
+        let mut p = Reader {
+            db: &db,
+            strings: &strings,
+            guid,
+            pid,
+            trace: ProcessTrace {
+                pid: pid as u32,
+                ppid: ppid as u32,
+                created_ns: init as u64,
+                ..ProcessTrace::default()
+            },
+            interned: HashMap::new(),
+            operations: HashMap::new(),
+        };
+        p.agents().map_err(sql)?;
+        p.api().map_err(sql)?;
+        p.symbols().map_err(sql)?;
+        p.dispatches().map_err(sql)?;
+        p.copies().map_err(sql)?;
+        p.counters().map_err(sql)?;
+        out.push(p.trace);
+    }
+    Ok(out)
+}
+
+fn has(db: &Connection, name: &str) -> bool {
+    db.query_row(
+        "SELECT COUNT(*) FROM sqlite_master WHERE name = ?1",
+        [name],
+        |r| r.get::<_, i64>(0),
+    )
+    .is_ok_and(|n| n > 0)
+}
+
+fn rows<T>(
+    db: &Connection,
+    sql: &str,
+    f: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<Vec<T>> {
+    let mut stmt = db.prepare(sql)?;
+    let it = stmt.query_map([], f)?;
+    it.collect()
+}
+
+/// A column as an integer (NULL, text or a missing value: 0).
+fn int(r: &Row<'_>, k: usize) -> i64 {
+    r.get::<_, Option<i64>>(k).ok().flatten().unwrap_or(0)
+}
+
+/// A column as text (NULL or another type: empty).
+fn text(r: &Row<'_>, k: usize) -> String {
+    r.get::<_, Option<String>>(k)
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
+/// The API domain of an event category (rocprofiler's buffer-tracing kind names), and whether
+/// it is the ROCTx range category.
+fn domain(category: &str) -> Option<ApiDomain> {
+    Some(match category {
+        "HSA_CORE_API" => ApiDomain::HsaCore,
+        "HSA_AMD_EXT_API" => ApiDomain::HsaAmdExt,
+        "HSA_IMAGE_EXT_API" => ApiDomain::HsaImage,
+        "HSA_FINALIZE_EXT_API" => ApiDomain::HsaFinalize,
+        "HIP_RUNTIME_API" | "HIP_RUNTIME_API_EXT" => ApiDomain::HipRuntime,
+        "HIP_COMPILER_API" | "HIP_COMPILER_API_EXT" => ApiDomain::HipCompiler,
+        "MARKER_CORE_API" => ApiDomain::MarkerCore,
+        "MARKER_CONTROL_API" => ApiDomain::MarkerControl,
+        "MARKER_NAME_API" => ApiDomain::MarkerName,
+        _ => return None,
+    })
+}
+
+struct Reader<'a> {
+    db: &'a Connection,
+    strings: &'a HashMap<i64, String>,
+    guid: String,
+    pid: i64,
+    trace: ProcessTrace,
+    interned: HashMap<String, StringId>,
+    operations: HashMap<(u8, String), u16>,
+}
+
+impl Reader<'_> {
+    fn string(&self, id: i64) -> &str {
+        self.strings.get(&id).map_or("", String::as_str)
+    }
+
+    fn intern(&mut self, s: &str) -> StringId {
+        if let Some(&id) = self.interned.get(s) {
+            return id;
+        }
+        let id = self.interned.len() as StringId + 1;
+        self.interned.insert(s.to_owned(), id);
+        self.trace.strings.insert(id, s.to_owned());
+        id
+    }
+
+    fn operation(&mut self, domain: ApiDomain, name: &str) -> u16 {
+        let key = (domain as u8, name.to_owned());
+        if let Some(&op) = self.operations.get(&key) {
+            return op;
+        }
+        let op = self
+            .operations
+            .keys()
+            .filter(|(d, _)| *d == domain as u8)
+            .count() as u16;
+        self.operations.insert(key, op);
+        let id = self.intern(name);
+        self.trace.operations.insert((domain as u8, op), id);
+        op
+    }
+
+    /// `SELECT <columns> FROM <view> WHERE guid = ? AND pid = ?`, or nothing when the file has
+    /// no such view.
+    fn select<T>(
+        &self,
+        view: &str,
+        columns: &str,
+        tail: &str,
+        f: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<Vec<T>> {
+        if !has(self.db, view) {
+            return Ok(Vec::new());
+        }
+        let sql = format!("SELECT {columns} FROM {view} WHERE guid = ?1 AND pid = ?2 {tail}");
+        let mut stmt = self.db.prepare(&sql)?;
+        let it = stmt.query_map(rusqlite::params![self.guid, self.pid], f)?;
+        it.collect()
+    }
+
+    fn agents(&mut self) -> rusqlite::Result<()> {
+        let agents = self.select(
+            "rocpd_info_agent",
+            "id, type, absolute_index, logical_index, type_index, name, model_name, \
+             vendor_name, product_name, extdata",
+            "ORDER BY id",
+            |r| {
+                let ours: Option<Agent> = serde_json::from_str(&text(r, 9)).ok();
+                let gpu = text(r, 1) == "GPU";
+                Ok(ours.unwrap_or_else(|| Agent {
+                    kind: if gpu { AgentKind::Gpu } else { AgentKind::Cpu },
+                    logical_node_id: int(r, 3) as u32,
+                    node_id: int(r, 2) as u32,
+                    logical_node_type_id: int(r, 4) as u32,
+                    name: text(r, 5),
+                    product_name: text(r, 8),
+                    vendor_name: text(r, 7),
+                    model_name: text(r, 6),
+                    cpu_cores_count: 0,
+                    gpu: gpu.then(GpuProperties::default),
+                }))
+            },
+        )?;
+        self.trace.docs.add(Document::Agents(AgentsList { agents }));
+        Ok(())
+    }
+
+    fn api(&mut self) -> rusqlite::Result<()> {
+        // Regions, and samples (zero-length calls), with their event's category and ids.
+        let regions = self.select(
+            "rocpd_region",
+            "start, end, tid, name_id, event_id",
+            "ORDER BY start, id",
+            |r| Ok((int(r, 0), int(r, 1), int(r, 2), int(r, 3), int(r, 4))),
+        )?;
+        let events: HashMap<i64, (String, i64, String)> = self
+            .select(
+                "rocpd_event",
+                "id, category_id, stack_id, extdata",
+                "",
+                |r| Ok((int(r, 0), (int(r, 1), int(r, 2), text(r, 3)))),
+            )?
+            .into_iter()
+            .map(|(id, (cat, stack, extdata))| (id, (self.string(cat).to_owned(), stack, extdata)))
+            .collect();
+        let samples = self.select(
+            "rocpd_sample",
+            "timestamp, track_id, event_id",
+            "ORDER BY timestamp, id",
+            |r| Ok((int(r, 0), int(r, 1), int(r, 2))),
+        )?;
+        let tracks: HashMap<i64, (i64, i64)> = self
+            .select("rocpd_track", "id, tid, name_id", "", |r| {
+                Ok((int(r, 0), (int(r, 1), int(r, 2))))
+            })?
+            .into_iter()
+            .collect();
+        let sample_names = self.sample_names()?;
+        let mut calls: Vec<(i64, i64, i64, String, i64)> = regions
+            .into_iter()
+            .map(|(s, e, tid, name, ev)| (s, e, tid, self.string(name).to_owned(), ev))
+            .collect();
+        for (ts, track, ev) in samples {
+            let tid = tracks.get(&track).map_or(0, |t| t.0);
+            let name = sample_names.get(&ev).cloned().unwrap_or_default();
+            calls.push((ts, ts, tid, name, ev));
+        }
+        for (start, end, tid, name, ev) in calls {
+            let Some((category, stack, extdata)) = events.get(&ev) else {
+                continue;
+            };
+            let correlation = if *stack > 0 { *stack } else { ev } as u64;
+            if category == "MARKER_CORE_RANGE_API" {
+                let message = serde_json::from_str::<serde_json::Value>(extdata)
+                    .ok()
+                    .and_then(|v| v.get("message")?.as_str().map(str::to_owned))
+                    .unwrap_or_else(|| name.clone());
+                let message = self.intern(&message);
+                self.trace.markers.push(MarkerRecord {
+                    correlation_id: correlation,
+                    start: start as u64,
+                    end: end as u64,
+                    message,
+                    thread_id: tid as u32,
+                    kind: MarkerKind::ThreadRange as u8,
+                    reserved: [0; 7],
+                });
+                continue;
+            }
+            let Some(d) = domain(category) else { continue };
+            let operation = self.operation(d, &name);
+            self.trace.api.push(ApiRecord {
+                correlation_id: correlation,
+                start: start as u64,
+                end: end as u64,
+                thread_id: tid as u32,
+                operation,
+                domain: d as u8,
+                reserved: 0,
+            });
+        }
+        self.trace
+            .api
+            .sort_by_key(|r| (r.start, r.correlation_id, r.end));
+        Ok(())
+    }
+
+    /// A sample's call name: upstream's `samples` view takes it from the event's `extdata`
+    /// (`name`) or the track; this reads `extdata.name`, then the track's name.
+    fn sample_names(&self) -> rusqlite::Result<HashMap<i64, String>> {
+        let events = self.select("rocpd_event", "id, extdata", "", |r| {
+            Ok((int(r, 0), text(r, 1)))
+        })?;
+        Ok(events
+            .into_iter()
+            .filter_map(|(id, extdata)| {
+                let v: serde_json::Value = serde_json::from_str(&extdata).ok()?;
+                let name = v.get("name")?.as_str()?.to_owned();
+                Some((id, name))
+            })
+            .collect())
+    }
+
+    fn symbols(&mut self) -> rusqlite::Result<()> {
+        let symbols = self.select(
+            "rocpd_info_kernel_symbol",
+            "id, kernel_name, display_name, kernel_object, kernarg_segment_size, \
+             group_segment_size, private_segment_size, sgpr_count, arch_vgpr_count, \
+             accum_vgpr_count",
+            "ORDER BY id",
+            |r| {
+                Ok((
+                    int(r, 0),
+                    text(r, 1),
+                    text(r, 2),
+                    [
+                        int(r, 3),
+                        int(r, 4),
+                        int(r, 5),
+                        int(r, 6),
+                        int(r, 7),
+                        int(r, 8),
+                        int(r, 9),
+                    ],
+                ))
+            },
+        )?;
+        for (id, name, display, v) in symbols {
+            let name = self.intern(if name.is_empty() { &display } else { &name });
+            self.trace.symbols.push(KernelSymbolRecord {
+                kernel_id: id as u64,
+                kernel_object: v[0] as u64,
+                name,
+                arch_vgpr_count: v[5] as u32,
+                accum_vgpr_count: v[6] as u32,
+                sgpr_count: v[4] as u32,
+                group_segment_size: v[2] as u32,
+                private_segment_size: v[3] as u32,
+                kernarg_segment_size: v[1] as u32,
+                reserved: 0,
+            });
+        }
+        Ok(())
+    }
+
+    /// The correlation id (`stack_id`) of each event.
+    fn stacks(&self) -> rusqlite::Result<HashMap<i64, u64>> {
+        Ok(self
+            .select("rocpd_event", "id, stack_id, correlation_id", "", |r| {
+                Ok((int(r, 0), int(r, 1), int(r, 2)))
+            })?
+            .into_iter()
+            .map(|(id, stack, corr)| (id, if stack > 0 { stack } else { corr } as u64))
+            .collect())
+    }
+
+    fn dispatches(&mut self) -> rusqlite::Result<()> {
+        let stacks = self.stacks()?;
+        let rows = self.select(
+            "rocpd_kernel_dispatch",
+            "dispatch_id, kernel_id, queue_id, stream_id, start, end, tid, agent_id, \
+             private_segment_size, group_segment_size, workgroup_size_x, workgroup_size_y, \
+             workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, event_id",
+            "ORDER BY start, id",
+            |r| Ok((0..17).map(|k| int(r, k)).collect::<Vec<i64>>()),
+        )?;
+        for v in rows {
+            self.trace.dispatches.push(KernelDispatchRecord {
+                dispatch_id: v[0] as u64,
+                kernel_id: v[1] as u64,
+                correlation_id: stacks.get(&v[16]).copied().unwrap_or(0),
+                start: v[4] as u64,
+                end: v[5] as u64,
+                queue_id: v[2] as u64,
+                stream_id: v[3] as u64,
+                agent_node_id: v[7] as u32,
+                thread_id: v[6] as u32,
+                grid: [v[13] as u32, v[14] as u32, v[15] as u32],
+                workgroup: [v[10] as u32, v[11] as u32, v[12] as u32],
+                private_segment_size: v[8] as u32,
+                group_segment_size: v[9] as u32,
+            });
+        }
+        Ok(())
+    }
+
+    fn copies(&mut self) -> rusqlite::Result<()> {
+        let stacks = self.stacks()?;
+        let rows = self.select(
+            "rocpd_memory_copy",
+            "start, end, size, src_agent_id, dst_agent_id, tid, stream_id, name_id, event_id",
+            "ORDER BY start, id",
+            |r| Ok((0..9).map(|k| int(r, k)).collect::<Vec<i64>>()),
+        )?;
+        for v in rows {
+            let direction = [
+                CopyDirection::HostToHost,
+                CopyDirection::HostToDevice,
+                CopyDirection::DeviceToHost,
+                CopyDirection::DeviceToDevice,
+            ]
+            .into_iter()
+            .find(|d| d.csv_name() == self.string(v[7]))
+            .map_or(0, |d| d as u8);
+            self.trace.copies.push(MemoryCopyRecord {
+                correlation_id: stacks.get(&v[8]).copied().unwrap_or(0),
+                start: v[0] as u64,
+                end: v[1] as u64,
+                bytes: v[2] as u64,
+                stream_id: v[6] as u64,
+                src_node_id: v[3] as u32,
+                dst_node_id: v[4] as u32,
+                thread_id: v[5] as u32,
+                direction,
+                reserved: [0; 3],
+            });
+        }
+        Ok(())
+    }
+
+    fn counters(&mut self) -> rusqlite::Result<()> {
+        let info: HashMap<i64, String> = self
+            .select("rocpd_info_pmc", "id, name", "", |r| {
+                Ok((int(r, 0), text(r, 1)))
+            })?
+            .into_iter()
+            .collect();
+        if info.is_empty() || !has(self.db, "rocpd_pmc_event") {
+            return Ok(());
+        }
+        let by_event: HashMap<u64, usize> = self
+            .trace
+            .dispatches
+            .iter()
+            .enumerate()
+            .map(|(k, d)| (d.dispatch_id, k))
+            .collect();
+        let events = self.select("rocpd_kernel_dispatch", "event_id, dispatch_id", "", |r| {
+            Ok((int(r, 0), int(r, 1) as u64))
+        })?;
+        let dispatch_of: HashMap<i64, u64> = events.into_iter().collect();
+        // rocpd_pmc_event has no pid column: its events belong to this process's dispatches.
+        let mut stmt = self
+            .db
+            .prepare("SELECT event_id, pmc_id, value FROM rocpd_pmc_event WHERE guid = ?1")?;
+        let values = stmt
+            .query_map([&self.guid], |r| {
+                Ok((
+                    int(r, 0),
+                    int(r, 1),
+                    r.get::<_, Option<f64>>(2)?.unwrap_or(0.0),
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut sums: HashMap<(u64, i64), f64> = HashMap::new();
+        for (event, pmc, value) in values {
+            if let Some(&d) = dispatch_of.get(&event) {
+                *sums.entry((d, pmc)).or_default() += value;
+            }
+        }
+        let mut keys: Vec<(u64, i64)> = sums.keys().copied().collect();
+        keys.sort_unstable();
+        for key in keys {
+            let Some(d) = by_event.get(&key.0).map(|&k| self.trace.dispatches[k]) else {
+                continue;
+            };
+            let name = info.get(&key.1).cloned().unwrap_or_default();
+            let name = self.intern(&name);
+            self.trace.counters.push(CounterRecord {
+                dispatch_id: d.dispatch_id,
+                correlation_id: d.correlation_id,
+                value: sums[&key],
+                name,
+                counter_id: key.1 as u32,
+                agent_node_id: d.agent_node_id,
+                reserved: 0,
+            });
+        }
+        Ok(())
+    }
 }
