@@ -3,39 +3,10 @@
 use trace_export::stats::{Stats, fmt_percent};
 use trace_records::ProcessTrace;
 use trace_records::format::sci;
-use trace_records::{ApiDomain, CopyDirection};
-
-/// Builds the per-domain statistics of `t`.
-pub fn stats(t: &ProcessTrace) -> Stats {
-    let mut s = Stats::default();
-    for r in &t.api {
-        let domain = match ApiDomain::from_u8(r.domain) {
-            Some(d) if d.is_hip() => "HIP_API",
-            Some(d) if d.is_hsa() => "HSA_API",
-            _ => "MARKER_API",
-        };
-        s.table(domain)
-            .add(&t.operation_name(r.domain, r.operation), r.start, r.end);
-    }
-    let symbols = t.symbols_by_id();
-    for k in &t.dispatches {
-        let name = symbols.get(&k.kernel_id).map_or("", |s| t.string(s.name));
-        s.table("KERNEL_DISPATCH").add(name, k.start, k.end);
-    }
-    for c in &t.copies {
-        s.table("MEMORY_COPY")
-            .add(CopyDirection::label(c.direction), c.start, c.end);
-    }
-    for m in &t.markers {
-        s.table("MARKER_API")
-            .add(t.string(m.message), m.start, m.end);
-    }
-    s
-}
 
 /// Prints rocprofv3's summary table for `t` on stderr.
 pub fn print(t: &ProcessTrace) {
-    let s = stats(t);
+    let s = Stats::of(t);
     let mut rows = Vec::new();
     for (domain, table) in s.tables() {
         for (name, acc) in table.sorted() {

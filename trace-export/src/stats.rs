@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::PathBuf;
 use trace_records::format::sci;
+use trace_records::{ApiDomain, CopyDirection, ProcessTrace};
 
 /// Columns of every stats file.
 pub const STATS_COLUMNS: [&str; 8] = [
@@ -133,6 +134,36 @@ impl Stats {
     /// Every domain's table.
     pub fn tables(&self) -> impl Iterator<Item = (&'static str, &StatTable)> {
         self.tables.iter().map(|(k, v)| (*k, v))
+    }
+
+    /// The per-domain statistics of a process (the `-S` summary's, and the JSON `summary`'s):
+    /// API calls by domain (HIP, HSA, marker calls), kernel dispatches by kernel name, copies
+    /// by direction, ROCTx ranges by message.
+    pub fn of(t: &ProcessTrace) -> Stats {
+        let mut s = Stats::default();
+        for r in &t.api {
+            let domain = match ApiDomain::from_u8(r.domain) {
+                Some(d) if d.is_hip() => "HIP_API",
+                Some(d) if d.is_hsa() => "HSA_API",
+                _ => "MARKER_API",
+            };
+            s.table(domain)
+                .add(&t.operation_name(r.domain, r.operation), r.start, r.end);
+        }
+        let symbols = t.symbols_by_id();
+        for k in &t.dispatches {
+            let name = symbols.get(&k.kernel_id).map_or("", |s| t.string(s.name));
+            s.table("KERNEL_DISPATCH").add(name, k.start, k.end);
+        }
+        for c in &t.copies {
+            s.table("MEMORY_COPY")
+                .add(CopyDirection::label(c.direction), c.start, c.end);
+        }
+        for m in &t.markers {
+            s.table("MARKER_API")
+                .add(t.string(m.message), m.start, m.end);
+        }
+        s
     }
 }
 
