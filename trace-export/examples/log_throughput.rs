@@ -1,12 +1,14 @@
-//! Record log throughput: N HSA API records (default 3 M) written through the real writer (a
-//! shared file mapping, chunks handed out by the grower thread), read back (checksums verified)
-//! and written as `hsa_api_trace.csv`, each stage timed. Prints one line per stage and a final
-//! `rows=<N> write_ns=<…> read_ns=<…> csv_ns=<…>` line.
+//! Record log and exporter throughput: N HSA API records (default 3 M) written through the real
+//! writer (a shared file mapping, chunks handed out by the grower thread), read back (checksums
+//! verified), then written as `hsa_api_trace.csv` and as each one-file format (rocpd, JSON,
+//! Perfetto), each stage timed. Prints one line per stage and a final `rows=<N> write_ns=<…>
+//! read_ns=<…> csv_ns=<…>` line.
 //!
-//! `cargo run --release -p record-log --example log_throughput [N]`
+//! `cargo run --release -p trace-export --example log_throughput [N]`
 
 use std::time::Instant;
 use trace_export::csv::{CsvSelection, OutputPrefix, write_csv};
+use trace_export::view::{ProcessView, RunInfo};
 use trace_records::agents::AgentLabels;
 use trace_records::log::FileHeader;
 use trace_records::{ApiDomain, ApiRecord, OperationName, ProcessTrace};
@@ -79,6 +81,37 @@ fn main() {
     .unwrap();
     let csv_ns = t.elapsed().as_nanos();
     let bytes = std::fs::metadata(&files[0]).map(|m| m.len()).unwrap_or(0);
+
+    // The one-file formats, from one view of the process (built once, timed apart).
+    let labels = AgentLabels::default();
+    let t = Instant::now();
+    let view = ProcessView::new(&trace, &labels);
+    let view_ns = t.elapsed().as_nanos();
+    let run = RunInfo::default();
+    type Writer =
+        fn(&std::path::Path, &RunInfo, &[ProcessView<'_>]) -> Result<(), trace_export::Error>;
+    let mut formats = Vec::new();
+    for (name, file, write) in [
+        (
+            "rocpd",
+            "out_results.db",
+            trace_export::rocpd::write as Writer,
+        ),
+        (
+            "json",
+            "out_results.json",
+            trace_export::json::write as Writer,
+        ),
+        (
+            "pftrace",
+            "out_results.pftrace",
+            trace_export::perfetto::write as Writer,
+        ),
+    ] {
+        let t = Instant::now();
+        let done = write(&dir.join(file), &run, std::slice::from_ref(&view));
+        formats.push((name, done.map(|()| t.elapsed().as_nanos())));
+    }
     let _ = std::fs::remove_dir_all(&dir);
 
     let rate = |ns: u128| n as f64 / (ns as f64 / 1e9) / 1e6;
@@ -93,5 +126,15 @@ fn main() {
         "log read + csv write : {:>8.2} M rows/s",
         rate(read_ns + csv_ns)
     );
+    println!(
+        "view      : {:>8.2} M records/s (once, shared by the formats below)",
+        rate(view_ns)
+    );
+    for (name, done) in formats {
+        match done {
+            Ok(ns) => println!("{name:<10}: {:>8.2} M records/s", rate(ns)),
+            Err(e) => println!("{name:<10}: not written: {e}"),
+        }
+    }
     println!("rows={n} write_ns={write_ns} read_ns={read_ns} csv_ns={csv_ns}");
 }

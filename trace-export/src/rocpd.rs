@@ -1,12 +1,197 @@
-//! (being written) the rocpd output.
+//! The rocpd output (`<prefix>_results.db`): rocprofv3's SQLite database, schema 3.0.0, in
+//! the layout upstream's readers (the `rocpd` Python package, its `convert`, `query` and
+//! `summary` commands, its SQL views) expect.
+//!
+//! Layout:
+//! - Each process has its own set of tables, named `rocpd_<name>_<uuid>` with its guid's
+//!   suffix ([`guid`]), and its own metadata (`schema_version` 3, `uuid` = the suffix,
+//!   `guid`). A file of one process is exactly what upstream writes; a file of several is what
+//!   upstream's `rocpd merge` makes of their files: every id stays the process's own, and the
+//!   `guid` of every row says whose it is.
+//! - The plain views `rocpd_<name>` select every process's rows (`UNION ALL`); readers select
+//!   from those and re-create their data and summary views (`kernels`, `top`, …) over them as
+//!   temporary views, so those are not stored.
+//! - Ids as upstream gives them: process = pid, thread = tid, agent = driver node id,
+//!   queue/stream = handle (0 = `Default Queue`/`Default Stream`, always present), kernel
+//!   symbol = kernel id, dispatch = dispatch id, counter = counter id, string ids 1.. over the
+//!   strings in byte order. Region and sample ids are the run-unique API call ids
+//!   ([`crate::view::Api::id`]); markers continue after them. Events are numbered 1.. in write
+//!   order (HIP calls, HSA calls, markers, dispatches, copies); an API event's stack id is its
+//!   call's id and its parent the enclosing call's, a dispatch's or copy's stack id (and
+//!   parent) the id of the call that issued it.
+//! - A call with a duration is a region; a zero-length one is a sample on a track named after
+//!   its category. Markers are `roctxThreadRangeA` (`roctxProcessRangeA`, `roctxMarkA`)
+//!   regions with their message in the event's `extdata`.
+//!
+//! What the records do not hold is left out or stood in for: API arguments (`rocpd_arg` is
+//! empty), the process's environment and tool configuration (`{}`), copy addresses (NULL), and
+//! code objects: one code object row (id 1) stands for the process's code, so that every
+//! kernel symbol has one.
+//!
+//! Writing is one transaction of prepared statements inserting up to 64 rows each, every row
+//! after the rows it refers to (foreign keys hold; `PRAGMA foreign_key_check` is empty), into a
+//! temporary file beside the target that replaces it only once complete.
+
+mod batch;
+mod guid;
+mod rows;
+mod schema;
 
 use crate::Error;
 use crate::view::{ProcessView, RunInfo};
-use std::path::Path;
+use rusqlite::OptionalExtension as _;
+use std::path::{Path, PathBuf};
+
+/// The SQLite binding the file is written with, for tools and tests that read it back.
+#[doc(hidden)]
+pub use rusqlite;
 
 /// Writes the rocpd file at `path` for `processes` (one file may hold several processes, each
-/// kept distinct).
+/// with its own guid and tables).
 pub fn write(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Result<(), Error> {
-    let _ = (path, run, processes);
-    Err(Error::Unsupported("rocpd"))
+    if processes.is_empty() {
+        return Err(Error::Format {
+            path: path.to_owned(),
+            message: "no process to write".into(),
+        });
+    }
+    let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(Error::io(path))?;
+            dir
+        }
+        None => Path::new("."),
+    };
+    let temp = reserve_temp(dir, path).map_err(Error::io(path))?;
+    let written = write_file(&temp, run, processes).map_err(|message| Error::Format {
+        path: path.to_owned(),
+        message,
+    });
+    let renamed = written.and_then(|()| std::fs::rename(&temp, path).map_err(Error::io(path)));
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    renamed
+}
+
+/// Creates a new empty file beside `path` for the database to be built in
+/// (`.<name>.tmp-<pid>-<n>`, created exclusively, never an existing file).
+fn reserve_temp(dir: &Path, path: &Path) -> std::io::Result<PathBuf> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    const NAME_MAX: usize = 255;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    loop {
+        let tail = format!(
+            ".tmp-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut keep = name.len().min(NAME_MAX - 1 - tail.len());
+        while !name.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        let temp = dir.join(format!(".{}{tail}", &name[..keep]));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+        {
+            Ok(_) => return Ok(temp),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Builds the whole database in the (empty) file at `temp`; the error says what failed.
+fn write_file(temp: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Result<(), String> {
+    let sql = |e: rusqlite::Error| e.to_string();
+    let mut conn = rusqlite::Connection::open(temp).map_err(sql)?;
+    // The file is private until renamed and discarded on any failure, so it needs no journal
+    // and no syncing. Rows go in in dependency order (every row after the rows it names), but
+    // SQLite does not look every reference up as it goes: that costs a cursor per key per row
+    // and halves the rate. The references are checked once each process is written instead.
+    conn.execute_batch(
+        "PRAGMA journal_mode = OFF;
+         PRAGMA synchronous = OFF;
+         PRAGMA locking_mode = EXCLUSIVE;
+         PRAGMA cache_size = -65536;
+         PRAGMA foreign_keys = OFF;",
+    )
+    .map_err(sql)?;
+    let host = rows::Host::read(run);
+    let tx = conn.transaction().map_err(sql)?;
+    let mut suffixes: Vec<String> = Vec::with_capacity(processes.len());
+    for p in processes {
+        let (start, _) = rows::process_span(p);
+        let mut guid = guid::process_guid(
+            &host.machine_id,
+            p.trace.pid,
+            p.trace.ppid,
+            p.trace.image,
+            start,
+        );
+        // Two processes of one file never share tables, however alike they are.
+        let mut salt = 0u32;
+        while suffixes.contains(&guid::suffix(&guid)) {
+            salt += 1;
+            let machine = format!("{}#{salt}", host.machine_id);
+            guid = guid::process_guid(&machine, p.trace.pid, p.trace.ppid, p.trace.image, start);
+        }
+        let suffix = guid::suffix(&guid);
+        schema::create_tables(&tx, &suffix, &guid).map_err(sql)?;
+        rows::write_process(&tx, &suffix, p, run, &host).map_err(sql)?;
+        check_references(&tx, &suffix, cfg!(debug_assertions))?;
+        suffixes.push(suffix);
+    }
+    schema::create_plain_views(&tx, &suffixes).map_err(sql)?;
+    tx.commit().map_err(sql)?;
+    conn.close().map_err(|(_, e)| sql(e))
+}
+
+/// Checks that the references of one process's tables resolve (`PRAGMA foreign_key_check`):
+/// those of its catalog always, those of its events and their rows too when `everything`.
+fn check_references(
+    conn: &rusqlite::Connection,
+    suffix: &str,
+    everything: bool,
+) -> Result<(), String> {
+    let tables: Vec<String> = if everything {
+        schema::base_names()
+            .map(|b| format!("{b}{suffix}"))
+            .collect()
+    } else {
+        schema::CATALOG
+            .iter()
+            .map(|b| format!("{b}{suffix}"))
+            .collect()
+    };
+    for table in tables {
+        let broken = conn
+            .query_row(
+                &format!(
+                    "SELECT \"table\", rowid, \"parent\" FROM pragma_foreign_key_check('{table}')"
+                ),
+                [],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, String>(2)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|e| e.to_string())?;
+        if let Some((table, row, parent)) = broken {
+            return Err(format!(
+                "internal error: row {row} of {table} names a row of {parent} that was not written"
+            ));
+        }
+    }
+    Ok(())
 }

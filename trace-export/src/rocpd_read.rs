@@ -20,6 +20,61 @@ use trace_records::agents::{Agent, AgentKind, GpuProperties};
 use trace_records::docs::{AgentsList, Document};
 use trace_records::record::*;
 
+/// The key of an agent row's `extdata` under which this project's writer keeps the whole agent
+/// record.
+pub const AGENT_KEY: &str = "rocprof_wsl_agent";
+
+/// An agent from an agent row's `extdata`: this project's record if it is there, else
+/// rocprofv3's property keys (those named as ours; the rest stay 0).
+fn agent_from_extdata(extdata: &str, gpu: bool) -> Option<Agent> {
+    let v: serde_json::Value = serde_json::from_str(extdata).ok()?;
+    if let Some(ours) = v
+        .get(AGENT_KEY)
+        .and_then(|a| serde_json::from_value(a.clone()).ok())
+    {
+        return Some(ours);
+    }
+    let object = v.as_object()?;
+    let mut props = serde_json::to_value(GpuProperties::default()).ok()?;
+    let slots = props.as_object_mut()?;
+    for (k, value) in object {
+        if let Some(slot) = slots.get_mut(k)
+            && (value.is_u64() && slot.is_u64())
+        {
+            *slot = value.clone();
+        }
+    }
+    let number = |k: &str| {
+        object
+            .get(k)
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0) as u32
+    };
+    let string = |k: &str| {
+        object
+            .get(k)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    Some(Agent {
+        kind: if gpu { AgentKind::Gpu } else { AgentKind::Cpu },
+        logical_node_id: number("logical_node_id"),
+        node_id: number("node_id"),
+        logical_node_type_id: number("logical_node_type_id"),
+        name: string("name"),
+        product_name: string("product_name"),
+        vendor_name: string("vendor_name"),
+        model_name: string("model_name"),
+        cpu_cores_count: number("cpu_cores_count"),
+        gpu: if gpu {
+            serde_json::from_value(props).ok()
+        } else {
+            None
+        },
+    })
+}
+
 /// The processes a rocpd database holds, in the order of their rows.
 pub fn read(path: &Path) -> Result<Vec<ProcessTrace>, Error> {
     let fail = |message: String| Error::Format {
@@ -163,8 +218,8 @@ impl Reader<'_> {
         op
     }
 
-    /// `SELECT <columns> FROM <view> WHERE guid = ? AND pid = ?`, or nothing when the file has
-    /// no such view.
+    /// `SELECT <columns> FROM <view>` for this process (its guid, and its pid where the view has
+    /// one), or nothing when the file has no such view.
     fn select<T>(
         &self,
         view: &str,
@@ -175,7 +230,14 @@ impl Reader<'_> {
         if !has(self.db, view) {
             return Ok(Vec::new());
         }
-        let sql = format!("SELECT {columns} FROM {view} WHERE guid = ?1 AND pid = ?2 {tail}");
+        // Events, samples and counter values have no pid: their guid is the process's.
+        let by_pid = !matches!(view, "rocpd_event" | "rocpd_sample" | "rocpd_pmc_event");
+        let filter = if by_pid {
+            "guid = ?1 AND pid = ?2"
+        } else {
+            "guid = ?1 AND ?2 = ?2"
+        };
+        let sql = format!("SELECT {columns} FROM {view} WHERE {filter} {tail}");
         let mut stmt = self.db.prepare(&sql)?;
         let it = stmt.query_map(rusqlite::params![self.guid, self.pid], f)?;
         it.collect()
@@ -188,9 +250,9 @@ impl Reader<'_> {
              vendor_name, product_name, extdata",
             "ORDER BY id",
             |r| {
-                let ours: Option<Agent> = serde_json::from_str(&text(r, 9)).ok();
                 let gpu = text(r, 1) == "GPU";
-                Ok(ours.unwrap_or_else(|| Agent {
+                let from_extdata = agent_from_extdata(&text(r, 9), gpu);
+                Ok(from_extdata.unwrap_or_else(|| Agent {
                     kind: if gpu { AgentKind::Gpu } else { AgentKind::Cpu },
                     logical_node_id: int(r, 3) as u32,
                     node_id: int(r, 2) as u32,
@@ -248,11 +310,12 @@ impl Reader<'_> {
             let name = sample_names.get(&ev).cloned().unwrap_or_default();
             calls.push((ts, ts, tid, name, ev));
         }
+        let stacks = self.stacks()?;
         for (start, end, tid, name, ev) in calls {
-            let Some((category, stack, extdata)) = events.get(&ev) else {
+            let Some((category, _, extdata)) = events.get(&ev) else {
                 continue;
             };
-            let correlation = if *stack > 0 { *stack } else { ev } as u64;
+            let correlation = stacks.get(&ev).copied().unwrap_or(ev as u64);
             if category == "MARKER_CORE_RANGE_API" {
                 let message = serde_json::from_str::<serde_json::Value>(extdata)
                     .ok()
@@ -346,14 +409,42 @@ impl Reader<'_> {
         Ok(())
     }
 
-    /// The correlation id (`stack_id`) of each event.
+    /// The correlation id of each event: the stack id of the outermost call it descends from
+    /// (following `parent_stack_id`), so a nested call, the dispatch it enqueued and the
+    /// call that issued it share one id, as in this project's records. An event without a
+    /// stack id keeps its external `correlation_id`, or its own id.
     fn stacks(&self) -> rusqlite::Result<HashMap<i64, u64>> {
-        Ok(self
-            .select("rocpd_event", "id, stack_id, correlation_id", "", |r| {
-                Ok((int(r, 0), int(r, 1), int(r, 2)))
-            })?
-            .into_iter()
-            .map(|(id, stack, corr)| (id, if stack > 0 { stack } else { corr } as u64))
+        let events = self.select(
+            "rocpd_event",
+            "id, stack_id, parent_stack_id, correlation_id",
+            "",
+            |r| Ok((int(r, 0), int(r, 1), int(r, 2), int(r, 3))),
+        )?;
+        let parent: HashMap<i64, i64> = events
+            .iter()
+            .filter(|e| e.1 > 0)
+            .map(|e| (e.1, e.2))
+            .collect();
+        let root = |mut stack: i64| {
+            // Bounded: a malformed file may hold a cycle.
+            for _ in 0..4096 {
+                match parent.get(&stack) {
+                    Some(&p) if p > 0 && p != stack && parent.contains_key(&p) => stack = p,
+                    _ => break,
+                }
+            }
+            stack
+        };
+        Ok(events
+            .iter()
+            .map(|&(id, stack, _, corr)| {
+                let c = match (stack, corr) {
+                    (s, _) if s > 0 => root(s),
+                    (_, c) if c > 0 => c,
+                    _ => id,
+                };
+                (id, c as u64)
+            })
             .collect())
     }
 

@@ -441,12 +441,12 @@ fn bench() -> Result<()> {
     // The application's own peak (it prints maxrss_kb=), and, traced, rocprof's: sampled from
     // /proc/<pid>/status (VmHWM, a high-water mark) until it exits, so the conversion of the
     // 10 M records after the application ended is included.
-    let rss = |traced: bool| -> Result<(String, u64)> {
+    let rss = |option: Option<&str>| -> Result<(String, u64)> {
         let mut child = workload(
             &bin,
             bin.join("hsa-rate"),
             &["10000000"],
-            traced.then_some(("--hsa-trace", out_dir.as_path())),
+            option.map(|o| (o, out_dir.as_path())),
         )
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -477,11 +477,16 @@ fn bench() -> Result<()> {
             .to_owned();
         Ok((app, peak))
     };
-    let (plain, _) = rss(false)?;
-    let (traced, converting) = rss(true)?;
-    let memory = format!(
+    let (plain, _) = rss(None)?;
+    let (traced, converting) = rss(Some("--hsa-trace"))?;
+    let mut memory = format!(
         "peak RSS of hsa-rate 10000000: untraced {plain} KiB, traced --hsa-trace {traced} KiB; rocprof itself (reading the 10 M records and writing hsa_api_trace.csv) {converting} KiB"
     );
+    for format in ["rocpd", "json", "pftrace"] {
+        eprintln!("bench: rocprof's peak memory converting 10 M records to {format}");
+        let (_, peak) = rss(Some(&format!("--hsa-trace -f {format}")))?;
+        memory.push_str(&format!("; with -f {format} {peak} KiB"));
+    }
     let _ = std::fs::remove_dir_all(&out_dir);
     eprintln!("bench: record log write, read and CSV throughput");
     let csv = example_output("trace-export", "log_throughput")?;

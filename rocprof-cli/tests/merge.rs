@@ -1,0 +1,161 @@
+//! `rocprof merge` / `rocprof convert -i`: a rocpd database read back gives the run's CSV
+//! record for record (correlation ids renumbered consistently: a database keeps one id per
+//! call), kept record directories merge with each process kept apart, and inputs of the wrong
+//! kind are refused with the reason.
+//!
+//! Needs the staged simulator: run through `cargo xtask test`.
+
+mod support;
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Output;
+use support::*;
+
+fn rows(path: &Path) -> Vec<Vec<String>> {
+    let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    r.records()
+        .map(|x| x.unwrap().iter().map(str::to_owned).collect())
+        .collect()
+}
+
+fn header(path: &Path) -> Vec<String> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    r.headers().unwrap().iter().map(str::to_owned).collect()
+}
+
+fn ok(o: &Output) -> String {
+    let err = stderr(o);
+    assert!(o.status.success(), "{err}");
+    err
+}
+
+#[test]
+fn a_database_read_back_gives_the_runs_records() {
+    let tmp = scratch("merge", "roundtrip");
+    let out = tmp.join("run");
+    let o = rocprof(&tmp)
+        .args(["--sim", "--sys-trace", "-f", "csv,rocpd", "-d"])
+        .arg(&out)
+        .args(["-o", "run", "--"])
+        .arg(workload("reference-workload"))
+        .output()
+        .unwrap();
+    ok(&o);
+    let back = tmp.join("back");
+    let o = rocprof(&tmp)
+        .arg("merge")
+        .arg(out.join("run_results.db"))
+        .args(["-f", "csv", "-d"])
+        .arg(&back)
+        .args(["-o", "back"])
+        .output()
+        .unwrap();
+    let err = ok(&o);
+    assert!(err.contains("merged 1 input(s), 1 process(es)"), "{err}");
+    assert_eq!(
+        std::fs::read(out.join("run_agent_info.csv")).unwrap(),
+        std::fs::read(back.join("back_agent_info.csv")).unwrap(),
+        "agents come back whole"
+    );
+    // Every file: the same rows, but for the correlation ids, which map one to one.
+    let mut ids: HashMap<String, String> = HashMap::new();
+    for name in [
+        "hip_api_trace",
+        "hsa_api_trace",
+        "kernel_trace",
+        "memory_copy_trace",
+        "marker_api_trace",
+    ] {
+        let a = out.join(format!("run_{name}.csv"));
+        let b = back.join(format!("back_{name}.csv"));
+        let h = header(&a);
+        assert_eq!(h, header(&b), "{name}");
+        let corr = h.iter().position(|c| c == "Correlation_Id").unwrap();
+        let (ra, rb) = (rows(&a), rows(&b));
+        assert_eq!(ra.len(), rb.len(), "{name}");
+        assert!(!ra.is_empty(), "{name}");
+        for (x, y) in ra.iter().zip(&rb) {
+            for (k, (u, v)) in x.iter().zip(y).enumerate() {
+                if k != corr {
+                    assert_eq!(u, v, "{name}: column {}", h[k]);
+                }
+            }
+            // The marker ranges are numbered on their own; the others are one id space.
+            if name != "marker_api_trace" {
+                let seen = ids
+                    .entry(x[corr].clone())
+                    .or_insert_with(|| y[corr].clone());
+                assert_eq!(
+                    *seen, y[corr],
+                    "{name}: correlation {} maps to one id",
+                    x[corr]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn kept_record_directories_merge_into_one_output_per_format() {
+    let tmp = scratch("merge", "dirs");
+    // A run that cannot write its outputs keeps its record directory: a directory stands
+    // where its kernel trace would go.
+    let out = tmp.join("out");
+    std::fs::create_dir_all(out.join("run_kernel_trace.csv/x")).unwrap();
+    for _ in 0..2 {
+        let o = rocprof(&tmp)
+            .args(["--sim", "--kernel-trace", "-o", "run", "-d"])
+            .arg(&out)
+            .arg("--")
+            .arg(workload("vector-add"))
+            .output()
+            .unwrap();
+        assert!(stderr(&o).contains("finish the job with"), "{}", stderr(&o));
+    }
+    let kept = record_dirs(&tmp);
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    let merged = tmp.join("merged");
+    let o = rocprof(&tmp)
+        .args(["convert", "-i"])
+        .args(&kept)
+        .args(["-f", "csv,rocpd", "-d"])
+        .arg(&merged)
+        .output()
+        .unwrap();
+    let err = ok(&o);
+    assert!(err.contains("merged 2 input(s), 2 process(es)"), "{err}");
+    let csvs: Vec<String> = std::fs::read_dir(&merged)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with("_kernel_trace.csv"))
+        .collect();
+    assert_eq!(csvs.len(), 2, "one kernel trace per process: {csvs:?}");
+    assert!(merged.join("merged_results.db").is_file(), "{err}");
+    for d in &kept {
+        assert!(d.is_dir(), "a merge only reads its inputs");
+    }
+}
+
+#[test]
+fn inputs_of_the_wrong_kind_are_refused_with_the_reason() {
+    let tmp = scratch("merge", "refused");
+    let text = tmp.join("notes.txt");
+    std::fs::write(&text, "hello").unwrap();
+    let fake = tmp.join("fake.db");
+    std::fs::write(&fake, "not sqlite at all, just text that is long enough").unwrap();
+    for (input, expect) in [
+        (&text, "neither a record directory"),
+        (&fake, "cannot read the rocpd database"),
+    ] {
+        let o = rocprof(&tmp).arg("merge").arg(input).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(expect), "{}", stderr(&o));
+    }
+    let o = rocprof(&tmp)
+        .args(["convert", "somewhere", "-i"])
+        .arg(&text)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("after -i only"), "{}", stderr(&o));
+}

@@ -1,0 +1,111 @@
+//! MPI the way users run it: a real Open MPI `mpirun` starting one `rocprof` per rank, each
+//! writing its own outputs under `%rank%`, then `rocprof merge` turning the ranks' databases
+//! into one Perfetto trace and one rocpd database that hold every rank as its own process.
+//!
+//! Needs `mpirun` (Debian's `openmpi-bin`, which `.ci/run` installs); without it the test says
+//! so and does nothing. Needs the staged simulator: run through `cargo xtask test`.
+
+mod support;
+use std::path::Path;
+use std::process::Command;
+use support::*;
+
+const RANKS: usize = 4;
+
+fn mpirun() -> Option<Command> {
+    let found = Command::new("mpirun")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("mpi: SKIPPED: no mpirun on PATH (install openmpi-bin; .ci/run does)");
+        return None;
+    }
+    let mut c = Command::new("mpirun");
+    // As root Open MPI refuses to start without the first; the machine may have fewer cores
+    // than ranks.
+    c.args(["--allow-run-as-root", "--oversubscribe"]);
+    Some(c)
+}
+
+fn csv_rows(path: &Path) -> usize {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines().count().saturating_sub(1)
+}
+
+#[test]
+fn each_rank_writes_its_own_outputs_and_the_merge_holds_every_rank() {
+    let Some(mut mpi) = mpirun() else { return };
+    let app = workload("reference-workload");
+    let tmp = scratch("mpi", "ranks");
+    let out = tmp.join("out");
+    let template = rocprof(&tmp);
+    mpi.env("TMPDIR", &tmp)
+        .args(["-np", &RANKS.to_string()])
+        .arg(template.get_program())
+        .args(["--sim", "--sys-trace", "-f", "csv,rocpd", "-d"])
+        .arg(&out)
+        .args(["-o", "%rank%/run", "--"])
+        .arg(&app);
+    for v in STEERING {
+        mpi.env_remove(v);
+    }
+    let o = mpi.output().unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    for rank in 0..RANKS {
+        let dir = out.join(rank.to_string());
+        assert_eq!(
+            csv_rows(&dir.join("run_kernel_trace.csv")),
+            8,
+            "rank {rank}: {err}"
+        );
+        assert_eq!(
+            csv_rows(&dir.join("run_hip_api_trace.csv")),
+            52,
+            "rank {rank}"
+        );
+        assert!(dir.join("run_results.db").is_file(), "rank {rank}: {err}");
+    }
+    assert_eq!(
+        err.matches("1 process(es) recorded").count(),
+        RANKS,
+        "one rocprof per rank, each with its own process: {err}"
+    );
+
+    // One trace and one database from the four ranks' databases.
+    let merged = tmp.join("merged");
+    let mut m = rocprof(&tmp);
+    m.arg("merge");
+    for rank in 0..RANKS {
+        m.arg(out.join(rank.to_string()).join("run_results.db"));
+    }
+    m.args(["-f", "pftrace,rocpd", "-d"])
+        .arg(&merged)
+        .args(["-o", "all"]);
+    let o = m.output().unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("merged {RANKS} input(s), {RANKS} process(es)")),
+        "{err}"
+    );
+    let db = merged.join("all_results.db");
+    let pftrace = merged.join("all_results.pftrace");
+    assert!(db.is_file() && pftrace.is_file(), "{err}");
+    let conn = processes_in(&db);
+    assert_eq!(conn, RANKS, "one process row per rank");
+}
+
+/// The number of processes in a rocpd database, read with Python's sqlite3 (the way upstream's
+/// readers open it).
+fn processes_in(db: &Path) -> usize {
+    let script = "import sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\nprint(c.execute('SELECT COUNT(DISTINCT pid) FROM rocpd_info_process').fetchone()[0])\n";
+    let o = Command::new(python())
+        .args(["-c", script])
+        .arg(db)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+}
