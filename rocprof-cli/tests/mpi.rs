@@ -93,8 +93,40 @@ fn each_rank_writes_its_own_outputs_and_the_merge_holds_every_rank() {
     let db = merged.join("all_results.db");
     let pftrace = merged.join("all_results.pftrace");
     assert!(db.is_file() && pftrace.is_file(), "{err}");
-    let conn = processes_in(&db);
-    assert_eq!(conn, RANKS, "one process row per rank");
+    assert_eq!(processes_in(&db), RANKS, "one process row per rank");
+    perfetto_processes(&pftrace);
+}
+
+/// The merged trace, decoded with Perfetto's own protobuf classes (`tests/perfetto/
+/// summarize.py`): one process track per rank, every rank's 8 kernels, no format error.
+fn perfetto_processes(trace: &Path) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/perfetto/summarize.py");
+    let o = Command::new(python())
+        .arg(script)
+        .arg(trace)
+        .output()
+        .unwrap();
+    if o.status.code() == Some(3) {
+        eprintln!("mpi: the merged trace was not decoded: {}", stderr(&o));
+        return;
+    }
+    assert!(o.status.success(), "{}", stderr(&o));
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(summary["errors"], serde_json::json!([]), "{summary}");
+    let pids: std::collections::BTreeSet<u64> = summary["tracks"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter_map(|t| t["process"]["pid"].as_u64())
+        .collect();
+    assert_eq!(pids.len(), RANKS, "one process track per rank: {pids:?}");
+    let kernels = summary["slices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["category"] == "kernel_dispatch")
+        .count();
+    assert_eq!(kernels, 8 * RANKS, "every rank's kernels");
 }
 
 /// The number of processes in a rocpd database, read with Python's sqlite3 (the way upstream's
