@@ -1,0 +1,714 @@
+//! `rocprof -f csv,json` end to end on the simulated Radeon 890M: `<prefix>_results.json`
+//! parses, is valid against upstream's JSON schema wherever upstream's own writer is (the
+//! schema patched with exactly the writer's documented departures), holds the seed's
+//! collection table, agrees with the CSV files record for record, keeps every record inside
+//! the process's `[init_time, fini_time]` and its timeline consistent; with `--pmc`, the
+//! counters and one `counter_collection` entry per dispatch with counter_collection.csv's
+//! values.
+//!
+//! Validation uses the `jsonschema` library (draft 7), as trace-export's own JSON tests do.
+//!
+//! Needs the staged simulator and workloads: run through `cargo xtask test` (or
+//! `cargo xtask build` first).
+
+mod support;
+
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use support::*;
+
+type Row = HashMap<String, String>;
+
+// ---------------------------------------------------------------------------------------------
+// Upstream's schema and its documented deviations.
+
+/// Upstream's schema (`<workspace>/../shared/data/rocprofv3-schema.json`), or `None` after
+/// saying on stderr that the validation is skipped.
+fn upstream_schema() -> Option<Value> {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path = crate_dir
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(crate_dir)
+        .join("shared/data/rocprofv3-schema.json");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Some(serde_json::from_str(&text).expect("the schema is JSON")),
+        Err(e) => {
+            eprintln!(
+                "SKIPPED: schema validation; upstream's schema is absent ({}: {e})",
+                path.display()
+            );
+            None
+        }
+    }
+}
+
+/// Where upstream's writer departs from its schema: (instance path, `#` for any index; the
+/// required properties it does not write there, none for a type mismatch).
+const DEVIATIONS: [(&str, &[&str]); 6] = [
+    ("/rocprofiler-sdk-tool/#/agents/#/capability", &["Reserved"]),
+    (
+        "/rocprofiler-sdk-tool/#/code_objects/#",
+        &["rocp_agent", "hsa_agent", "memory_base", "memory_size"],
+    ),
+    (
+        "/rocprofiler-sdk-tool/#/host_functions/#",
+        &[
+            "host_function_address",
+            "modules_address",
+            "thread_id_address",
+            "block_id_address",
+            "block_dim_address",
+            "grid_dim_address",
+            "workgroup_size_address",
+        ],
+    ),
+    (
+        "/rocprofiler-sdk-tool/#/strings/code_object_snapshot_filenames/#",
+        &[],
+    ),
+    ("/rocprofiler-sdk-tool/#/counters/#", &["dimension_ids"]),
+    (
+        "/rocprofiler-sdk-tool/#/callback_records/counter_collection/#",
+        &["arch_vgpr_count", "sgpr_count", "lds_block_size_v"],
+    ),
+];
+
+const HOST_FUNCTION_NAMES: [(&str, &str); 7] = [
+    ("host_function_address", "host_function"),
+    ("modules_address", "modules"),
+    ("thread_id_address", "thread_ids"),
+    ("block_id_address", "block_ids"),
+    ("block_dim_address", "block_dims"),
+    ("grid_dim_address", "grid_dims"),
+    ("workgroup_size_address", "workgroup_size"),
+];
+
+fn drop_required(node: &mut Value, names: &[&str]) {
+    let required = node["required"].as_array_mut().expect("a required list");
+    let before = required.len();
+    required.retain(|r| !names.contains(&r.as_str().unwrap()));
+    assert_eq!(
+        before - required.len(),
+        names.len(),
+        "{names:?} were required"
+    );
+}
+
+fn add_required(node: &mut Value, names: &[&str]) {
+    let required = node["required"].as_array_mut().expect("a required list");
+    required.extend(names.iter().map(|n| json!(n)));
+}
+
+/// `schema` with exactly the documented deviations written in as the writer's layout.
+fn patched(schema: &Value) -> Value {
+    let mut s = schema.clone();
+    let tool = &mut s["properties"]["rocprofiler-sdk-tool"]["items"]["properties"];
+    drop_required(
+        &mut tool["agents"]["items"]["properties"]["capability"],
+        &["Reserved"],
+    );
+    let code_object = &mut tool["code_objects"]["items"];
+    drop_required(
+        code_object,
+        &["rocp_agent", "hsa_agent", "memory_base", "memory_size"],
+    );
+    add_required(code_object, &["agent_id"]);
+    code_object["if"] = json!({"properties": {"storage_type": {"const": 2}}});
+    code_object["then"] = json!({"required": ["memory_base", "memory_size"]});
+    let host_function = &mut tool["host_functions"]["items"];
+    for (old, new) in HOST_FUNCTION_NAMES {
+        drop_required(host_function, &[old]);
+        add_required(host_function, &[new]);
+        let properties = host_function["properties"].as_object_mut().unwrap();
+        properties.remove(old).expect("a schema property");
+        properties.insert(new.into(), json!({}));
+    }
+    tool["strings"]["properties"]["code_object_snapshot_filenames"]["items"] =
+        json!({"type": "string"});
+    let counter = &mut tool["counters"]["items"];
+    drop_required(counter, &["dimension_ids"]);
+    add_required(counter, &["dimensions", "instances"]);
+    let properties = counter["properties"].as_object_mut().unwrap();
+    properties.remove("dimension_ids");
+    properties.insert("dimensions".into(), json!({"type": "array"}));
+    properties.insert("instances".into(), json!({"type": "array"}));
+    let entry = &mut tool["callback_records"]["properties"]["counter_collection"]["items"];
+    entry["required"] = json!(["thread_id", "dispatch_data", "records", "stream_id"]);
+    let properties = entry["properties"].as_object_mut().unwrap();
+    for gone in ["arch_vgpr_count", "sgpr_count", "lds_block_size_v"] {
+        properties.remove(gone).expect("a schema property");
+    }
+    properties.insert(
+        "stream_id".into(),
+        json!({"type": "object", "required": ["handle"]}),
+    );
+    entry["additionalProperties"] = json!(false);
+    s
+}
+
+fn path_matches(path: &str, pattern: &str) -> bool {
+    let (a, b): (Vec<&str>, Vec<&str>) = (path.split('/').collect(), pattern.split('/').collect());
+    a.len() == b.len()
+        && a.iter().zip(&b).all(|(x, p)| {
+            x == p || (*p == "#" && !x.is_empty() && x.bytes().all(|c| c.is_ascii_digit()))
+        })
+}
+
+/// Validates `doc` with a JSON Schema library (draft 7): valid against the patched schema,
+/// and against upstream's own only where a documented deviation says; returns the deviations
+/// met, `None` when the schema is absent.
+fn validate(doc: &Value) -> Option<BTreeSet<&'static str>> {
+    let schema = upstream_schema()?;
+    let strict = jsonschema::draft7::new(&patched(&schema)).expect("the patched schema compiles");
+    let errors: Vec<String> = strict
+        .iter_errors(doc)
+        .map(|e| format!("{}: {e}", e.instance_path.as_str()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "invalid against the patched schema:\n{errors:#?}"
+    );
+    let as_is = jsonschema::draft7::new(&schema).expect("upstream's schema compiles");
+    let mut met = BTreeSet::new();
+    for e in as_is.iter_errors(doc) {
+        let path = e.instance_path.as_str();
+        let deviation = DEVIATIONS
+            .iter()
+            .find(|(pattern, _)| path_matches(path, pattern));
+        let documented = deviation.is_some_and(|(_, missing)| match &e.kind {
+            jsonschema::error::ValidationErrorKind::Required { property } => {
+                missing.contains(&property.as_str().unwrap_or(""))
+            }
+            jsonschema::error::ValidationErrorKind::Type { .. } => missing.is_empty(),
+            _ => false,
+        });
+        assert!(documented, "undocumented schema error at {path}: {e}");
+        met.insert(deviation.unwrap().0);
+    }
+    Some(met)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runs.
+
+struct Run {
+    tmp: PathBuf,
+    dir: PathBuf,
+}
+
+impl Run {
+    fn rows(&self, name: &str) -> Vec<Row> {
+        let path = self.dir.join(format!("run_{name}.csv"));
+        let mut r =
+            csv::Reader::from_path(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        r.deserialize().map(Result::unwrap).collect()
+    }
+
+    fn json(&self) -> Value {
+        let path = self.dir.join("run_results.json");
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        serde_json::from_str(&text).expect("results.json parses")
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.tmp);
+        }
+    }
+}
+
+fn profile(tag: &str, options: &[&str], env: &[(&str, &str)]) -> Run {
+    let tmp = scratch("json", tag);
+    let dir = tmp.join("out");
+    let mut c = rocprof(&tmp);
+    c.env_remove("WSLSIM_SEED")
+        .arg("--sim")
+        .args(options)
+        .args(["-f", "csv,json", "-d"])
+        .arg(&dir)
+        .args(["-o", "run", "--"])
+        .arg(workload("reference-workload"))
+        .envs(env.iter().copied());
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    Run { tmp, dir }
+}
+
+fn num(r: &Row, k: &str) -> u64 {
+    r[k].parse().unwrap_or_else(|_| panic!("{k}={}", r[k]))
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
+}
+
+/// The name of a record's `(kind, operation)` through `strings.buffer_records`.
+fn op_name<'a>(p: &'a Value, r: &Value) -> &'a str {
+    p["strings"]["buffer_records"][u(&r["kind"]) as usize]["operations"]
+        [u(&r["operation"]) as usize]
+        .as_str()
+        .unwrap()
+}
+
+/// The name of a record's kind (the CSV files' `Domain`).
+fn kind_name<'a>(p: &'a Value, r: &Value) -> &'a str {
+    p["strings"]["buffer_records"][u(&r["kind"]) as usize]["kind"]
+        .as_str()
+        .unwrap()
+}
+
+fn records<'a>(p: &'a Value, kind: &str) -> &'a [Value] {
+    p["buffer_records"][kind].as_array().unwrap()
+}
+
+fn times(r: &Value) -> (u64, u64) {
+    (u(&r["start_timestamp"]), u(&r["end_timestamp"]))
+}
+
+fn internal(r: &Value) -> u64 {
+    u(&r["correlation_id"]["internal"])
+}
+
+/// `--sys-trace`, written as CSV and JSON.
+fn sys_trace() -> &'static Run {
+    static RUN: std::sync::OnceLock<Run> = std::sync::OnceLock::new();
+    RUN.get_or_init(|| profile("sys", &["--sys-trace"], &[]))
+}
+
+#[test]
+fn sys_trace_json_is_valid_and_holds_the_seeds_table() {
+    let r = sys_trace();
+    let doc = r.json();
+    if let Some(met) = validate(&doc) {
+        assert_eq!(
+            met,
+            BTreeSet::from(["/rocprofiler-sdk-tool/#/agents/#/capability"])
+        );
+    }
+    let tool = doc["rocprofiler-sdk-tool"].as_array().unwrap();
+    assert_eq!(tool.len(), 1, "one process");
+    let p = &tool[0];
+
+    let hip = records(p, "hip_api");
+    assert_eq!(hip.len(), 52, "HIP API records");
+    let count = |name: &str| hip.iter().filter(|h| op_name(p, h) == name).count();
+    assert_eq!((count("hipMemcpy"), count("hipLaunchKernel")), (16, 8));
+    assert_eq!(records(p, "hsa_api").len(), r.rows("hsa_api_trace").len());
+
+    let symbols = p["kernel_symbols"].as_array().unwrap();
+    assert_eq!(
+        (
+            u(&symbols[0]["kernel_id"]),
+            symbols[0]["kernel_name"].as_str()
+        ),
+        (0, Some("0"))
+    );
+    let agents = p["agents"].as_array().unwrap();
+    let kernels = records(p, "kernel_dispatch");
+    assert_eq!(kernels.len(), 8);
+    for k in kernels {
+        let info = &k["dispatch_info"];
+        let symbol = symbols
+            .iter()
+            .find(|s| s["kernel_id"] == info["kernel_id"])
+            .expect("the dispatch's kernel symbol");
+        assert_eq!(
+            symbol["kernel_name"],
+            "axpb(float const*, float*, unsigned long)"
+        );
+        assert_eq!(symbol["truncated_kernel_name"], "axpb");
+        assert!(u(&symbol["arch_vgpr_count"]) > 0 && u(&symbol["sgpr_count"]) > 0);
+        assert_eq!(
+            (u(&info["workgroup_size"]["x"]), u(&info["grid_size"]["x"])),
+            (256, 262_144)
+        );
+        let agent = agents
+            .iter()
+            .find(|a| a["id"] == info["agent_id"])
+            .expect("its agent");
+        assert_eq!(
+            (agent["name"].as_str(), u(&agent["type"])),
+            (Some("gfx1150"), 2)
+        );
+        let (start, end) = times(k);
+        assert!(end > start);
+    }
+
+    let copies = records(p, "memory_copy");
+    assert_eq!(copies.len(), 16);
+    assert!(copies.iter().all(|c| u(&c["bytes"]) == 1_048_576));
+    let directions = |d: &str| copies.iter().filter(|c| op_name(p, c) == d).count();
+    assert_eq!(
+        (
+            directions("MEMORY_COPY_HOST_TO_DEVICE"),
+            directions("MEMORY_COPY_DEVICE_TO_HOST")
+        ),
+        (8, 8)
+    );
+
+    let messages: HashMap<u64, &str> = p["strings"]["marker_api"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (u(&e["key"]), e["value"].as_str().unwrap()))
+        .collect();
+    let mut ranges: Vec<&str> = records(p, "marker_api")
+        .iter()
+        .map(|m| {
+            assert_eq!(op_name(p, m), "roctxThreadRangeA");
+            messages[&internal(m)]
+        })
+        .collect();
+    ranges.sort();
+    assert_eq!(
+        ranges,
+        (0..8).map(|i| format!("iter{i}")).collect::<Vec<_>>()
+    );
+
+    assert_eq!(p["counters"], json!([]), "no --pmc");
+    assert_eq!(p["summary"], json!([]), "no stats");
+    assert_eq!(p["callback_records"]["counter_collection"], json!([]));
+    assert_eq!(
+        u(&p["metadata"]["pid"]),
+        num(&r.rows("hip_api_trace")[0], "Process_Id")
+    );
+    let command: Vec<&str> = p["metadata"]["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(command[0].ends_with("reference-workload"), "{command:?}");
+}
+
+#[test]
+fn sys_trace_json_agrees_with_the_csv_files_record_for_record() {
+    let r = sys_trace();
+    let doc = r.json();
+    let p = &doc["rocprofiler-sdk-tool"][0];
+
+    // HIP calls are outermost: their internal ids are the CSV's correlation ids.
+    type Call = (String, String, u64, u64, u64, u64);
+    let csv_calls = |file: &str| -> Vec<Call> {
+        let mut v: Vec<Call> = r
+            .rows(file)
+            .iter()
+            .map(|h| {
+                (
+                    h["Domain"].clone(),
+                    h["Function"].clone(),
+                    num(h, "Thread_Id"),
+                    num(h, "Correlation_Id"),
+                    num(h, "Start_Timestamp"),
+                    num(h, "End_Timestamp"),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    // A nested call's CSV correlation id is its outermost enclosing call's.
+    let ancestors: HashMap<u64, u64> = ["hip_api", "hsa_api"]
+        .iter()
+        .flat_map(|k| records(p, k))
+        .map(|c| (internal(c), u(&c["correlation_id"]["ancestor"])))
+        .collect();
+    let outermost = |mut id: u64| {
+        for _ in 0..=ancestors.len() {
+            match ancestors.get(&id) {
+                Some(&up) if up != 0 => id = up,
+                _ => return id,
+            }
+        }
+        panic!("the ancestors of call {id} form a cycle");
+    };
+    let json_calls = |kind: &str| -> Vec<Call> {
+        let mut v: Vec<Call> = records(p, kind)
+            .iter()
+            .map(|c| {
+                let (start, end) = times(c);
+                (
+                    kind_name(p, c).to_owned(),
+                    op_name(p, c).to_owned(),
+                    u(&c["thread_id"]),
+                    outermost(internal(c)),
+                    start,
+                    end,
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(json_calls("hip_api"), csv_calls("hip_api_trace"));
+    for h in records(p, "hip_api") {
+        assert_eq!(
+            u(&h["correlation_id"]["ancestor"]),
+            0,
+            "a HIP call nested in another: {h}"
+        );
+    }
+    assert_eq!(json_calls("hsa_api"), csv_calls("hsa_api_trace"));
+    let mut unique = BTreeSet::new();
+    for kind in ["hip_api", "hsa_api", "marker_api"] {
+        for c in records(p, kind) {
+            assert!(
+                unique.insert(internal(c)),
+                "correlation id {} repeats",
+                internal(c)
+            );
+        }
+    }
+
+    let mut csv_kernels: Vec<(u64, u64, u64, u64, u64)> = r
+        .rows("kernel_trace")
+        .iter()
+        .map(|k| {
+            (
+                num(k, "Dispatch_Id"),
+                num(k, "Correlation_Id"),
+                num(k, "Start_Timestamp"),
+                num(k, "End_Timestamp"),
+                num(k, "Queue_Id"),
+            )
+        })
+        .collect();
+    csv_kernels.sort();
+    let mut json_kernels: Vec<(u64, u64, u64, u64, u64)> = records(p, "kernel_dispatch")
+        .iter()
+        .map(|k| {
+            let (start, end) = times(k);
+            let info = &k["dispatch_info"];
+            (
+                u(&info["dispatch_id"]),
+                internal(k),
+                start,
+                end,
+                u(&info["queue_id"]["handle"]),
+            )
+        })
+        .collect();
+    json_kernels.sort();
+    assert_eq!(json_kernels, csv_kernels);
+
+    let mut csv_copies: Vec<(String, u64, u64, u64)> = r
+        .rows("memory_copy_trace")
+        .iter()
+        .map(|c| {
+            (
+                c["Direction"].clone(),
+                num(c, "Correlation_Id"),
+                num(c, "Start_Timestamp"),
+                num(c, "End_Timestamp"),
+            )
+        })
+        .collect();
+    csv_copies.sort();
+    let mut json_copies: Vec<(String, u64, u64, u64)> = records(p, "memory_copy")
+        .iter()
+        .map(|c| {
+            let (start, end) = times(c);
+            (op_name(p, c).to_owned(), internal(c), start, end)
+        })
+        .collect();
+    json_copies.sort();
+    assert_eq!(json_copies, csv_copies);
+
+    let messages: HashMap<u64, String> = p["strings"]["marker_api"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (u(&e["key"]), e["value"].as_str().unwrap().to_owned()))
+        .collect();
+    let mut csv_markers: Vec<(String, u64, u64, u64, u64)> = r
+        .rows("marker_api_trace")
+        .iter()
+        .map(|m| {
+            (
+                m["Function"].clone(),
+                num(m, "Thread_Id"),
+                num(m, "Correlation_Id"),
+                num(m, "Start_Timestamp"),
+                num(m, "End_Timestamp"),
+            )
+        })
+        .collect();
+    csv_markers.sort();
+    let mut json_markers: Vec<(String, u64, u64, u64, u64)> = records(p, "marker_api")
+        .iter()
+        .map(|m| {
+            let (start, end) = times(m);
+            (
+                messages[&internal(m)].clone(),
+                u(&m["thread_id"]),
+                internal(m),
+                start,
+                end,
+            )
+        })
+        .collect();
+    json_markers.sort();
+    assert_eq!(json_markers, csv_markers);
+}
+
+#[test]
+fn sys_trace_json_records_lie_inside_the_process_and_the_calls_that_caused_them() {
+    let doc = sys_trace().json();
+    let p = &doc["rocprofiler-sdk-tool"][0];
+    let (init, fini) = (
+        u(&p["metadata"]["init_time"]),
+        u(&p["metadata"]["fini_time"]),
+    );
+    assert!(init > 0 && init < fini);
+    let mut all = 0;
+    for (kind, list) in p["buffer_records"].as_object().unwrap() {
+        for rec in list.as_array().unwrap() {
+            let (start, end) = times(rec);
+            assert!(
+                init <= start && start <= end && end <= fini,
+                "{kind}: {rec}"
+            );
+            all += 1;
+        }
+    }
+    assert!(all > 600, "{all} records");
+
+    let calls: HashMap<u64, &Value> = records(p, "hip_api")
+        .iter()
+        .map(|h| (internal(h), h))
+        .collect();
+    let mut d2h: Vec<(u64, u64)> = Vec::new();
+    for c in records(p, "memory_copy") {
+        let call = calls[&internal(c)];
+        assert_eq!(op_name(p, call), "hipMemcpy");
+        let ((cs, ce), (s, e)) = (times(call), times(c));
+        assert!(
+            cs <= s && e <= ce,
+            "copy {s}..{e} outside its hipMemcpy {cs}..{ce}"
+        );
+        if op_name(p, c) == "MEMORY_COPY_DEVICE_TO_HOST" {
+            d2h.push((cs, ce));
+        }
+    }
+    d2h.sort();
+    for k in records(p, "kernel_dispatch") {
+        let launch = calls[&internal(k)];
+        assert_eq!(op_name(p, launch), "hipLaunchKernel");
+        let ((ls, le), (s, e)) = (times(launch), times(k));
+        assert!(ls <= s, "dispatch starts before its hipLaunchKernel");
+        let consumer = d2h
+            .iter()
+            .find(|(cs, _)| *cs >= le)
+            .expect("a later D2H copy");
+        assert!(
+            e <= consumer.1,
+            "dispatch ends after the hipMemcpy that consumes it"
+        );
+    }
+}
+
+#[test]
+fn pmc_json_lists_the_counters_and_one_entry_per_dispatch_with_the_csv_values() {
+    let r = profile(
+        "pmc",
+        &["--pmc", "SQ_WAVES", "GRBM_COUNT"],
+        &[("WSLSIM_SEED", "5")],
+    );
+    let doc = r.json();
+    if let Some(met) = validate(&doc) {
+        assert_eq!(
+            met,
+            BTreeSet::from([
+                "/rocprofiler-sdk-tool/#/agents/#/capability",
+                "/rocprofiler-sdk-tool/#/counters/#",
+                "/rocprofiler-sdk-tool/#/callback_records/counter_collection/#",
+            ])
+        );
+    }
+    let p = &doc["rocprofiler-sdk-tool"][0];
+    let gpu = p["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| u(&a["type"]) == 2)
+        .unwrap();
+    let counters = p["counters"].as_array().unwrap();
+    let names: BTreeMap<u64, &str> = counters
+        .iter()
+        .map(|c| {
+            assert_eq!(c["agent_id"], gpu["id"]);
+            assert_eq!(u(&c["is_derived"]), 0);
+            (u(&c["id"]["handle"]), c["name"].as_str().unwrap())
+        })
+        .collect();
+    let listed: BTreeSet<&str> = names.values().copied().collect();
+    assert_eq!(listed, BTreeSet::from(["GRBM_COUNT", "SQ_WAVES"]));
+    let blocks: BTreeSet<&str> = counters
+        .iter()
+        .map(|c| c["block"].as_str().unwrap())
+        .collect();
+    assert_eq!(blocks, BTreeSet::from(["GRBM", "SQ"]));
+    assert_eq!(
+        records(p, "kernel_dispatch"),
+        &[] as &[Value],
+        "kernels were not traced"
+    );
+
+    // counter_collection.csv, per dispatch: its correlation id, times and values by name.
+    type Counted = (u64, u64, u64, BTreeMap<String, f64>);
+    let mut csv: BTreeMap<u64, Counted> = BTreeMap::new();
+    for row in r.rows("counter_collection") {
+        let e = csv.entry(num(&row, "Dispatch_Id")).or_insert_with(|| {
+            (
+                num(&row, "Correlation_Id"),
+                num(&row, "Start_Timestamp"),
+                num(&row, "End_Timestamp"),
+                BTreeMap::new(),
+            )
+        });
+        e.3.insert(
+            row["Counter_Name"].clone(),
+            row["Counter_Value"].parse().unwrap(),
+        );
+    }
+    assert_eq!(csv.len(), 8, "eight counted dispatches");
+    let entries = p["callback_records"]["counter_collection"]
+        .as_array()
+        .unwrap();
+    assert_eq!(entries.len(), 8, "one entry per dispatch");
+    let mut json: BTreeMap<u64, Counted> = BTreeMap::new();
+    for e in entries {
+        let data = &e["dispatch_data"];
+        let values = e["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| {
+                (
+                    names[&u(&v["counter_id"]["handle"])].to_owned(),
+                    v["value"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        let (start, end) = times(data);
+        let old = json.insert(
+            u(&data["dispatch_info"]["dispatch_id"]),
+            (internal(data), start, end, values),
+        );
+        assert!(old.is_none(), "a dispatch with two entries");
+        assert_eq!(data["dispatch_info"]["agent_id"], gpu["id"]);
+    }
+    assert_eq!(json, csv);
+    let (init, fini) = (
+        u(&p["metadata"]["init_time"]),
+        u(&p["metadata"]["fini_time"]),
+    );
+    for (_, start, end, _) in json.values() {
+        assert!(init <= *start && end <= &fini);
+    }
+}
