@@ -189,13 +189,15 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
                 files =
                     write_csv(&staged, t, &labels, csv).map_err(|e| write_failure(e, &prefix))?;
             }
-            let view = ProcessView::new(t, &labels);
+            // The view is built only for the one-file formats (it costs memory per record).
+            let one_file = settings.formats.iter().any(|f| f.results_file().is_some());
+            let view = one_file.then(|| ProcessView::new(t, &labels));
             for format in &settings.formats {
-                let Some((name, ext)) = format.results_file() else {
+                let (Some((name, ext)), Some(view)) = (format.results_file(), view.as_ref()) else {
                     continue;
                 };
                 let path = staged.file(name, ext);
-                let views = std::slice::from_ref(&view);
+                let views = std::slice::from_ref(view);
                 match format {
                     OutputFormat::Json => trace_export::json::write(&path, &run, views),
                     OutputFormat::Pftrace => trace_export::perfetto::write(&path, &run, views),

@@ -64,9 +64,15 @@ pub struct ProcessView<'a> {
 impl<'a> ProcessView<'a> {
     /// Resolves `trace` (agents named by `labels`).
     pub fn new(trace: &'a ProcessTrace, labels: &'a AgentLabels) -> Self {
-        let mut api: Vec<&ApiRecord> = trace.api.iter().collect();
-        api.sort_by_key(|r| (r.start, r.correlation_id));
-        let api = with_ancestors(&api);
+        // The reader leaves the calls in start order already; sorted here only if not.
+        let key = |r: &ApiRecord| (r.start, r.correlation_id);
+        let api = if trace.api.is_sorted_by_key(key) {
+            with_ancestors(trace.api.iter())
+        } else {
+            let mut sorted: Vec<&ApiRecord> = trace.api.iter().collect();
+            sorted.sort_by_key(|r| key(r));
+            with_ancestors(sorted.into_iter())
+        };
         let mut dispatches: Vec<&KernelDispatchRecord> = trace.dispatches.iter().collect();
         dispatches.sort_by_key(|d| (d.start, d.dispatch_id));
         let mut copies: Vec<&MemoryCopyRecord> = trace.copies.iter().collect();
@@ -149,11 +155,11 @@ impl<'a> ProcessView<'a> {
 
 /// Gives each call (sorted by start) an id and the id of the call it is nested in on its
 /// thread: the latest-starting earlier call of the thread that has not ended when it starts.
-fn with_ancestors<'a>(api: &[&'a ApiRecord]) -> Vec<Api<'a>> {
+fn with_ancestors<'a>(api: impl ExactSizeIterator<Item = &'a ApiRecord>) -> Vec<Api<'a>> {
     // Per thread, the calls still open: (end, id).
     let mut open: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
     let mut out = Vec::with_capacity(api.len());
-    for (k, r) in api.iter().enumerate() {
+    for (k, r) in api.enumerate() {
         let id = k as u64 + 1;
         let stack = open.entry(r.thread_id).or_default();
         while stack
@@ -216,8 +222,7 @@ mod tests {
             call(95, 100, 1),  // 6 in 1 (ends with it)
             call(110, 120, 1), // 7 outermost
         ];
-        let refs: Vec<&ApiRecord> = calls.iter().collect();
-        let v = with_ancestors(&refs);
+        let v = with_ancestors(calls.iter());
         let got: Vec<(u64, u64)> = v.iter().map(|a| (a.id, a.ancestor)).collect();
         assert_eq!(
             got,
