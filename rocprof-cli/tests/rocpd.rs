@@ -12,10 +12,10 @@
 
 mod support;
 
+use rusqlite::Connection;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use support::{rocprof, scratch, stderr, workload};
-use trace_export::rocpd::rusqlite::{self, Connection};
 
 type Row = HashMap<String, String>;
 

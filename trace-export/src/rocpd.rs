@@ -42,10 +42,6 @@ use crate::view::{ProcessView, RunInfo};
 use rusqlite::OptionalExtension as _;
 use std::path::{Path, PathBuf};
 
-/// The SQLite binding the file is written with, for tools and tests that read it back.
-#[doc(hidden)]
-pub use rusqlite;
-
 /// Writes the rocpd file at `path` for `processes` (one file may hold several processes, each
 /// with its own guid and tables).
 pub fn write(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Result<(), Error> {
