@@ -202,8 +202,6 @@ struct Process<'a, 'v> {
     api_ids: Vec<u64>,
     /// `correlation_id.internal` of each marker, by position in `view.markers`.
     marker_ids: Vec<u64>,
-    /// The HIP stream of each correlation id a dispatch or copy carries.
-    streams: HashMap<u64, u64>,
     /// Each dispatch by id (the first of an id), for the counter entries.
     dispatches: HashMap<u64, &'v KernelDispatchRecord>,
     /// Whether kernel dispatches go into `buffer_records`.
@@ -215,18 +213,6 @@ struct Process<'a, 'v> {
 impl<'a, 'v> Process<'a, 'v> {
     fn new(view: &'a ProcessView<'v>, node: &'a Node, run: &'a RunInfo) -> Self {
         let (api_ids, marker_ids) = correlation_ids(view);
-        let any_hip = view.api.iter().any(|a| a.domain.is_hip());
-        let mut streams = HashMap::new();
-        if any_hip {
-            let causes = view
-                .dispatches
-                .iter()
-                .map(|d| (d.correlation_id, d.stream_id));
-            let causes = causes.chain(view.copies.iter().map(|c| (c.correlation_id, c.stream_id)));
-            for (correlation, stream) in causes {
-                streams.entry(correlation).or_insert(stream);
-            }
-        }
         let mut dispatches = HashMap::new();
         if !view.counters.is_empty() {
             for d in &view.dispatches {
@@ -245,7 +231,6 @@ impl<'a, 'v> Process<'a, 'v> {
             run,
             api_ids,
             marker_ids,
-            streams,
             dispatches,
             kernel_trace,
             bounds: (0, 0),
@@ -313,8 +298,7 @@ impl<'a, 'v> Process<'a, 'v> {
             end_timestamp: r.end,
             thread_id: r.thread_id.into(),
             args: hip.then_some(EMPTY),
-            stream_id: hip
-                .then(|| Handle::of(self.streams.get(&r.correlation_id).copied().unwrap_or(0))),
+            stream_id: hip.then(|| Handle::of(self.view.stream_of(r.correlation_id).unwrap_or(0))),
         }
     }
 

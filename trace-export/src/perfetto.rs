@@ -198,47 +198,11 @@ fn write_process<W: Write>(
         },
     )?;
 
-    let calls = CallIndex::new(view);
-    write_host(&mut seq, view, uuids, &calls, t0)?;
-    write_device(&mut seq, view, uuids, &calls, t0)?;
+    write_host(&mut seq, view, uuids, t0)?;
+    write_device(&mut seq, view, uuids, t0)?;
     write_copy_bytes(&mut seq, view, uuids, t0)?;
     write_pmc(&mut seq, view, uuids, t0)?;
     Ok(())
-}
-
-/// The calls asynchronous records and markers refer to: a record's correlation id is the one
-/// of the outermost call it was issued under.
-struct CallIndex<'v, 'a> {
-    /// Correlation id → the outermost call with it.
-    outermost: HashMap<u64, &'v Api<'a>>,
-    /// Correlation id → the HIP stream of a kernel or copy it enqueued.
-    streams: HashMap<u64, u64>,
-}
-
-impl<'v, 'a> CallIndex<'v, 'a> {
-    fn new(view: &'v ProcessView<'a>) -> Self {
-        let mut outermost = HashMap::new();
-        if !(view.dispatches.is_empty() && view.copies.is_empty() && view.markers.is_empty()) {
-            outermost.reserve(view.api.len());
-            for a in view.api.iter().filter(|a| a.ancestor == 0) {
-                outermost.entry(a.record.correlation_id).or_insert(a);
-            }
-        }
-        let mut streams = HashMap::new();
-        let async_streams = view
-            .dispatches
-            .iter()
-            .map(|d| (d.correlation_id, d.stream_id))
-            .chain(view.copies.iter().map(|c| (c.correlation_id, c.stream_id)));
-        for (corr, stream) in async_streams {
-            streams.entry(corr).or_insert(stream);
-        }
-        CallIndex { outermost, streams }
-    }
-
-    fn call(&self, correlation_id: u64) -> Option<&'v Api<'a>> {
-        self.outermost.get(&correlation_id).copied()
-    }
 }
 
 /// Per-track stacks of open slices, written in nesting order.
@@ -376,7 +340,6 @@ fn write_host<W: Write>(
     seq: &mut Sequence<'_, W>,
     view: &ProcessView<'_>,
     uuids: Uuids,
-    calls: &CallIndex<'_, '_>,
     t0: u64,
 ) -> io::Result<()> {
     let t = view.trace;
@@ -456,7 +419,7 @@ fn write_host<W: Write>(
                     (Ann::ancestor_id, Value::U(a.ancestor)),
                 ]);
                 let category = if a.domain.is_hip() {
-                    let stream = calls.streams.get(&r.correlation_id).copied();
+                    let stream = view.stream_of(r.correlation_id);
                     anns.push((Ann::stream_ID, Value::U(stream.unwrap_or(0))));
                     Category::HipApi
                 } else {
@@ -474,7 +437,7 @@ fn write_host<W: Write>(
                         iid
                     }
                 };
-                let call = calls.call(m.correlation_id);
+                let call = view.issuing_call(m.correlation_id);
                 let kind = match MarkerKind::from_u8(m.kind) {
                     Some(MarkerKind::Mark) => KIND_MARKER_CORE,
                     _ => KIND_MARKER_RANGE,
@@ -569,7 +532,6 @@ fn write_device<W: Write>(
     seq: &mut Sequence<'_, W>,
     view: &ProcessView<'_>,
     uuids: Uuids,
-    calls: &CallIndex<'_, '_>,
     t0: u64,
 ) -> io::Result<()> {
     use std::fmt::Write as _;
@@ -689,7 +651,7 @@ fn write_device<W: Write>(
                         iid
                     }
                 };
-                let call = calls.call(k.correlation_id);
+                let call = view.issuing_call(k.correlation_id);
                 let symbol = view.symbol(k.kernel_id);
                 let of = |f: fn(&KernelSymbolRecord) -> u32| symbol.map_or(0, |s| u64::from(f(s)));
                 let a = agent(k.agent_node_id);
@@ -739,7 +701,7 @@ fn write_device<W: Write>(
                         iid
                     }
                 };
-                let call = calls.call(c.correlation_id);
+                let call = view.issuing_call(c.correlation_id);
                 text.clear();
                 text.push_str(&agent(c.src_node_id).annotation);
                 let src_len = text.len();

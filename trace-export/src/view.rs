@@ -7,7 +7,7 @@
 //! unique id per call (rocpd regions, JSON `correlation_id.internal`, Perfetto flows) use
 //! [`Api::id`], and [`Api::ancestor`] names the enclosing call's id (0 for an outermost call).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use trace_records::agents::{Agent, AgentLabels};
 use trace_records::record::*;
 use trace_records::{CounterRecord, ProcessTrace};
@@ -52,13 +52,14 @@ pub struct ProcessView<'a> {
     pub counters: Vec<&'a CounterRecord>,
     /// Every thread id any record names, ascending.
     pub threads: Vec<u32>,
-    /// Every queue id a dispatch names, ascending.
-    pub queues: Vec<u64>,
-    /// Every HIP stream a dispatch or copy names, ascending (0 = no stream).
-    pub streams: Vec<u64>,
     /// The earliest and latest timestamp of any record (the log's creation when it has none).
     pub span: (u64, u64),
     symbols: HashMap<u64, &'a KernelSymbolRecord>,
+    /// By the correlation id of a dispatch, copy or marker: the position in `api` of the call
+    /// that issued it.
+    issuing: HashMap<u64, usize>,
+    /// By the correlation id of a dispatch or copy: the HIP stream of the first one.
+    streams: HashMap<u64, u64>,
 }
 
 impl<'a> ProcessView<'a> {
@@ -87,9 +88,16 @@ impl<'a> ProcessView<'a> {
         threads.extend(trace.dispatches.iter().map(|r| r.thread_id));
         threads.extend(trace.copies.iter().map(|r| r.thread_id));
         threads.extend(trace.markers.iter().map(|r| r.thread_id));
-        let queues: BTreeSet<u64> = trace.dispatches.iter().map(|d| d.queue_id).collect();
-        let mut streams: BTreeSet<u64> = trace.dispatches.iter().map(|d| d.stream_id).collect();
-        streams.extend(trace.copies.iter().map(|c| c.stream_id));
+        let mut streams = HashMap::new();
+        let enqueued = trace
+            .dispatches
+            .iter()
+            .map(|d| (d.correlation_id, d.stream_id))
+            .chain(trace.copies.iter().map(|c| (c.correlation_id, c.stream_id)));
+        for (correlation, stream) in enqueued {
+            streams.entry(correlation).or_insert(stream);
+        }
+        let issuing = issuing_calls(&api, &streams, &markers);
 
         let times = trace
             .api
@@ -113,10 +121,10 @@ impl<'a> ProcessView<'a> {
             markers,
             counters,
             threads: threads.into_iter().collect(),
-            queues: queues.into_iter().collect(),
-            streams: streams.into_iter().collect(),
             span,
             symbols: trace.symbols_by_id(),
+            issuing,
+            streams,
         }
     }
 
@@ -147,10 +155,53 @@ impl<'a> ProcessView<'a> {
         self.trace.string(id)
     }
 
+    /// The call that issued the dispatch, copy or marker with this correlation id: the
+    /// outermost call carrying it (nested calls share it), else the first; `None` when no
+    /// traced call has it.
+    pub fn issuing_call(&self, correlation_id: u64) -> Option<&Api<'a>> {
+        self.issuing.get(&correlation_id).map(|&k| &self.api[k])
+    }
+
+    /// The HIP stream of the first dispatch or copy with this correlation id.
+    pub fn stream_of(&self, correlation_id: u64) -> Option<u64> {
+        self.streams.get(&correlation_id).copied()
+    }
+
     /// The agent with a driver node id.
     pub fn agent(&self, node_id: u32) -> Option<&'a Agent> {
         self.agents().iter().find(|a| a.node_id == node_id)
     }
+}
+
+/// For each correlation id of a dispatch, copy or marker, the position of the call that issued
+/// it (see [`ProcessView::issuing_call`]). Only those ids are indexed, so the map stays as small
+/// as the asynchronous records.
+fn issuing_calls(
+    api: &[Api<'_>],
+    enqueued: &HashMap<u64, u64>,
+    markers: &[&MarkerRecord],
+) -> HashMap<u64, usize> {
+    let mut found: HashMap<u64, usize> = HashMap::new();
+    if enqueued.is_empty() && markers.is_empty() {
+        return found;
+    }
+    let marker_ids: HashSet<u64> = markers.iter().map(|m| m.correlation_id).collect();
+    for (k, a) in api.iter().enumerate() {
+        let c = a.record.correlation_id;
+        if !enqueued.contains_key(&c) && !marker_ids.contains(&c) {
+            continue;
+        }
+        match found.get(&c) {
+            None => {
+                found.insert(c, k);
+            }
+            Some(&first) if api[first].ancestor != 0 && a.ancestor == 0 => {
+                found.insert(c, k);
+            }
+            Some(_) => {}
+        }
+    }
+    found
 }
 
 /// Gives each call (sorted by start) an id and the id of the call it is nested in on its

@@ -6,7 +6,7 @@
 
 use super::batch::{Batch, Cell};
 use super::guid;
-use crate::view::{Api, ProcessView, RunInfo};
+use crate::view::{ProcessView, RunInfo};
 use rusqlite::{Connection, Statement, params};
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -505,13 +505,9 @@ pub(crate) fn write_process(
     events.next += v.markers.len() as i64;
 
     // Dispatches and copies: the stack id is the id of the call that issued them.
-    let issuers = issuing_calls(v);
     let stack_of = |correlation_id: u64| {
-        issuers
-            .get(&correlation_id)
-            .copied()
-            .flatten()
-            .unwrap_or(correlation_id)
+        v.issuing_call(correlation_id)
+            .map_or(correlation_id, |a| a.id)
     };
     let mut dispatch_events: HashMap<u64, i64> = HashMap::with_capacity(v.dispatches.len());
     let mut dispatches: Vec<(&KernelDispatchRecord, i64)> = Vec::with_capacity(v.dispatches.len());
@@ -689,35 +685,6 @@ pub(crate) fn process_span(v: &ProcessView<'_>) -> (u64, u64) {
         v.span.0
     };
     (init, v.span.1.max(init))
-}
-
-/// For the correlation id of each dispatch and copy, the id of the API call that issued it:
-/// the outermost call carrying that correlation id (nested calls share it), `None` when no
-/// traced call has it.
-fn issuing_calls(v: &ProcessView<'_>) -> HashMap<u64, Option<u64>> {
-    let mut found: HashMap<u64, Option<&Api<'_>>> = v
-        .dispatches
-        .iter()
-        .map(|d| d.correlation_id)
-        .chain(v.copies.iter().map(|c| c.correlation_id))
-        .map(|c| (c, None))
-        .collect();
-    if found.is_empty() {
-        return HashMap::new();
-    }
-    for a in &v.api {
-        if let Some(slot) = found.get_mut(&a.record.correlation_id) {
-            match slot {
-                None => *slot = Some(a),
-                Some(b) if b.ancestor != 0 && a.ancestor == 0 => *slot = Some(a),
-                Some(_) => {}
-            }
-        }
-    }
-    found
-        .into_iter()
-        .map(|(c, a)| (c, a.map(|a| a.id)))
-        .collect()
 }
 
 /// Events, numbered 1.. in the order they are pushed.
