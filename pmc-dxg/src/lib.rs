@@ -71,6 +71,27 @@ pub struct BaseEvent {
     pub event: u32,
 }
 
+impl BaseEvent {
+    /// A named base counter from its form in a counter request or setup (the log's and the
+    /// tool's environment's typed form).
+    pub fn named(e: &trace_records::docs::CounterEvent) -> (String, BaseEvent) {
+        let event = BaseEvent {
+            block: Block::from_name(&e.block),
+            event: e.event,
+        };
+        (e.name.clone(), event)
+    }
+
+    /// This event, named `name`, in a counter request's or setup's form.
+    pub fn to_counter_event(&self, name: String) -> trace_records::docs::CounterEvent {
+        trace_records::docs::CounterEvent {
+            name,
+            block: self.block.name().to_owned(),
+            event: self.event,
+        }
+    }
+}
+
 /// What the command buffers need to know of an agent's shader topology.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Topology {

@@ -13,7 +13,7 @@ use anyhow::{Result, bail};
 use pmc_dxg::defs::{AgentCounters, Definitions, DefsSource};
 use pmc_dxg::hygiene::{self, CounterPrograms, Discard, DispatchFacts, DispatchKey, HygieneRow};
 use pmc_dxg::pm4::{self, PassBuffers};
-use pmc_dxg::{BaseEvent, Block, Topology};
+use pmc_dxg::{BaseEvent, Topology};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use trace_records::docs::{CounterEvent, CounterRequest};
@@ -121,11 +121,7 @@ pub fn plan_on(
         requested: group.to_vec(),
         events: events
             .into_iter()
-            .map(|(name, e)| CounterEvent {
-                name,
-                block: e.block.name().to_owned(),
-                event: e.event,
-            })
+            .map(|(name, e)| e.to_counter_event(name))
             .collect(),
         discard_warmup_ms,
     })
@@ -249,19 +245,8 @@ pub fn evaluate(trace: &ProcessTrace, plan: &CounterPlan, defs: &Definitions) ->
                 .iter()
                 .find(|s| s.agent_node_id == node)?;
             let counters = defs.for_agent(agent);
-            let events: Vec<(String, BaseEvent)> = setup
-                .events
-                .iter()
-                .map(|e| {
-                    (
-                        e.name.clone(),
-                        BaseEvent {
-                            block: Block::from_name(&e.block),
-                            event: e.event,
-                        },
-                    )
-                })
-                .collect();
+            let events: Vec<(String, BaseEvent)> =
+                setup.events.iter().map(BaseEvent::named).collect();
             let layout = pm4::build_pass(&Topology::of(agent)?, &events, 0, 0).ok()?;
             let programs = CounterPrograms::new(&counters, &plan.requested).ok()?;
             Some((counters, layout, programs))
@@ -296,7 +281,7 @@ pub fn evaluate(trace: &ProcessTrace, plan: &CounterPlan, defs: &Definitions) ->
                 dispatch_id: sample.header.dispatch_id,
                 correlation_id: sample.header.correlation_id,
                 agent_node_id: node,
-                ..zeroed_dispatch()
+                ..Default::default()
             },
             |d| **d,
         );
@@ -386,24 +371,6 @@ pub fn overlapping(all: &[KernelDispatchRecord], counted: &[Counted]) -> Vec<u64
         .collect()
 }
 
-fn zeroed_dispatch() -> KernelDispatchRecord {
-    KernelDispatchRecord {
-        dispatch_id: 0,
-        kernel_id: 0,
-        correlation_id: 0,
-        start: 0,
-        end: 0,
-        queue_id: 0,
-        stream_id: 0,
-        agent_node_id: 0,
-        thread_id: 0,
-        grid: [0; 3],
-        workgroup: [0; 3],
-        private_segment_size: 0,
-        group_segment_size: 0,
-    }
-}
-
 /// Per dispatch of `main` and requested counter, the estimate over `main` and the `others`
 /// runs of the same process (matched by kernel, per-kernel ordinal, grid and workgroup).
 pub fn estimate(main: &Evaluation, others: &[&Evaluation]) -> Vec<HygieneRow> {
@@ -491,7 +458,7 @@ mod tests {
             agent_node_id: 1,
             start,
             end,
-            ..zeroed_dispatch()
+            ..Default::default()
         }
     }
 

@@ -131,7 +131,9 @@ pub struct KernelSymbolRecord {
 
 /// One kernel dispatch.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
 pub struct KernelDispatchRecord {
     /// Dispatch id (from 1).
     pub dispatch_id: u64,

@@ -29,7 +29,7 @@ use crate::dispatch::instrument::{self, DispatchInfo, Injection, Instrument};
 use crate::hsa::fns;
 use crate::sink;
 use pmc_dxg::pm4::{self, PassBuffers, PassPackets};
-use pmc_dxg::{BaseEvent, Block, Topology};
+use pmc_dxg::{BaseEvent, Topology};
 use pool::PoolFns;
 use regex_lite::Regex;
 use std::collections::HashMap;
@@ -66,19 +66,7 @@ pub fn install(config: CounterConfig) -> Result<(), String> {
     let include = compile("include", &config.include)?;
     let exclude = compile("exclude", &config.exclude)?;
     let counting: &'static Counting = Box::leak(Box::new(Counting {
-        events: config
-            .events
-            .iter()
-            .map(|e| {
-                (
-                    e.name.clone(),
-                    BaseEvent {
-                        block: Block::from_name(&e.block),
-                        event: e.event,
-                    },
-                )
-            })
-            .collect(),
+        events: config.events.iter().map(BaseEvent::named).collect(),
         setup_events: config.events,
         include,
         exclude,

@@ -248,18 +248,9 @@ mod tests {
             ledger.queue.push_back(Pending {
                 record: KernelDispatchRecord {
                     dispatch_id: seq,
-                    kernel_id: 0,
-                    correlation_id: 0,
-                    start: 0,
-                    end: 0,
-                    queue_id: 0,
-                    stream_id: 0,
-                    agent_node_id: 0,
-                    thread_id: 0,
                     grid: [1; 3],
                     workgroup: [1; 3],
-                    private_segment_size: 0,
-                    group_segment_size: 0,
+                    ..Default::default()
                 },
                 signal: 0,
                 seq,
