@@ -235,6 +235,22 @@ pub fn write_whole(
     path: &Path,
     body: impl FnOnce(&mut Out) -> io::Result<()>,
 ) -> Result<(), Error> {
+    replace_whole(path, |_, file| {
+        let mut out = io::BufWriter::with_capacity(1 << 20, file);
+        body(&mut out)
+            .and_then(|()| out.flush())
+            .map_err(Error::io(path))
+    })
+}
+
+/// Builds `path`'s new content with `build` in a new temporary file beside it (given the
+/// temporary's path and the file, open for writing), then renames it over `path` (creating its
+/// directory first). On any error the temporary is removed, so `path` keeps its old content
+/// or holds the whole new one.
+pub(crate) fn replace_whole(
+    path: &Path,
+    build: impl FnOnce(&Path, std::fs::File) -> Result<(), Error>,
+) -> Result<(), Error> {
     let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
         Some(dir) => {
             std::fs::create_dir_all(dir).map_err(Error::io(path))?;
@@ -243,14 +259,12 @@ pub fn write_whole(
         None => Path::new("."),
     };
     let (temp, file) = create_temp_beside(dir, path).map_err(Error::io(path))?;
-    let mut out = io::BufWriter::with_capacity(1 << 20, file);
-    let written = body(&mut out)
-        .and_then(|()| out.flush())
-        .and_then(|()| std::fs::rename(&temp, path));
-    if written.is_err() {
+    let done =
+        build(&temp, file).and_then(|()| std::fs::rename(&temp, path).map_err(Error::io(path)));
+    if done.is_err() {
         let _ = std::fs::remove_file(&temp);
     }
-    written.map_err(Error::io(path))
+    done
 }
 
 /// Creates a new, empty temporary file in `dir` for `path`'s content. Its name starts with a

@@ -40,7 +40,7 @@ mod schema;
 use crate::Error;
 use crate::view::{ProcessView, RunInfo};
 use rusqlite::OptionalExtension as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Writes the rocpd file at `path` for `processes` (one file may hold several processes, each
 /// with its own guid and tables).
@@ -51,56 +51,14 @@ pub fn write(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Resul
             message: "no process to write".into(),
         });
     }
-    let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        Some(dir) => {
-            std::fs::create_dir_all(dir).map_err(Error::io(path))?;
-            dir
-        }
-        None => Path::new("."),
-    };
-    let temp = reserve_temp(dir, path).map_err(Error::io(path))?;
-    let written = write_file(&temp, run, processes).map_err(|message| Error::Format {
-        path: path.to_owned(),
-        message,
-    });
-    let renamed = written.and_then(|()| std::fs::rename(&temp, path).map_err(Error::io(path)));
-    if renamed.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    renamed
-}
-
-/// Creates a new empty file beside `path` for the database to be built in
-/// (`.<name>.tmp-<pid>-<n>`, created exclusively, never an existing file).
-fn reserve_temp(dir: &Path, path: &Path) -> std::io::Result<PathBuf> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    const NAME_MAX: usize = 255;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy())
-        .unwrap_or_default();
-    loop {
-        let tail = format!(
-            ".tmp-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let mut keep = name.len().min(NAME_MAX - 1 - tail.len());
-        while !name.is_char_boundary(keep) {
-            keep -= 1;
-        }
-        let temp = dir.join(format!(".{}{tail}", &name[..keep]));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)
-        {
-            Ok(_) => return Ok(temp),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
+    crate::csv::replace_whole(path, |temp, file| {
+        // SQLite opens the (empty) temporary by its name.
+        drop(file);
+        write_file(temp, run, processes).map_err(|message| Error::Format {
+            path: path.to_owned(),
+            message,
+        })
+    })
 }
 
 /// Builds the whole database in the (empty) file at `temp`; the error says what failed.
