@@ -93,6 +93,11 @@ pub fn run(inputs: &[PathBuf], output: &OutputOptions) -> Result<ExitCode> {
         bail!(messages::merge_nothing());
     }
     order_processes(&mut traces);
+    // Kernel names as the merge's -M/-T ask (a database's are demangled already, which the
+    // demangler leaves as they are).
+    for t in traces.iter_mut() {
+        rename_kernels(t, !settings.mangled_kernels, settings.truncate_kernels);
+    }
     let mut seen = HashSet::new();
     for t in &traces {
         if !seen.insert(t.pid) {

@@ -130,6 +130,18 @@ fn kept_record_directories_merge_into_one_output_per_format() {
         .filter(|n| n.ends_with("_kernel_trace.csv"))
         .collect();
     assert_eq!(csvs.len(), 2, "one kernel trace per process: {csvs:?}");
+    for name in &csvs {
+        let path = merged.join(name);
+        let h = header(&path);
+        let k = h.iter().position(|c| c == "Kernel_Name").unwrap();
+        for row in rows(&path) {
+            assert!(
+                !row[k].starts_with("_Z"),
+                "demangled as in a run: {}",
+                row[k]
+            );
+        }
+    }
     assert!(merged.join("merged_results.db").is_file(), "{err}");
     for d in &kept {
         assert!(d.is_dir(), "a merge only reads its inputs");
