@@ -33,19 +33,6 @@ pub(super) struct PoolFns {
 impl PoolFns {
     /// The entries from the runtime's tables, or the names of those it lacks.
     pub(super) fn from(f: &Fns) -> Result<PoolFns, String> {
-        let mut missing = Vec::new();
-        if f.agent_iterate_memory_pools.is_none() {
-            missing.push("hsa_amd_agent_iterate_memory_pools");
-        }
-        if f.memory_pool_get_info.is_none() {
-            missing.push("hsa_amd_memory_pool_get_info");
-        }
-        if f.memory_pool_allocate.is_none() {
-            missing.push("hsa_amd_memory_pool_allocate");
-        }
-        if f.agents_allow_access.is_none() {
-            missing.push("hsa_amd_agents_allow_access");
-        }
         match (
             f.agent_iterate_memory_pools,
             f.memory_pool_get_info,
@@ -62,10 +49,21 @@ impl PoolFns {
                     allow_access,
                 })
             }
-            _ => Err(format!(
-                "the HSA runtime's table lacks {}",
-                missing.join(", ")
-            )),
+            (a, b, c, d) => {
+                let missing: Vec<&str> = [
+                    (a.is_none(), "hsa_amd_agent_iterate_memory_pools"),
+                    (b.is_none(), "hsa_amd_memory_pool_get_info"),
+                    (c.is_none(), "hsa_amd_memory_pool_allocate"),
+                    (d.is_none(), "hsa_amd_agents_allow_access"),
+                ]
+                .into_iter()
+                .filter_map(|(gone, name)| gone.then_some(name))
+                .collect();
+                Err(format!(
+                    "the HSA runtime's table lacks {}",
+                    missing.join(", ")
+                ))
+            }
         }
     }
 }

@@ -120,7 +120,8 @@ fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64, out: &mut Batch) {
     };
     let original = p.completion_signal;
     p.completion_signal = signal;
-    let (kernel_id, kernel_name) = kernel(p.kernel_object);
+    let instrument = installed();
+    let (kernel_id, kernel_name) = kernel(p.kernel_object, instrument.is_some());
     let record = KernelDispatchRecord {
         dispatch_id: NEXT_DISPATCH.fetch_add(1, Ordering::Relaxed),
         kernel_id,
@@ -141,7 +142,7 @@ fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64, out: &mut Batch) {
         group_segment_size: p.group_segment_size,
     };
     let mut injection = Injection::default();
-    let instrumented = installed().and_then(|instrument| {
+    let instrumented = instrument.and_then(|instrument| {
         let info = DispatchInfo {
             agent: q.agent,
             agent_node: q.agent_node,

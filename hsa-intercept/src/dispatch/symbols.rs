@@ -19,12 +19,17 @@ type KernelEntry = (u64, Arc<str>);
 /// Kernel id and name by kernel object.
 static KERNELS: OnceLock<RwLock<HashMap<u64, KernelEntry>>> = OnceLock::new();
 
-/// The kernel id (0 if unknown) and symbol name of a kernel object.
-pub(super) fn kernel(kernel_object: u64) -> (u64, Option<Arc<str>>) {
+/// The kernel id (0 if unknown) of a kernel object and, when `named`, its symbol name (only an
+/// instrument needs it, so plain tracing does not pay for the name's reference count).
+pub(super) fn kernel(kernel_object: u64, named: bool) -> (u64, Option<Arc<str>>) {
     KERNELS
         .get()
-        .and_then(|k| k.read().ok()?.get(&kernel_object).cloned())
-        .map_or((0, None), |(id, name)| (id, Some(name)))
+        .and_then(|k| {
+            let k = k.read().ok()?;
+            let (id, name) = k.get(&kernel_object)?;
+            Some((*id, named.then(|| Arc::clone(name))))
+        })
+        .unwrap_or((0, None))
 }
 
 /// The AMD loader extension, fetched at the first `hsa_executable_freeze` (the runtime is
