@@ -98,11 +98,8 @@ fn wrapped_table_calls_become_records() {
     assert_eq!(t.open_chunks, 0, "every chunk sealed");
     assert_eq!(t.losses.total(), 0);
     assert_eq!(t.api.len(), 1 + 2 + 1000);
-    let main: Vec<_> = t
-        .api
-        .iter()
-        .filter(|r| r.thread_id == t.api[0].thread_id)
-        .collect();
+    let first = t.api.iter().next().unwrap().thread_id;
+    let main: Vec<_> = t.api.iter().filter(|r| r.thread_id == first).collect();
     assert_eq!(main[0].operation, 0);
     // Read back in time order: the caller (op 1), then the nested load (op 39) inside it, which
     // carries its caller's correlation id.

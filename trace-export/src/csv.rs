@@ -325,6 +325,14 @@ pub struct CsvSelection {
 pub type Out = io::BufWriter<std::fs::File>;
 
 /// Writes `<prefix>_<name>.csv`: the header, then `row` for each item.
+/// A spill failure as this crate's error.
+pub(crate) fn spilled(e: trace_records::records::SpillError) -> Error {
+    Error::Format {
+        path: e.dir.clone(),
+        message: e.to_string(),
+    }
+}
+
 fn write_file<T>(
     prefix: &OutputPrefix,
     name: &str,
@@ -407,24 +415,17 @@ pub fn write_csv(
         if !enabled {
             continue;
         }
-        // Rows in time order. The reader sorts the records already, so usually they are
-        // streamed straight from the trace; only an unsorted trace is sorted here, through
-        // references (8 bytes a record, not a copy of the records).
+        // Rows in time order, streamed from the trace (its calls are kept in order, in memory
+        // or spilled).
         let wanted =
-            |r: &&ApiRecord| ApiDomain::from_u8(r.domain).is_some_and(|d| domains.contains(&d));
-        if !trace.api.iter().any(|r| wanted(&r)) {
+            |r: &ApiRecord| ApiDomain::from_u8(r.domain).is_some_and(|d| domains.contains(&d));
+        let mut rows = trace.api.iter().filter(wanted).peekable();
+        if rows.peek().is_none() {
+            trace.api.check().map_err(spilled)?;
             continue;
         }
-        let key = |r: &ApiRecord| (r.start, r.correlation_id);
-        let rows: Box<dyn Iterator<Item = &ApiRecord>> = if trace.api.is_sorted_by_key(key) {
-            Box::new(trace.api.iter().filter(wanted))
-        } else {
-            let mut sorted: Vec<&ApiRecord> = trace.api.iter().filter(wanted).collect();
-            sorted.sort_by_key(|r| key(r));
-            Box::new(sorted.into_iter())
-        };
         let mut stat = select.stats.then(|| stats.table(label));
-        written.push(write_file(prefix, name, &API_COLUMNS, rows, |out, r| {
+        let path = write_file(prefix, name, &API_COLUMNS, rows, |out, r| {
             let function = trace.operation_name(r.domain, r.operation);
             if let Some(s) = stat.as_mut() {
                 s.add(&function, r.start, r.end);
@@ -437,7 +438,15 @@ pub fn write_csv(
                 pid,
                 (r.thread_id, r.correlation_id, r.start, r.end),
             )
-        })?);
+        });
+        // A spilled run that failed to read back ended the rows early: not a result.
+        if let Err(e) = trace.api.check() {
+            if let Ok(p) = &path {
+                let _ = std::fs::remove_file(p);
+            }
+            return Err(spilled(e));
+        }
+        written.push(path?);
     }
 
     if select.markers && !trace.markers.is_empty() {

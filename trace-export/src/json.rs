@@ -4,8 +4,8 @@
 //! `callback_records`, `buffer_records`) and its records in the layout of upstream's writer.
 //!
 //! The file is streamed: every value is serialized straight from the records into a buffered
-//! file as it is reached, so memory stays that of the [`ProcessView`]s (plus a correlation id
-//! per API call and marker). Like upstream's (cereal, space indent of width 0), the text puts
+//! file as it is reached, so memory stays that of the [`ProcessView`]s (which stream the API
+//! calls rather than hold them). Like upstream's (cereal, space indent of width 0), the text puts
 //! every member on a line of its own without indentation.
 //!
 //! Upstream's writer departs from its own schema (`rocprofv3-schema.json`) in a few places and
@@ -22,7 +22,8 @@
 //!   carry it, which makes the outermost call's id the one `Correlation_Id` of the CSV files
 //!   shows and the one its dispatches and copies name; a nested call gets a fresh id above
 //!   every id of the process, and `ancestor` names its enclosing call's id. Markers keep
-//!   theirs (a fresh one only on a clash). `external` is 0.
+//!   theirs (a fresh one only on a clash). These are the view's ids ([`crate::view::Api::id`]),
+//!   the ones the rocpd and Perfetto files use too. `external` is 0.
 //! - `metadata.init_time` is the log's creation (when the tool was loaded, on the records'
 //!   clock) and `fini_time` the latest timestamp of any record written, both widened so that
 //!   every record of the process lies within them. `metadata.node` describes this machine
@@ -57,7 +58,7 @@ use crate::view::{Api, ProcessView, RunInfo, tracing_kind};
 use names::size;
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 use std::path::Path;
 use trace_records::CounterRecord;
@@ -80,7 +81,13 @@ pub fn write(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Resul
         let formatter = serde_json::ser::PrettyFormatter::with_indent(b"");
         let mut serializer = serde_json::Serializer::with_formatter(&mut *out, formatter);
         match document.serialize(&mut serializer) {
-            Ok(()) => out.write_all(b"\n"),
+            Ok(()) => match crate::view::check_all(processes) {
+                Ok(()) => out.write_all(b"\n"),
+                Err(e) => {
+                    failure = Some(e.to_string());
+                    Err(io::Error::other(e.to_string()))
+                }
+            },
             Err(e) if e.is_io() => Err(e.into()),
             Err(e) => {
                 let message = e.to_string();
@@ -198,10 +205,6 @@ struct Process<'a, 'v> {
     view: &'a ProcessView<'v>,
     node: &'a Node,
     run: &'a RunInfo,
-    /// `correlation_id.internal` of each API call, by position in `view.api`.
-    api_ids: Vec<u64>,
-    /// `correlation_id.internal` of each marker, by position in `view.markers`.
-    marker_ids: Vec<u64>,
     /// Each dispatch by id (the first of an id), for the counter entries.
     dispatches: HashMap<u64, &'v KernelDispatchRecord>,
     /// Whether kernel dispatches go into `buffer_records`.
@@ -212,7 +215,6 @@ struct Process<'a, 'v> {
 
 impl<'a, 'v> Process<'a, 'v> {
     fn new(view: &'a ProcessView<'v>, node: &'a Node, run: &'a RunInfo) -> Self {
-        let (api_ids, marker_ids) = correlation_ids(view);
         let mut dispatches = HashMap::new();
         if !view.counters.is_empty() {
             for d in &view.dispatches {
@@ -229,8 +231,6 @@ impl<'a, 'v> Process<'a, 'v> {
             view,
             node,
             run,
-            api_ids,
-            marker_ids,
             dispatches,
             kernel_trace,
             bounds: (0, 0),
@@ -249,7 +249,7 @@ impl<'a, 'v> Process<'a, 'v> {
             lo = lo.min(start).min(end);
             hi = hi.max(start).max(end);
         };
-        v.api.iter().for_each(|a| see(a.record.start, a.record.end));
+        v.trace.api.iter().for_each(|r| see(r.start, r.end));
         v.copies.iter().for_each(|c| see(c.start, c.end));
         v.markers.iter().for_each(|m| see(m.start, m.end));
         if self.kernel_trace {
@@ -278,22 +278,14 @@ impl<'a, 'v> Process<'a, 'v> {
         self.dispatches.get(&c.dispatch_id).copied()
     }
 
-    /// The internal id of the call with view id `id` (0 for none).
-    fn api_internal(&self, id: u64) -> u64 {
-        id.checked_sub(1)
-            .and_then(|k| self.api_ids.get(usize::try_from(k).ok()?))
-            .copied()
-            .unwrap_or(0)
-    }
-
-    fn api_record(&self, k: usize, a: &Api<'_>) -> ApiOut {
+    fn api_record(&self, a: &Api) -> ApiOut {
         let r = a.record;
         let hip = a.domain.is_hip();
         ApiOut {
             size: size::API_RECORD,
             kind: tracing_kind(a.domain),
             operation: r.operation.into(),
-            correlation_id: CorrelationId::of_call(self.api_ids[k], self.api_internal(a.ancestor)),
+            correlation_id: CorrelationId::of_call(a.id, a.ancestor),
             start_timestamp: r.start,
             end_timestamp: r.end,
             thread_id: r.thread_id.into(),
@@ -308,11 +300,9 @@ impl<'a, 'v> Process<'a, 'v> {
         pick: fn(ApiDomain) -> bool,
     ) -> impl Iterator<Item = ApiOut> + use<'_, 'a, 'v> {
         self.view
-            .api
-            .iter()
-            .enumerate()
-            .filter(move |(_, a)| pick(a.domain))
-            .map(move |(k, a)| self.api_record(k, a))
+            .api()
+            .filter(move |a| pick(a.domain))
+            .map(move |a| self.api_record(&a))
     }
 
     fn marker_record(&self, k: usize, m: &MarkerRecord) -> ApiOut {
@@ -320,7 +310,7 @@ impl<'a, 'v> Process<'a, 'v> {
             size: size::API_RECORD,
             kind: names::BUFFER_MARKER_CORE_RANGE,
             operation: m.kind.into(),
-            correlation_id: CorrelationId::of_call(self.marker_ids[k], 0),
+            correlation_id: CorrelationId::of_call(self.view.marker_ids[k], 0),
             start_timestamp: m.start,
             end_timestamp: m.end,
             thread_id: m.thread_id.into(),
@@ -878,7 +868,7 @@ impl Serialize for Strings<'_, '_, '_> {
             p.view
                 .markers
                 .iter()
-                .zip(&p.marker_ids)
+                .zip(&p.view.marker_ids)
                 .map(|(m, &key)| MarkerMessage {
                     key,
                     value: p.view.string(m.message),
@@ -1128,87 +1118,9 @@ fn is_marker(d: ApiDomain) -> bool {
     !d.is_hip() && !d.is_hsa()
 }
 
-/// The `correlation_id.internal` of every API call and marker of `view`, by position: the
-/// recorded id for the first (in time order) to carry it, a fresh id above all the process's
-/// ids for the rest (see the module documentation).
-fn correlation_ids(view: &ProcessView<'_>) -> (Vec<u64>, Vec<u64>) {
-    let highest = view
-        .api
-        .iter()
-        .map(|a| a.record.correlation_id)
-        .chain(view.markers.iter().map(|m| m.correlation_id))
-        .chain(view.dispatches.iter().map(|d| d.correlation_id))
-        .chain(view.copies.iter().map(|c| c.correlation_id))
-        .chain(view.counters.iter().map(|c| c.correlation_id))
-        .max()
-        .unwrap_or(0);
-    let mut next = highest;
-    let mut claimed = Claimed::new(highest, view.api.len() + view.markers.len());
-    let mut id_of = |recorded: u64| {
-        if recorded != 0 && claimed.insert(recorded) {
-            recorded
-        } else {
-            next += 1;
-            next
-        }
-    };
-    let api = view
-        .api
-        .iter()
-        .map(|a| id_of(a.record.correlation_id))
-        .collect();
-    let markers = view
-        .markers
-        .iter()
-        .map(|m| id_of(m.correlation_id))
-        .collect();
-    (api, markers)
-}
-
-/// The correlation ids already given to a call or marker: a bit per id up to the highest
-/// when that costs at most a few bytes a record (the tool's ids count up from 1), else a set.
-enum Claimed {
-    Bits(Vec<u64>),
-    Set(HashSet<u64>),
-}
-
-impl Claimed {
-    fn new(highest: u64, records: usize) -> Self {
-        let words = highest / 64 + 1;
-        match usize::try_from(words) {
-            Ok(words) if words <= records + 1024 => Self::Bits(vec![0; words]),
-            _ => Self::Set(HashSet::with_capacity(records)),
-        }
-    }
-
-    /// Claims `id`; whether it was free.
-    fn insert(&mut self, id: u64) -> bool {
-        match self {
-            Self::Bits(words) => {
-                // Every id is at most the highest the bits were sized for.
-                let (word, bit) = ((id / 64) as usize, 1u64 << (id % 64));
-                let free = words[word] & bit == 0;
-                words[word] |= bit;
-                free
-            }
-            Self::Set(set) => set.insert(id),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn claimed_ids_are_free_once_either_way() {
-        for mut claimed in [Claimed::new(200, 10), Claimed::new(u64::MAX, 10)] {
-            assert!(claimed.insert(200) && !claimed.insert(200));
-            assert!(claimed.insert(63) && claimed.insert(64) && !claimed.insert(63));
-        }
-        assert!(matches!(Claimed::new(200, 10), Claimed::Bits(_)));
-        assert!(matches!(Claimed::new(1 << 40, 10), Claimed::Set(_)));
-    }
 
     #[test]
     fn truncation_keeps_the_functions_bare_name() {

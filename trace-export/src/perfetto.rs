@@ -95,7 +95,7 @@ pub fn write(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Resul
             let command = if launched { &run.command[..] } else { &[] };
             write_process(out, k, view, command)?;
         }
-        Ok(())
+        crate::view::check_all(processes).map_err(|e| io::Error::other(e.to_string()))
     })
 }
 
@@ -262,10 +262,10 @@ fn drawable(start: u64, end: u64) -> bool {
     start > 0 && end >= start
 }
 
-/// A host slice: an API call (index into `view.api`) or a marker (index into `view.markers`).
+/// A host slice: an API call or a marker (index into `view.markers`).
 #[derive(Clone, Copy)]
 enum Host {
-    Api(usize),
+    Api(Api),
     Marker(usize),
 }
 
@@ -280,27 +280,21 @@ fn is_marker_domain(d: ApiDomain) -> bool {
 /// encloses the calls made in it). Marker API calls are left out: the markers show them.
 fn host_order<'v>(view: &'v ProcessView<'_>) -> impl Iterator<Item = (u64, u64, u32, Host)> + 'v {
     let key = |start: u64, end: u64| (start, std::cmp::Reverse(end));
-    let wanted =
-        |a: &Api<'_>| !is_marker_domain(a.domain) && drawable(a.record.start, a.record.end);
-    let api_sorted = view
-        .api
-        .is_sorted_by_key(|a| key(a.record.start, a.record.end));
-    let api: Box<dyn Iterator<Item = usize>> = if api_sorted {
-        Box::new((0..view.api.len()).filter(move |&i| wanted(&view.api[i])))
-    } else {
-        let mut idx: Vec<usize> = (0..view.api.len())
-            .filter(|&i| wanted(&view.api[i]))
-            .collect();
-        idx.sort_by_key(|&i| key(view.api[i].record.start, view.api[i].record.end));
-        Box::new(idx.into_iter())
-    };
+    // The view streams the calls in this order already (start, the longest first).
+    let api = view
+        .api()
+        .filter(|a| !is_marker_domain(a.domain) && drawable(a.record.start, a.record.end));
     let mut markers: Vec<usize> = (0..view.markers.len())
         .filter(|&i| drawable(view.markers[i].start, view.markers[i].end))
         .collect();
     markers.sort_by_key(|&i| key(view.markers[i].start, view.markers[i].end));
-    let api = api.map(|i| {
-        let r = view.api[i].record;
-        (r.start, r.end, r.thread_id, Host::Api(i))
+    let api = api.map(|a| {
+        (
+            a.record.start,
+            a.record.end,
+            a.record.thread_id,
+            Host::Api(a),
+        )
     });
     let markers = markers.into_iter().map(|i| {
         let m = view.markers[i];
@@ -347,9 +341,9 @@ fn write_host<W: Write>(
     // Which threads have host slices (`view.threads` is ascending).
     let mut used = vec![false; view.threads.len()];
     let slot_of = |tid: u32| view.threads.binary_search(&tid).ok();
-    for a in &view.api {
-        if !is_marker_domain(a.domain)
-            && let Some(s) = slot_of(a.record.thread_id)
+    for r in view.trace.api.iter() {
+        if ApiDomain::from_u8(r.domain).is_some_and(|d| !is_marker_domain(d))
+            && let Some(s) = slot_of(r.thread_id)
         {
             used[s] = true;
         }
@@ -397,8 +391,7 @@ fn write_host<W: Write>(
         let (ts, track) = nesting.open(seq, slot, start, end)?;
         anns.clear();
         let (category, name_iid, flow) = match item {
-            Host::Api(i) => {
-                let a = &view.api[i];
+            Host::Api(a) => {
                 let r = a.record;
                 let cached = names.api(r.domain, r.operation);
                 let name_iid = match *cached {
@@ -553,7 +546,7 @@ fn write_device<W: Write>(
         (s, std::cmp::Reverse(e), rank)
     });
 
-    let hip = view.api.iter().any(|a| a.domain.is_hip())
+    let hip = view.has_hip_calls
         || t.docs.received(&trace_records::docs::Runtime::Hip)
         || view.dispatches.iter().any(|d| d.stream_id != 0)
         || view.copies.iter().any(|c| c.stream_id != 0);

@@ -54,10 +54,12 @@ pub fn write(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Resul
     crate::csv::replace_whole(path, |temp, file| {
         // SQLite opens the (empty) temporary by its name.
         drop(file);
-        write_file(temp, run, processes).map_err(|message| Error::Format {
-            path: path.to_owned(),
-            message,
-        })
+        write_file(temp, run, processes)
+            .and_then(|()| crate::view::check_all(processes).map_err(|e| e.to_string()))
+            .map_err(|message| Error::Format {
+                path: path.to_owned(),
+                message,
+            })
     })
 }
 

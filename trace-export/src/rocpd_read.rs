@@ -311,6 +311,7 @@ impl Reader<'_> {
             calls.push((ts, ts, tid, name, ev));
         }
         let stacks = self.stacks()?;
+        let mut api = Vec::with_capacity(calls.len());
         for (start, end, tid, name, ev) in calls {
             let Some((category, _, extdata)) = events.get(&ev) else {
                 continue;
@@ -335,7 +336,7 @@ impl Reader<'_> {
             }
             let Some(d) = domain(category) else { continue };
             let operation = self.operation(d, &name);
-            self.trace.api.push(ApiRecord {
+            api.push(ApiRecord {
                 correlation_id: correlation,
                 start: start as u64,
                 end: end as u64,
@@ -345,9 +346,7 @@ impl Reader<'_> {
                 reserved: 0,
             });
         }
-        self.trace
-            .api
-            .sort_by_key(|r| (r.start, r.correlation_id, r.end));
+        self.trace.api = api.into();
         Ok(())
     }
 

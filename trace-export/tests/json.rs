@@ -217,7 +217,8 @@ fn synthetic() -> ProcessTrace {
         call(HSA, SIGNAL, 9, 2_500, 2_600, 8),
         call(HIP, MEMCPY, 6, 3_100, 5_000, 7),
         call(HSA, SIGNAL, 6, 3_200, 3_300, 7),
-    ];
+    ]
+    .into();
     let symbol = |name| KernelSymbolRecord {
         kernel_id: 1,
         kernel_object: 0x7000,

@@ -465,21 +465,21 @@ fn zero_length_calls_are_samples_on_their_categorys_track() {
             "8 HSA_CORE_API HSA_CORE_API 460",
         ]
     );
-    // Region and sample ids are the calls' run-unique ids: 1.. in time order over the calls,
-    // the markers after them.
+    // Region and sample ids are the calls' run-unique ids: an outermost call's correlation id,
+    // the markers' own (10, 11), and for the call nested in hipMemcpy a fresh id above them.
     assert_eq!(
         strings(
             &c,
             "SELECT CAST(id AS TEXT) FROM rocpd_region ORDER BY start"
         ),
-        ["6", "1", "2", "3"]
+        ["10", "1", "12", "2"]
     );
     assert_eq!(
         strings(
             &c,
             "SELECT CAST(id AS TEXT) FROM rocpd_sample ORDER BY timestamp"
         ),
-        ["7", "4", "5"]
+        ["11", "3", "4"]
     );
 }
 
@@ -498,18 +498,18 @@ fn events_are_numbered_by_kind_and_carry_stacks_and_categories() {
     assert_eq!(
         events,
         [
-            // HIP calls: hipMemcpy (1), hipLaunchKernel (3), hipGetLastError (4).
+            // HIP calls: hipMemcpy (1), hipLaunchKernel (2), hipGetLastError (3).
             "1 HIP_RUNTIME_API_EXT 1 0 0",
-            "2 HIP_RUNTIME_API_EXT 3 0 0",
-            "3 HIP_RUNTIME_API_EXT 4 0 0",
-            // HSA calls: the one inside hipMemcpy names it as its parent.
-            "4 HSA_AMD_EXT_API 2 1 0",
-            "5 HSA_CORE_API 5 0 0",
-            // Markers.
-            "6 MARKER_CORE_RANGE_API 6 0 0",
-            "7 MARKER_CORE_RANGE_API 7 0 0",
+            "2 HIP_RUNTIME_API_EXT 2 0 0",
+            "3 HIP_RUNTIME_API_EXT 3 0 0",
+            // HSA calls: the one inside hipMemcpy (a fresh id) names it as its parent.
+            "4 HSA_AMD_EXT_API 12 1 0",
+            "5 HSA_CORE_API 4 0 0",
+            // Markers (their own ids).
+            "6 MARKER_CORE_RANGE_API 10 0 0",
+            "7 MARKER_CORE_RANGE_API 11 0 0",
             // The dispatch names hipLaunchKernel, the copy hipMemcpy (not the nested call).
-            "8 KERNEL_DISPATCH 3 3 0",
+            "8 KERNEL_DISPATCH 2 2 0",
             "9 MEMORY_COPY 1 1 0",
         ]
     );

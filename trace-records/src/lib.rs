@@ -14,9 +14,11 @@ pub mod format;
 pub mod log;
 pub mod loss;
 pub mod record;
+pub mod records;
 pub mod trace;
 
 pub use record::*;
+pub use records::Records;
 pub use trace::{CounterSample, ProcessTrace};
 
 /// Errors of this crate.

@@ -334,6 +334,9 @@ pub enum LogError {
     /// Reading failed.
     #[error("cannot read the record log: {0}")]
     Io(#[from] std::io::Error),
+    /// The records beyond what is held in memory could not be spilled to disk.
+    #[error("{0} ({1} records could not be kept); free space there or point TMPDIR elsewhere")]
+    Spill(crate::records::SpillError, u64),
 }
 
 /// What a walk over a log found besides its entries.

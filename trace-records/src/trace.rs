@@ -4,6 +4,7 @@ use crate::docs::{Document, Documents};
 use crate::log::{Damage, FileHeader, LogError, RawEntry, walk};
 use crate::loss::{LossCause, LossCounts};
 use crate::record::*;
+use crate::records::{Records, RecordsBuilder};
 use std::collections::HashMap;
 use zerocopy::FromBytes;
 
@@ -22,8 +23,9 @@ pub struct ProcessTrace {
     pub strings: HashMap<StringId, String>,
     /// Operation names by (domain, operation).
     pub operations: HashMap<(u8, u16), StringId>,
-    /// API calls.
-    pub api: Vec<ApiRecord>,
+    /// API calls, in their canonical order (start, longest first, …); held in memory up to a
+    /// bound and spilled next to the log beyond it (see [`crate::records`]).
+    pub api: Records<ApiRecord>,
     /// Kernel symbols.
     pub symbols: Vec<KernelSymbolRecord>,
     /// Kernel dispatches.
@@ -64,27 +66,23 @@ impl ProcessTrace {
     }
 
     /// Decodes a log read from `source` one chunk at a time; `fallback` is the header to use
-    /// when the file's own is damaged.
+    /// when the file's own is damaged. API calls beyond what is held in memory are spilled to
+    /// the system's temporary directory.
     pub fn from_reader(
         source: impl std::io::Read,
         fallback: Option<FileHeader>,
     ) -> Result<Self, LogError> {
-        Self::from_reader_sized(source, fallback, 0)
+        Self::load(source, fallback, RecordsBuilder::new(std::env::temp_dir()))
     }
 
-    /// [`ProcessTrace::from_reader`] for a log of `size` bytes: room for the API records it can
-    /// hold is reserved up front (address space only until used), so reading a large log never
-    /// copies a growing vector (which doubled the reader's peak memory).
-    fn from_reader_sized(
+    fn load(
         source: impl std::io::Read,
         fallback: Option<FileHeader>,
-        size: u64,
+        mut api: RecordsBuilder<ApiRecord>,
     ) -> Result<Self, LogError> {
         let mut t = ProcessTrace::default();
-        let per_record = (4 + std::mem::size_of::<ApiRecord>()) as u64;
-        t.api
-            .reserve(usize::try_from(size / per_record).unwrap_or(0));
-        let outcome = walk(source, fallback, |e| t.add(e))?;
+        let outcome = walk(source, fallback, |e| t.add(e, &mut api))?;
+        t.api = api.finish().map_err(|(e, lost)| LogError::Spill(e, lost))?;
         t.sort();
         t.pid = outcome.header.pid;
         t.image = outcome.header.image;
@@ -112,25 +110,20 @@ impl ProcessTrace {
             return Err(crate::Error::NotAFile(path.to_owned()));
         }
         let fallback = fallback_header(path);
-        Self::from_reader_sized(file, fallback, meta.len()).map_err(|e| crate::Error::Log {
+        // Room for the API calls the log can hold, up to one run (the rest spill beside it).
+        let mut api = RecordsBuilder::new(path.parent().unwrap_or(std::path::Path::new(".")));
+        let per_record = (4 + std::mem::size_of::<ApiRecord>()) as u64;
+        api.reserve(usize::try_from(meta.len() / per_record).unwrap_or(usize::MAX));
+        Self::load(file, fallback, api).map_err(|e| crate::Error::Log {
             path: path.to_owned(),
             source: e,
         })
     }
 
     /// Puts the records in time order (in place; threads' chunks interleave in the log). The
-    /// keys are total, so the order is the same however the chunks were laid out.
+    /// keys are total, so the order is the same however the chunks were laid out. (API calls
+    /// are put in order by their [`Records`].)
     fn sort(&mut self) {
-        self.api.sort_unstable_by_key(|r| {
-            (
-                r.start,
-                r.correlation_id,
-                r.end,
-                r.thread_id,
-                r.domain,
-                r.operation,
-            )
-        });
         self.dispatches
             .sort_unstable_by_key(|r| (r.start, r.dispatch_id, r.end));
         self.copies
@@ -149,7 +142,7 @@ impl ProcessTrace {
             + self.counter_samples.len()
     }
 
-    fn add(&mut self, e: RawEntry<'_>) {
+    fn add(&mut self, e: RawEntry<'_>, api: &mut RecordsBuilder<ApiRecord>) {
         fn fixed<R: FromBytes>(bytes: &[u8]) -> Option<R> {
             R::read_from_bytes(bytes).ok()
         }
@@ -170,7 +163,7 @@ impl ProcessTrace {
             Tag::OperationName => fixed::<OperationName>(e.bytes)
                 .map(|o| self.operations.insert((o.domain, o.operation), o.name))
                 .is_some(),
-            Tag::Api => fixed(e.bytes).map(|r| self.api.push(r)).is_some(),
+            Tag::Api => fixed(e.bytes).map(|r| api.push(r)).is_some(),
             Tag::KernelSymbol => fixed(e.bytes).map(|r| self.symbols.push(r)).is_some(),
             Tag::KernelDispatch => fixed(e.bytes).map(|r| self.dispatches.push(r)).is_some(),
             Tag::MemoryCopy => fixed(e.bytes).map(|r| self.copies.push(r)).is_some(),

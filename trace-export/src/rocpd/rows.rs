@@ -155,11 +155,11 @@ fn collect_strings<'a>(v: &ProcessView<'a>) -> BTreeSet<Cow<'a, str>> {
         set.insert(v.string(name).into());
     }
     let mut seen = OpTable::default();
-    for a in &v.api {
-        if api_pass(a.domain).is_some() && seen.get(a.record).is_none() {
-            seen.set(a.record, 0);
+    for a in v.api() {
+        if api_pass(a.domain).is_some() && seen.get(&a.record).is_none() {
+            seen.set(&a.record, 0);
             set.insert(a.domain.csv_name().into());
-            set.insert(v.api_name(a));
+            set.insert(v.api_name(&a));
         }
     }
     if !v.markers.is_empty() {
@@ -474,15 +474,14 @@ pub(crate) fn write_process(
         .collect();
     let mut hip_calls = 0;
     for pass in 0..2 {
-        for a in v.api.iter().filter(|a| api_pass(a.domain) == Some(pass)) {
+        for a in v.api().filter(|a| api_pass(a.domain) == Some(pass)) {
             events.push(categories[usize::from(a.domain as u8)], a.id, a.ancestor)?;
             hip_calls += i64::from(pass == 0);
         }
     }
 
-    // Markers: their ids (as regions or samples) follow the API calls'; the message goes in
-    // the event.
-    let first_marker_id = v.api.len() as u64 + 1;
+    // Markers: their ids (as regions or samples) are the view's, in the calls' id space; the
+    // message goes in the event.
     let marker_category = strings.id(MARKER_CATEGORY);
     events.rows.flush()?;
     let first_marker_event = events.next;
@@ -497,7 +496,7 @@ pub(crate) fn write_process(
             insert.execute(params![
                 first_marker_event + k as i64,
                 marker_category,
-                int(first_marker_id + k as u64),
+                int(v.marker_ids[k]),
                 extdata
             ])?;
         }
@@ -552,7 +551,7 @@ pub(crate) fn write_process(
     };
     let mut names = OpTable::default();
     let (mut hip_seen, mut hsa_seen) = (0i64, 0i64);
-    for a in &v.api {
+    for a in v.api() {
         let event = match api_pass(a.domain) {
             Some(0) => {
                 hip_seen += 1;
@@ -564,11 +563,11 @@ pub(crate) fn write_process(
             }
             None => continue,
         };
-        let r = a.record;
+        let r = &a.record;
         let name = match names.get(r) {
             Some(id) => id,
             None => {
-                let id = strings.id(&v.api_name(a));
+                let id = strings.id(&v.api_name(&a));
                 names.set(r, id);
                 id
             }
@@ -584,7 +583,7 @@ pub(crate) fn write_process(
         )?;
     }
     for (k, m) in v.markers.iter().enumerate() {
-        let id = int(first_marker_id + k as u64);
+        let id = int(v.marker_ids[k]);
         let name = strings.id(marker_name(m.kind));
         let event = first_marker_event + k as i64;
         spans.add(

@@ -1,0 +1,662 @@
+//! Records of one kind in their canonical order, held in memory up to a bound and beyond it
+//! spilled to disk as sorted runs, then read back merged.
+//!
+//! A log of 10 M API calls is 320 MB of records; holding them would make `rocprof`'s memory
+//! grow with the run. A [`RecordsBuilder`] keeps at most one run ([`RUN_BYTES`]) in memory:
+//! when it is full it is sorted and appended to one unlinked temporary file next to the log
+//! (`O_TMPFILE`, so nothing is left behind however `rocprof` ends). The last run stays in
+//! memory. [`Records::iter`] yields the records by value in order: straight from memory when
+//! nothing was spilled, else merged from every run, each read back through a small buffer.
+//! Runs of a time-ordered log barely overlap, so the merge mostly streams one run at a time
+//! (it keeps emitting from the leading run while its head is not past the runner-up's).
+//!
+//! A read error while iterating (the disk went away) ends that iteration early and is kept:
+//! [`Records::check`] reports it, and every writer checks before it keeps its output.
+
+use std::cmp::Reverse;
+use std::fs::File;
+use std::os::unix::fs::FileExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// How many bytes of records one run holds in memory before it is spilled.
+pub const RUN_BYTES: usize = 32 << 20;
+
+/// Records read back per run at a time while merging.
+const READ_BATCH: usize = 4096;
+
+/// A record kind with a canonical order (total over the record's fields, so the order does not
+/// depend on how the records arrived).
+pub trait Ordered: Copy + FromBytes + IntoBytes + Immutable + KnownLayout + 'static {
+    /// The sort key.
+    type Key: Ord;
+    /// This record's key.
+    fn key(&self) -> Self::Key;
+}
+
+impl Ordered for crate::record::ApiRecord {
+    /// Start, then the longest first (a caller before the calls it makes at an equal start),
+    /// then the remaining fields.
+    type Key = (u64, Reverse<u64>, u64, u32, u8, u16);
+    fn key(&self) -> Self::Key {
+        (
+            self.start,
+            Reverse(self.end),
+            self.correlation_id,
+            self.thread_id,
+            self.domain,
+            self.operation,
+        )
+    }
+}
+
+/// Spilling failed: the temporary file could not be created, written or read.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("spilling records to {}: {message}", dir.display())]
+pub struct SpillError {
+    /// Where the spill file is (or was to be).
+    pub dir: PathBuf,
+    /// What failed.
+    pub message: String,
+}
+
+/// Collects records; see the module text.
+pub struct RecordsBuilder<T> {
+    buffer: Vec<T>,
+    run_len: usize,
+    dir: PathBuf,
+    spill: Option<Spill>,
+    failed: Option<SpillError>,
+    dropped: u64,
+}
+
+impl<T: Ordered> RecordsBuilder<T> {
+    /// A builder spilling into `dir` (else the system's temporary directory) with runs of
+    /// [`RUN_BYTES`].
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self::with_run_len(dir, RUN_BYTES / size_of::<T>().max(1))
+    }
+
+    /// A builder whose runs hold `run_len` records (at least 1).
+    pub fn with_run_len(dir: impl Into<PathBuf>, run_len: usize) -> Self {
+        RecordsBuilder {
+            buffer: Vec::new(),
+            run_len: run_len.max(1),
+            dir: dir.into(),
+            spill: None,
+            failed: None,
+            dropped: 0,
+        }
+    }
+
+    /// Room for `n` more records in memory (at most one run's worth).
+    pub fn reserve(&mut self, n: usize) {
+        self.buffer.reserve(n.min(self.run_len));
+    }
+
+    /// Adds a record. A spill failure is kept for [`RecordsBuilder::finish`]; records that
+    /// arrive after it are counted, not kept.
+    pub fn push(&mut self, record: T) {
+        if self.failed.is_some() {
+            self.dropped += 1;
+            return;
+        }
+        if self.buffer.len() == self.run_len {
+            let dropped = self.buffer.len() as u64;
+            if let Err(e) = self.spill_buffer() {
+                self.failed = Some(e);
+                self.dropped += dropped + 1;
+                self.buffer = Vec::new();
+                return;
+            }
+        }
+        self.buffer.push(record);
+    }
+
+    /// Records added so far (kept or not).
+    pub fn len(&self) -> usize {
+        self.spill.as_ref().map_or(0, |s| s.len()) + self.buffer.len() + self.dropped as usize
+    }
+
+    /// Whether no record was added.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn spill_buffer(&mut self) -> Result<(), SpillError> {
+        self.buffer.sort_unstable_by_key(T::key);
+        if self.spill.is_none() {
+            self.spill = Some(Spill::create(&self.dir)?);
+        }
+        let spill = self.spill.as_mut().expect("created above");
+        spill.append(self.buffer.as_bytes(), self.buffer.len())?;
+        self.buffer.clear();
+        Ok(())
+    }
+
+    /// The records in order, or why spilling failed (with how many records were lost).
+    pub fn finish(mut self) -> Result<Records<T>, (SpillError, u64)> {
+        if let Some(e) = self.failed.take() {
+            return Err((e, self.dropped));
+        }
+        self.buffer.sort_unstable_by_key(T::key);
+        self.buffer.shrink_to_fit();
+        let spilled = self.spill.map(|s| {
+            Arc::new(Spilled {
+                file: s.file,
+                dir: s.dir,
+                runs: s.runs,
+                failure: Mutex::new(None),
+            })
+        });
+        let len = spilled.as_ref().map_or(0, |s| s.len()) + self.buffer.len();
+        Ok(Records {
+            memory: self.buffer,
+            spilled,
+            len,
+        })
+    }
+}
+
+/// A spill file being written.
+struct Spill {
+    file: File,
+    dir: PathBuf,
+    end: u64,
+    runs: Vec<Run>,
+}
+
+/// One sorted run in the spill file.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    offset: u64,
+    len: usize,
+}
+
+impl Spill {
+    /// An unlinked file in `dir`, else in the system's temporary directory.
+    fn create(dir: &Path) -> Result<Self, SpillError> {
+        let temp = std::env::temp_dir();
+        let mut last = None;
+        for dir in [dir, temp.as_path()] {
+            match unlinked_file(dir) {
+                Ok(file) => {
+                    return Ok(Spill {
+                        file,
+                        dir: dir.to_owned(),
+                        end: 0,
+                        runs: Vec::new(),
+                    });
+                }
+                Err(e) => last = Some((dir.to_owned(), e)),
+            }
+        }
+        let (dir, e) = last.expect("two directories tried");
+        Err(SpillError {
+            dir,
+            message: format!("cannot create a temporary file: {e}"),
+        })
+    }
+
+    fn append(&mut self, bytes: &[u8], len: usize) -> Result<(), SpillError> {
+        self.file
+            .write_all_at(bytes, self.end)
+            .map_err(|e| SpillError {
+                dir: self.dir.clone(),
+                message: format!("writing {} bytes: {e}", bytes.len()),
+            })?;
+        self.runs.push(Run {
+            offset: self.end,
+            len,
+        });
+        self.end += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn len(&self) -> usize {
+        self.runs.iter().map(|r| r.len).sum()
+    }
+}
+
+/// A file in `dir` no directory entry names: `O_TMPFILE` where the file system has it, else a
+/// fresh name removed as soon as it is open.
+fn unlinked_file(dir: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let tmpfile = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC)
+        .open(dir);
+    if let Ok(f) = tmpfile {
+        return Ok(f);
+    }
+    // The file system has no O_TMPFILE (or refused it): a fresh name, removed at once.
+    let name = dir.join(format!(
+        ".rocprof-spill-{}-{:x}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(&name)?;
+    std::fs::remove_file(&name)?;
+    Ok(f)
+}
+
+/// The spilled runs, shared by every clone and iteration.
+struct Spilled {
+    file: File,
+    dir: PathBuf,
+    runs: Vec<Run>,
+    failure: Mutex<Option<SpillError>>,
+}
+
+impl Spilled {
+    fn len(&self) -> usize {
+        self.runs.iter().map(|r| r.len).sum()
+    }
+
+    fn fail(&self, message: String) {
+        let mut slot = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+        slot.get_or_insert(SpillError {
+            dir: self.dir.clone(),
+            message,
+        });
+    }
+}
+
+/// Records of one kind in canonical order; see the module text.
+pub struct Records<T> {
+    /// The last run (every record when nothing was spilled), sorted.
+    memory: Vec<T>,
+    spilled: Option<Arc<Spilled>>,
+    len: usize,
+}
+
+impl<T> Default for Records<T> {
+    fn default() -> Self {
+        Records {
+            memory: Vec::new(),
+            spilled: None,
+            len: 0,
+        }
+    }
+}
+
+impl<T: Clone> Clone for Records<T> {
+    fn clone(&self) -> Self {
+        Records {
+            memory: self.memory.clone(),
+            spilled: self.spilled.clone(),
+            len: self.len,
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Records<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Records")
+            .field("len", &self.len)
+            .field(
+                "spilled_runs",
+                &self.spilled.as_ref().map_or(0, |s| s.runs.len()),
+            )
+            .finish()
+    }
+}
+
+impl<T: Ordered> From<Vec<T>> for Records<T> {
+    /// The records of `v`, sorted, in memory.
+    fn from(mut v: Vec<T>) -> Self {
+        v.sort_unstable_by_key(T::key);
+        let len = v.len();
+        Records {
+            memory: v,
+            spilled: None,
+            len,
+        }
+    }
+}
+
+impl<T: Ordered> FromIterator<T> for Records<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        iter.into_iter().collect::<Vec<T>>().into()
+    }
+}
+
+impl<T: Ordered> Records<T> {
+    /// How many records.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// How many runs are on disk (0: every record is in memory).
+    pub fn spilled_runs(&self) -> usize {
+        self.spilled.as_ref().map_or(0, |s| s.runs.len())
+    }
+
+    /// The records as one slice when none was spilled.
+    pub fn as_slice(&self) -> Option<&[T]> {
+        self.spilled.is_none().then_some(&self.memory[..])
+    }
+
+    /// Adds one record in its place (cheap when records come in order; a record out of order
+    /// moves the in-memory ones after it). For small sets built by hand: a large set is built
+    /// with a [`RecordsBuilder`].
+    pub fn push(&mut self, record: T) {
+        let key = record.key();
+        let at = if self.memory.last().is_none_or(|l| l.key() <= key) {
+            self.memory.len()
+        } else {
+            self.memory.partition_point(|r| r.key() <= key)
+        };
+        self.memory.insert(at, record);
+        self.len += 1;
+    }
+
+    /// Every record in order, in one vector (for small sets and tests).
+    pub fn to_vec(&self) -> Vec<T> {
+        self.iter().collect()
+    }
+
+    /// The records in order, by value.
+    pub fn iter(&self) -> Iter<'_, T> {
+        let Some(spilled) = &self.spilled else {
+            return Iter(Inner::Memory(self.memory.iter()));
+        };
+        let mut sources: Vec<Source<'_, T>> = spilled
+            .runs
+            .iter()
+            .map(|&run| Source::on_disk(spilled, run))
+            .collect();
+        sources.push(Source::in_memory(&self.memory));
+        Iter(Inner::Merge(Merge {
+            sources,
+            lead: 0,
+            streak: 0,
+        }))
+    }
+
+    /// Whether every iteration so far read every record: the first read failure, if any.
+    pub fn check(&self) -> Result<(), SpillError> {
+        match &self.spilled {
+            Some(s) => match &*s.failure.lock().unwrap_or_else(|p| p.into_inner()) {
+                Some(e) => Err(e.clone()),
+                None => Ok(()),
+            },
+            None => Ok(()),
+        }
+    }
+}
+
+impl<'a, T: Ordered> IntoIterator for &'a Records<T> {
+    type Item = T;
+    type IntoIter = Iter<'a, T>;
+    fn into_iter(self) -> Iter<'a, T> {
+        self.iter()
+    }
+}
+
+/// The records of a [`Records`] in order.
+pub struct Iter<'a, T>(Inner<'a, T>);
+
+enum Inner<'a, T> {
+    Memory(std::slice::Iter<'a, T>),
+    Merge(Merge<'a, T>),
+}
+
+impl<T: Ordered> Iterator for Iter<'_, T> {
+    type Item = T;
+
+    #[inline]
+    fn next(&mut self) -> Option<T> {
+        match &mut self.0 {
+            Inner::Memory(it) => it.next().copied(),
+            Inner::Merge(m) => m.next(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match &self.0 {
+            Inner::Memory(it) => it.size_hint(),
+            Inner::Merge(_) => (0, None),
+        }
+    }
+}
+
+/// One run being read back: its records not yet taken are `buffer[at..]` (the whole rest of
+/// an in-memory run; the current batch of a spilled one) and, for a spilled run, `left` more
+/// on disk from byte `next`.
+struct Source<'a, T> {
+    memory: &'a [T],
+    spilled: Option<&'a Spilled>,
+    next: u64,
+    left: usize,
+    buffer: Vec<T>,
+    at: usize,
+}
+
+impl<'a, T: Ordered> Source<'a, T> {
+    fn in_memory(records: &'a [T]) -> Self {
+        Source {
+            memory: records,
+            spilled: None,
+            next: 0,
+            left: 0,
+            buffer: Vec::new(),
+            at: 0,
+        }
+    }
+
+    fn on_disk(spilled: &'a Spilled, run: Run) -> Self {
+        Source {
+            memory: &[],
+            spilled: Some(spilled),
+            next: run.offset,
+            left: run.len,
+            buffer: Vec::new(),
+            at: 0,
+        }
+    }
+
+    /// The records ready to be taken (empty only when the run is done).
+    fn ready(&mut self) -> &[T] {
+        let Some(spilled) = self.spilled else {
+            return &self.memory[self.at..];
+        };
+        if self.at == self.buffer.len() && self.left > 0 {
+            let n = self.left.min(READ_BATCH);
+            self.buffer.clear();
+            self.buffer.resize(n, T::new_zeroed());
+            self.at = 0;
+            let bytes = self.buffer.as_mut_bytes();
+            match spilled.file.read_exact_at(bytes, self.next) {
+                Ok(()) => {
+                    self.next += bytes.len() as u64;
+                    self.left -= n;
+                }
+                Err(e) => {
+                    spilled.fail(format!(
+                        "reading back {n} records at byte {}: {e}",
+                        self.next
+                    ));
+                    self.buffer.clear();
+                    self.left = 0;
+                }
+            }
+        }
+        &self.buffer[self.at..]
+    }
+
+    /// The record at `k` of [`Source::ready`]'s slice, without refilling.
+    #[inline]
+    fn get(&self, k: usize) -> T {
+        match self.spilled {
+            None => self.memory[self.at + k],
+            Some(_) => self.buffer[self.at + k],
+        }
+    }
+}
+
+/// The k-way merge of the runs: it finds the run with the least head and how many of its ready
+/// records precede the runner-up's head, and hands those out without further comparison.
+struct Merge<'a, T> {
+    sources: Vec<Source<'a, T>>,
+    /// The run being handed out and how many of its ready records may still be.
+    lead: usize,
+    streak: usize,
+}
+
+impl<T: Ordered> Merge<'_, T> {
+    /// Picks the next streak; `false` when every run is done.
+    fn choose(&mut self) -> bool {
+        let mut best: Option<(usize, T::Key)> = None;
+        let mut second: Option<T::Key> = None;
+        for k in 0..self.sources.len() {
+            let Some(head) = self.sources[k].ready().first() else {
+                continue;
+            };
+            let key = head.key();
+            match &best {
+                Some((_, b)) if key >= *b => {
+                    if second.as_ref().is_none_or(|s| key < *s) {
+                        second = Some(key);
+                    }
+                }
+                _ => {
+                    second = best.take().map(|(_, b)| b);
+                    best = Some((k, key));
+                }
+            }
+        }
+        let Some((lead, _)) = best else {
+            return false;
+        };
+        let ready = self.sources[lead].ready();
+        self.streak = match second {
+            // At least the head: the runner-up's head is not below it.
+            Some(bound) => ready.partition_point(|r| r.key() <= bound).max(1),
+            None => ready.len(),
+        };
+        self.lead = lead;
+        true
+    }
+
+    #[inline]
+    fn next(&mut self) -> Option<T> {
+        if self.streak == 0 && !self.choose() {
+            return None;
+        }
+        let source = &mut self.sources[self.lead];
+        let r = source.get(0);
+        source.at += 1;
+        self.streak -= 1;
+        Some(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::ApiRecord;
+    use proptest::prelude::*;
+
+    fn call(start: u64, end: u64, correlation_id: u64) -> ApiRecord {
+        ApiRecord {
+            correlation_id,
+            start,
+            end,
+            thread_id: 1,
+            operation: 0,
+            domain: 1,
+            reserved: 0,
+        }
+    }
+
+    fn build(records: &[ApiRecord], run_len: usize) -> Records<ApiRecord> {
+        let dir = std::env::temp_dir();
+        let mut b = RecordsBuilder::with_run_len(dir, run_len);
+        for &r in records {
+            b.push(r);
+        }
+        b.finish().map_err(|(e, _)| e).expect("spills")
+    }
+
+    #[test]
+    fn a_caller_comes_before_the_calls_it_makes_at_an_equal_start() {
+        let r = Records::from(vec![call(10, 20, 1), call(10, 50, 1), call(5, 60, 2)]);
+        let got: Vec<(u64, u64)> = r.iter().map(|c| (c.start, c.end)).collect();
+        assert_eq!(got, [(5, 60), (10, 50), (10, 20)]);
+    }
+
+    #[test]
+    fn pushed_records_take_their_place_even_after_a_spill() {
+        let mut r = build(&[call(1, 2, 1), call(5, 6, 2), call(9, 10, 3)], 1);
+        assert_eq!(r.spilled_runs(), 2);
+        r.push(call(7, 8, 4));
+        r.push(call(0, 1, 5));
+        let starts: Vec<u64> = r.iter().map(|c| c.start).collect();
+        assert_eq!(starts, [0, 1, 5, 7, 9]);
+        assert_eq!(r.len(), 5);
+    }
+
+    #[test]
+    fn spilled_runs_read_back_in_order_and_repeatably() {
+        let records: Vec<ApiRecord> = (0..10_000u64)
+            .map(|k| call((k * 7919) % 10_007, (k * 7919) % 10_007 + 5, k))
+            .collect();
+        let r = build(&records, 1000);
+        assert_eq!(r.spilled_runs(), 9, "the last run stays in memory");
+        assert_eq!(r.len(), 10_000);
+        assert!(r.as_slice().is_none());
+        let mut want = records.clone();
+        want.sort_unstable_by_key(ApiRecord::key);
+        for _ in 0..2 {
+            assert_eq!(r.iter().collect::<Vec<_>>(), want);
+        }
+        r.check().expect("no read failed");
+    }
+
+    #[test]
+    fn a_directory_that_cannot_hold_files_falls_back_to_the_temporary_directory() {
+        let mut b = RecordsBuilder::with_run_len("/proc/no-such-dir", 2);
+        for k in 0..5 {
+            b.push(call(k, k + 1, k));
+        }
+        let r = b
+            .finish()
+            .map_err(|(e, _)| e)
+            .expect("spills to the temp dir");
+        assert_eq!(r.spilled_runs(), 2);
+        assert_eq!(r.iter().count(), 5);
+    }
+
+    proptest! {
+        #[test]
+        fn any_run_length_gives_the_sorted_records(
+            raw in proptest::collection::vec((0u64..50, 0u64..20, 0u64..4), 0..300),
+            run_len in 1usize..40,
+        ) {
+            let records: Vec<ApiRecord> =
+                raw.iter().map(|&(s, d, c)| call(s, s + d, c)).collect();
+            let r = build(&records, run_len);
+            let mut want = records.clone();
+            want.sort_unstable_by_key(ApiRecord::key);
+            prop_assert_eq!(r.len(), want.len());
+            prop_assert_eq!(r.iter().collect::<Vec<_>>(), want);
+        }
+    }
+}
