@@ -4,8 +4,9 @@
 //! A log of 10 M API calls is 320 MB of records; holding them would make `rocprof`'s memory
 //! grow with the run. A [`RecordsBuilder`] keeps at most one run ([`RUN_BYTES`]) in memory:
 //! when it is full it is sorted and appended to one unlinked temporary file next to the log
-//! (`O_TMPFILE`, so nothing is left behind however `rocprof` ends). The last run stays in
-//! memory. [`Records::iter`] yields the records by value in order: straight from memory when
+//! (`O_TMPFILE`, so nothing is left behind however `rocprof` ends). Once one run is spilled
+//! the last one is too, and so is a small set whose records would take the records held in
+//! memory over [`MEMORY_BUDGET`] (many processes read together). [`Records::iter`] yields the records by value in order: straight from memory when
 //! nothing was spilled, else merged from every run, each read back through a small buffer.
 //! Runs of a time-ordered log barely overlap, so the merge mostly streams one run at a time
 //! (it keeps emitting from the leading run while its head is not past the runner-up's).
@@ -22,6 +23,14 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// How many bytes of records one run holds in memory before it is spilled.
 pub const RUN_BYTES: usize = 32 << 20;
+
+/// How many bytes of finished records all [`Records`] of this process may keep in memory
+/// together; a builder whose last run would exceed it (or that spilled already) spills that
+/// run too, so reading many processes' logs does not hold a run of each.
+pub const MEMORY_BUDGET: usize = 64 << 20;
+
+/// Bytes of finished records held in memory, over every [`Records`].
+static HELD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Records read back per run at a time while merging.
 const READ_BATCH: usize = 4096;
@@ -140,6 +149,13 @@ impl<T: Ordered> RecordsBuilder<T> {
         if let Some(e) = self.failed.take() {
             return Err((e, self.dropped));
         }
+        let bytes = self.buffer.len() * size_of::<T>();
+        let held = HELD.load(std::sync::atomic::Ordering::Relaxed);
+        if !self.buffer.is_empty() && (self.spill.is_some() || held + bytes > MEMORY_BUDGET) {
+            let lost = self.buffer.len() as u64;
+            self.spill_buffer().map_err(|e| (e, lost))?;
+            self.buffer = Vec::new();
+        }
         self.buffer.sort_unstable_by_key(T::key);
         self.buffer.shrink_to_fit();
         let spilled = self.spill.map(|s| {
@@ -151,11 +167,7 @@ impl<T: Ordered> RecordsBuilder<T> {
             })
         });
         let len = spilled.as_ref().map_or(0, |s| s.len()) + self.buffer.len();
-        Ok(Records {
-            memory: self.buffer,
-            spilled,
-            len,
-        })
+        Ok(Records::new(self.buffer, spilled, len))
     }
 }
 
@@ -281,23 +293,39 @@ pub struct Records<T> {
     len: usize,
 }
 
+impl<T> Records<T> {
+    /// Accounts for `memory` in [`HELD`] (given back on drop).
+    fn new(memory: Vec<T>, spilled: Option<Arc<Spilled>>, len: usize) -> Self {
+        HELD.fetch_add(
+            memory.capacity() * size_of::<T>(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        Records {
+            memory,
+            spilled,
+            len,
+        }
+    }
+}
+
+impl<T> Drop for Records<T> {
+    fn drop(&mut self) {
+        HELD.fetch_sub(
+            self.memory.capacity() * size_of::<T>(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+}
+
 impl<T> Default for Records<T> {
     fn default() -> Self {
-        Records {
-            memory: Vec::new(),
-            spilled: None,
-            len: 0,
-        }
+        Records::new(Vec::new(), None, 0)
     }
 }
 
 impl<T: Clone> Clone for Records<T> {
     fn clone(&self) -> Self {
-        Records {
-            memory: self.memory.clone(),
-            spilled: self.spilled.clone(),
-            len: self.len,
-        }
+        Records::new(self.memory.clone(), self.spilled.clone(), self.len)
     }
 }
 
@@ -318,11 +346,7 @@ impl<T: Ordered> From<Vec<T>> for Records<T> {
     fn from(mut v: Vec<T>) -> Self {
         v.sort_unstable_by_key(T::key);
         let len = v.len();
-        Records {
-            memory: v,
-            spilled: None,
-            len,
-        }
+        Records::new(v, None, len)
     }
 }
 
@@ -363,8 +387,13 @@ impl<T: Ordered> Records<T> {
         } else {
             self.memory.partition_point(|r| r.key() <= key)
         };
+        let before = self.memory.capacity();
         self.memory.insert(at, record);
         self.len += 1;
+        HELD.fetch_add(
+            (self.memory.capacity() - before) * size_of::<T>(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 
     /// Every record in order, in one vector (for small sets and tests).
@@ -605,7 +634,7 @@ mod tests {
     #[test]
     fn pushed_records_take_their_place_even_after_a_spill() {
         let mut r = build(&[call(1, 2, 1), call(5, 6, 2), call(9, 10, 3)], 1);
-        assert_eq!(r.spilled_runs(), 2);
+        assert_eq!(r.spilled_runs(), 3);
         r.push(call(7, 8, 4));
         r.push(call(0, 1, 5));
         let starts: Vec<u64> = r.iter().map(|c| c.start).collect();
@@ -619,7 +648,11 @@ mod tests {
             .map(|k| call((k * 7919) % 10_007, (k * 7919) % 10_007 + 5, k))
             .collect();
         let r = build(&records, 1000);
-        assert_eq!(r.spilled_runs(), 9, "the last run stays in memory");
+        assert_eq!(
+            r.spilled_runs(),
+            10,
+            "once one run is spilled, the last is too"
+        );
         assert_eq!(r.len(), 10_000);
         assert!(r.as_slice().is_none());
         let mut want = records.clone();
@@ -640,8 +673,53 @@ mod tests {
             .finish()
             .map_err(|(e, _)| e)
             .expect("spills to the temp dir");
-        assert_eq!(r.spilled_runs(), 2);
+        assert_eq!(r.spilled_runs(), 3);
         assert_eq!(r.iter().count(), 5);
+    }
+
+    #[test]
+    fn a_spill_that_cannot_be_written_fails_the_build_and_counts_what_it_lost() {
+        let mut b = RecordsBuilder::with_run_len(std::env::temp_dir(), 2);
+        // A file open for reading only: every write to it fails, as on a full disk.
+        b.spill = Some(Spill {
+            file: File::open("/dev/null").unwrap(),
+            dir: "/dev".into(),
+            end: 0,
+            runs: Vec::new(),
+        });
+        for k in 0..7 {
+            b.push(call(k, k + 1, k));
+        }
+        let (e, lost) = b.finish().map(|_| ()).unwrap_err();
+        assert_eq!(lost, 7, "the run that failed and every record after it");
+        assert!(
+            e.to_string()
+                .starts_with("spilling records to /dev: writing"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_run_that_fails_to_read_back_ends_the_pass_and_is_reported() {
+        let records: Vec<ApiRecord> = (0..100).map(|k| call(k, k + 1, k)).collect();
+        let mut r = build(&records, 10);
+        // Claim a run beyond the file's end.
+        let spilled = r.spilled.take().unwrap();
+        let mut runs = spilled.runs.clone();
+        runs.push(Run {
+            offset: 1 << 30,
+            len: 5,
+        });
+        r.spilled = Some(Arc::new(Spilled {
+            file: spilled.file.try_clone().unwrap(),
+            dir: spilled.dir.clone(),
+            runs,
+            failure: Mutex::new(None),
+        }));
+        assert!(r.check().is_ok());
+        assert!(r.iter().count() < 105);
+        let e = r.check().unwrap_err();
+        assert!(e.message.contains("reading back 5 records"), "{e}");
     }
 
     proptest! {
