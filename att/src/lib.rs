@@ -1,0 +1,1 @@
+//! Thread trace (being written).

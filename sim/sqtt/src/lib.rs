@@ -1,0 +1,1 @@
+//! The simulated SQTT token stream (being written).

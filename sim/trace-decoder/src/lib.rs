@@ -1,0 +1,1 @@
+//! Simulated librocprof-trace-decoder.so (being written).
