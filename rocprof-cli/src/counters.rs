@@ -29,6 +29,9 @@ pub enum Query {
         /// The agents' properties.
         #[arg(long)]
         agent: bool,
+        /// The PC-sampling configurations (none on WSL2; the reason is printed).
+        #[arg(long = "pc-sampling")]
+        pc_sampling: bool,
     },
     /// Details: every counter (or the named ones) with its description, its expression or
     /// block, and its dimensions; without `--pmc`, the agents' properties too.
@@ -36,6 +39,9 @@ pub enum Query {
         /// Only counters (optionally only these names).
         #[arg(long, num_args = 0.., value_name = "COUNTER")]
         pmc: Option<Vec<String>>,
+        /// The PC-sampling configurations (none on WSL2; the reason is printed).
+        #[arg(long = "pc-sampling")]
+        pc_sampling: bool,
     },
     /// Whether the counters can be collected together (in one pass) on the GPU, and if not,
     /// which conflict and the passes they would take. `NAME:device=N` picks the GPU per counter.
@@ -208,12 +214,54 @@ fn note_source(source: &DefsSource, gpus: &[Gpu]) {
     }
 }
 
+/// `avail list|info --pc-sampling`: rocprofv3's per-GPU block with no configuration, and why.
+fn print_pc_sampling(gpus: &[Gpu], json: bool) -> Result<()> {
+    let reason = crate::att::PC_SAMPLING_UNAVAILABLE;
+    if json {
+        let list: Vec<serde_json::Value> = gpus
+            .iter()
+            .map(|g| {
+                serde_json::json!({
+                    "gpu": g.index,
+                    "name": g.counters.gfx(),
+                    "pc_sampling_configs": [],
+                    "unavailable": reason,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&list)?);
+        return Ok(());
+    }
+    let mut s = String::new();
+    for g in gpus {
+        let _ = writeln!(s, "GPU     :\t{}", g.index);
+        let _ = writeln!(s, "Name    :\t{}", g.counters.gfx());
+        let _ = writeln!(s, "configs :\tnone: {reason}");
+    }
+    print!("{s}");
+    Ok(())
+}
+
 /// Runs a counter query. `pmc-check` of a set that does not fit one pass exits 1, as
 /// rocprofv3-avail does.
 pub fn run(query: &Query, device: Option<u32>, json: bool) -> Result<ExitCode> {
     let (source, gpus) = gpus(device)?;
     if !json {
         note_source(&source, &gpus);
+    }
+    let pc_sampling = matches!(
+        query,
+        Query::List {
+            pc_sampling: true,
+            ..
+        } | Query::Info {
+            pc_sampling: true,
+            ..
+        }
+    );
+    if pc_sampling {
+        print_pc_sampling(&gpus, json)?;
+        return Ok(ExitCode::SUCCESS);
     }
     match query {
         Query::List { agent: true, .. } => {
@@ -252,7 +300,7 @@ pub fn run(query: &Query, device: Option<u32>, json: bool) -> Result<ExitCode> {
                 print!("{s}");
             }
         }
-        Query::Info { pmc } => {
+        Query::Info { pmc, .. } => {
             let only = pmc.as_ref().filter(|v| !v.is_empty());
             for g in &gpus {
                 if let Some(names) = only {

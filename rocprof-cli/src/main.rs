@@ -2,6 +2,7 @@
 
 #![deny(unsafe_code)]
 
+mod att;
 mod avail;
 mod convert;
 mod counters;
@@ -180,10 +181,18 @@ fn run(args: Vec<OsString>) -> Result<ExitCode> {
                     "rocprof: note: -L lists the counters and exits; the application is not run"
                 );
             }
+            // As rocprofv3's -L: the counters, then the PC-sampling configurations.
             let all = counters::Query::Info {
                 pmc: Some(Vec::new()),
+                pc_sampling: false,
             };
-            return counters::run(&all, None, false);
+            let code = counters::run(&all, None, false)?;
+            let sampling = counters::Query::Info {
+                pmc: None,
+                pc_sampling: true,
+            };
+            counters::run(&sampling, None, false)?;
+            return Ok(code);
         }
         init_logging(cli.log_level, "warn");
         run::run(&cli.run, &cli.app)

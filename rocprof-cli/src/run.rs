@@ -68,6 +68,12 @@ macro_rules! flags {
             /// WSL2; 300 is a safe window).
             #[arg(long = "pmc-discard-warmup", value_name = "MS")]
             pub pmc_discard_warmup: Option<u64>,
+            /// Thread trace (`--att…`).
+            #[command(flatten)]
+            pub att: crate::att::AttOptions,
+            /// PC sampling and SPM (refused on WSL2).
+            #[command(flatten)]
+            pub sampling: crate::att::SamplingOptions,
         }
     };
 }
@@ -168,6 +174,15 @@ impl RunOptions {
             return Err(messages::stats_without_tracing());
         }
         self.output.formats()?;
+        self.sampling.refuse_on_wsl()?;
+        let counting = !self.pmc.is_empty() || self.input.is_some();
+        match self.att.config(counting)? {
+            Some(att) => return Err(crate::att::refuse_capture(&att)),
+            None if self.att.any() => eprintln!(
+                "rocprof: warning: the --att-* options are ignored without --att (add --att to trace)"
+            ),
+            None => {}
+        }
         for (name, re) in [
             ("include", &self.kernel_include_regex),
             ("exclude", &self.kernel_exclude_regex),
