@@ -10,6 +10,8 @@
 //! - [`plan`]: base counters into passes within each block's slots;
 //! - [`pm4`]: the command buffers, the AQL packets and the decoding of results;
 //! - [`readback`]: decoded results into a prepared program ([`readback::evaluate`]);
+//! - [`sqtt`]: the thread-trace (SQTT) command buffers, the trace buffer's split over shader
+//!   engines, code-object markers and the control block's reading;
 //! - [`hygiene`]: read-backs spoiled by zero reads or a warm-up window, and each counter's
 //!   estimate over repeated runs (the smallest non-zero value, since other GPU clients only
 //!   ever add counts).
@@ -22,6 +24,7 @@ pub mod hygiene;
 pub mod plan;
 pub mod pm4;
 pub mod readback;
+pub mod sqtt;
 
 use serde::{Deserialize, Serialize};
 

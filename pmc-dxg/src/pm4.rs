@@ -86,6 +86,12 @@ pub mod packet {
     pub const COPY_DATA: u32 = packet3(0x40, 4);
     /// ACQUIRE_MEM (8 dwords).
     pub const ACQUIRE_MEM: u32 = packet3(0x58, 6);
+    /// WAIT_REG_MEM (6 body dwords).
+    pub const WAIT_REG_MEM: u32 = packet3(0x3C, 5);
+    /// WAIT_REG_MEM control: FUNCTION 3 (equal), MEM_SPACE 0 (register), OPERATION 0.
+    pub const WAIT_EQUAL_REGISTER: u32 = 3;
+    /// WAIT_REG_MEM poll interval.
+    pub const WAIT_POLL_INTERVAL: u32 = 4;
     /// INDIRECT_BUFFER (4 dwords).
     pub const INDIRECT_BUFFER: u32 = packet3(0x3F, 2);
     /// EVENT_WRITE body: CS_PARTIAL_FLUSH (7), EVENT_INDEX 4 (aqlprofile's WaitIdle).
@@ -588,33 +594,46 @@ pub const fn acquire_units(base: u64, bytes: u64) -> u64 {
 }
 
 /// A PM4 buffer under construction.
-struct Writer(Vec<u32>);
+pub(crate) struct Writer(pub(crate) Vec<u32>);
 
 impl Writer {
-    fn with_capacity(dwords: usize) -> Writer {
+    pub(crate) fn with_capacity(dwords: usize) -> Writer {
         Writer(Vec::with_capacity(dwords))
     }
 
-    fn uconfig(&mut self, register: u32, value: u32) {
+    pub(crate) fn uconfig(&mut self, register: u32, value: u32) {
         self.0
             .extend_from_slice(&[packet::SET_UCONFIG_REG, register - 0xC000, value]);
     }
 
-    fn broadcast(&mut self) {
+    pub(crate) fn broadcast(&mut self) {
         self.uconfig(reg::GRBM_GFX_INDEX, reg::GRBM_BROADCAST);
     }
 
-    fn sh(&mut self, register: u32, value: u32) {
+    pub(crate) fn sh(&mut self, register: u32, value: u32) {
         self.0
             .extend_from_slice(&[packet::SET_SH_REG, register - 0x2C00, value]);
     }
 
-    fn wait_idle(&mut self) {
+    pub(crate) fn wait_idle(&mut self) {
         self.0
             .extend_from_slice(&[packet::EVENT_WRITE, packet::CS_PARTIAL_FLUSH]);
     }
 
-    fn copy(&mut self, register: u32, address: u64) {
+    /// WAIT_REG_MEM on a register: until `(register & mask) == reference`.
+    pub(crate) fn wait_register(&mut self, register: u32, mask: u32, reference: u32) {
+        self.0.extend_from_slice(&[
+            packet::WAIT_REG_MEM,
+            packet::WAIT_EQUAL_REGISTER,
+            register,
+            0,
+            reference,
+            mask,
+            packet::WAIT_POLL_INTERVAL,
+        ]);
+    }
+
+    pub(crate) fn copy(&mut self, register: u32, address: u64) {
         self.0.extend_from_slice(&[
             packet::COPY_DATA,
             packet::COPY_REGISTER_TO_MEMORY,
@@ -625,7 +644,7 @@ impl Writer {
         ]);
     }
 
-    fn acquire_mem(&mut self, base: u64, bytes: u64) {
+    pub(crate) fn acquire_mem(&mut self, base: u64, bytes: u64) {
         self.0.extend_from_slice(&[
             packet::ACQUIRE_MEM,
             0,
