@@ -20,7 +20,7 @@
 //! of the user-data bit in `REG_INCLUDE`, the 32-byte unit of `WPTR`); the simulated GPU reads
 //! the same choices.
 
-use crate::pm4::{Writer, packet, reg as pmc};
+use crate::pm4::{Writer, reg as pmc};
 
 /// Thread-trace registers (absolute dword addresses) and field values.
 pub mod reg {
@@ -403,6 +403,7 @@ pub fn read_control(buffers: &TraceBuffers, control: &[u8]) -> Result<Vec<SeResu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pm4::packet;
 
     fn params() -> TraceParams {
         TraceParams {
