@@ -180,11 +180,64 @@ c_struct! {
     }
 }
 
-/// The AMD loader extension's entries the tool uses (all or nothing).
+/// `hsa_status_t (*)(hsa_executable_t, hsa_status_t (*)(hsa_executable_t,
+/// hsa_loaded_code_object_t, void*), void*)`.
+pub type IterateLoadedCodeObjects = unsafe extern "C" fn(
+    u64,
+    unsafe extern "C" fn(u64, u64, *mut c_void) -> Status,
+    *mut c_void,
+) -> Status;
+
+/// `hsa_status_t (*)(hsa_loaded_code_object_t, hsa_ven_amd_loader_loaded_code_object_info_t,
+/// void*)`.
+pub type LoadedCodeObjectGetInfo = unsafe extern "C" fn(u64, u32, *mut c_void) -> Status;
+
+c_struct! {
+    /// `hsa_ven_amd_loader_1_01_pfn_t`: 1.00's members, then the loaded-code-object queries.
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy)]
+    pub struct LoaderTable101 as "hsa_ven_amd_loader_1_01_pfn_t", size 40 {
+        pub hsa_ven_amd_loader_query_host_address: Option<QueryHostAddress> => 0,
+        pub hsa_ven_amd_loader_query_segment_descriptors: *const c_void => 8,
+        pub hsa_ven_amd_loader_query_executable: *const c_void => 16,
+        pub hsa_ven_amd_loader_executable_iterate_loaded_code_objects: Option<IterateLoadedCodeObjects> => 24,
+        pub hsa_ven_amd_loader_loaded_code_object_get_info: Option<LoadedCodeObjectGetInfo> => 32,
+    }
+}
+
+/// `hsa_ven_amd_loader_loaded_code_object_info_t` values the tool asks for.
+pub mod loaded_code_object {
+    /// `…_INFO_AGENT` (an `hsa_agent_t`).
+    pub const AGENT: u32 = 2;
+    /// `…_INFO_CODE_OBJECT_STORAGE_TYPE` (u32: 0 none, 1 file, 2 memory).
+    pub const STORAGE_TYPE: u32 = 3;
+    /// `…_INFO_CODE_OBJECT_STORAGE_MEMORY_BASE` (a u64 address).
+    pub const STORAGE_MEMORY_BASE: u32 = 4;
+    /// `…_INFO_CODE_OBJECT_STORAGE_MEMORY_SIZE` (u64).
+    pub const STORAGE_MEMORY_SIZE: u32 = 5;
+    /// `…_INFO_LOAD_DELTA` (i64).
+    pub const LOAD_DELTA: u32 = 7;
+    /// `…_INFO_LOAD_BASE` (u64).
+    pub const LOAD_BASE: u32 = 8;
+    /// `…_INFO_LOAD_SIZE` (u64).
+    pub const LOAD_SIZE: u32 = 9;
+    /// `…_INFO_URI_LENGTH` (u32).
+    pub const URI_LENGTH: u32 = 10;
+    /// `…_INFO_URI` (chars, not NUL-terminated).
+    pub const URI: u32 = 11;
+    /// `HSA_VEN_AMD_LOADER_CODE_OBJECT_STORAGE_TYPE_MEMORY`.
+    pub const STORAGE_MEMORY: u32 = 2;
+}
+
+/// The AMD loader extension's entries the tool uses: the host-address query (all or nothing),
+/// and the loaded-code-object queries of version 1.01 when the runtime has them.
 #[derive(Debug, Clone, Copy)]
 pub struct Loader {
     /// `hsa_ven_amd_loader_query_host_address`.
     pub query_host_address: QueryHostAddress,
+    /// `hsa_ven_amd_loader_executable_iterate_loaded_code_objects` and
+    /// `hsa_ven_amd_loader_loaded_code_object_get_info`.
+    pub loaded_code_objects: Option<(IterateLoadedCodeObjects, LoadedCodeObjectGetInfo)>,
 }
 
 impl Loader {
@@ -194,17 +247,20 @@ impl Loader {
         let get = fns
             .system_get_major_extension_table
             .ok_or("the runtime's core table has no hsa_system_get_major_extension_table")?;
-        let mut table = LoaderTable {
+        let mut table = LoaderTable101 {
             hsa_ven_amd_loader_query_host_address: None,
             hsa_ven_amd_loader_query_segment_descriptors: std::ptr::null(),
             hsa_ven_amd_loader_query_executable: std::ptr::null(),
+            hsa_ven_amd_loader_executable_iterate_loaded_code_objects: None,
+            hsa_ven_amd_loader_loaded_code_object_get_info: None,
         };
-        // SAFETY: the runtime writes at most `size_of::<LoaderTable>()` bytes into `table`.
+        // SAFETY: the runtime writes at most `size_of::<LoaderTable101>()` bytes into `table`
+        // (a runtime with only 1.00 leaves the last two members as they are: None).
         let status = unsafe {
             get(
                 EXTENSION_AMD_LOADER,
                 LOADER_MAJOR,
-                size_of::<LoaderTable>(),
+                size_of::<LoaderTable101>(),
                 (&raw mut table).cast(),
             )
         };
@@ -217,7 +273,13 @@ impl Loader {
         let query_host_address = table
             .hsa_ven_amd_loader_query_host_address
             .ok_or("the AMD loader table has no hsa_ven_amd_loader_query_host_address")?;
-        Ok(Loader { query_host_address })
+        let loaded_code_objects = table
+            .hsa_ven_amd_loader_executable_iterate_loaded_code_objects
+            .zip(table.hsa_ven_amd_loader_loaded_code_object_get_info);
+        Ok(Loader {
+            query_host_address,
+            loaded_code_objects,
+        })
     }
 
     /// The host copy of `len` bytes at `device_address`, if the loader knows the address.
@@ -448,6 +510,7 @@ pub fn layouts() -> Vec<c_layout::LayoutInfo> {
         LayoutInfo::of::<DispatchTime>("DispatchTime"),
         LayoutInfo::of::<AsyncCopyTime>("AsyncCopyTime"),
         LayoutInfo::of::<LoaderTable>("LoaderTable"),
+        LayoutInfo::of::<LoaderTable101>("LoaderTable101"),
     ]
 }
 
@@ -536,8 +599,10 @@ mod tests {
             hsa_ven_amd_loader_query_segment_descriptors: std::ptr::null(),
             hsa_ven_amd_loader_query_executable: std::ptr::null(),
         };
-        // SAFETY: the caller provides `len` bytes (24 here).
-        unsafe { std::ptr::copy_nonoverlapping((&raw const t).cast::<u8>(), table.cast(), len) };
+        // A 1.00 runtime: it copies its 24 bytes at most, leaving the rest of a longer table.
+        let n = len.min(size_of::<LoaderTable>());
+        // SAFETY: the caller provides `len` >= `n` bytes; `t` has `n` bytes.
+        unsafe { std::ptr::copy_nonoverlapping((&raw const t).cast::<u8>(), table.cast(), n) };
         SUCCESS
     }
 
@@ -567,7 +632,15 @@ mod tests {
     #[test]
     fn the_loader_comes_from_the_major_extension_table() {
         let loader = Loader::fetch(&fns_with(offering)).unwrap();
-        assert_eq!(ASKED.lock().unwrap().as_slice(), [(0x201, 1, 24)]);
+        assert_eq!(
+            ASKED.lock().unwrap().as_slice(),
+            [(0x201, 1, 40)],
+            "the 1.01 table"
+        );
+        assert!(
+            loader.loaded_code_objects.is_none(),
+            "a 1.00 runtime leaves the loaded-code-object queries out"
+        );
         // SAFETY: the fake query only compares the address.
         unsafe {
             assert_eq!(loader.host_address(0x1000), Some(0x2000 as *const u8));

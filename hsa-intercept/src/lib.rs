@@ -11,4 +11,5 @@ pub mod dispatch;
 pub mod hsa;
 pub mod sink;
 pub mod tables;
+pub mod thread_trace;
 pub mod wrap;

@@ -365,6 +365,12 @@ pub fn emit_doc(doc: &Document) {
     push_json(&json);
 }
 
+/// Appends a typed document about one event (a traced dispatch, a saved code object): not
+/// remembered for forked children, whose logs describe their own events.
+pub fn emit_event_doc(doc: &Document) {
+    push_json(&doc.to_json());
+}
+
 fn push_json(json: &str) {
     push_definition(|c| c.push_json(json));
 }

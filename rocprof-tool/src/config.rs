@@ -1,7 +1,7 @@
 //! The tool's configuration, read once from the environment (`ROCPROF_*`, rocprofv3's names).
 
 use std::path::PathBuf;
-use trace_records::docs::{CounterRequest, TracingConfig};
+use trace_records::docs::{CounterRequest, ThreadTraceRequest, TracingConfig};
 use trace_records::env;
 
 /// What to trace (the log's typed form, so the discovery document carries it as is) and where
@@ -14,6 +14,9 @@ pub struct Config {
     pub record_dir: PathBuf,
     /// The counters to collect around dispatches (`Err` says why the request is unreadable).
     pub counters: Option<Result<CounterRequest, String>>,
+    /// The thread trace to capture around dispatches (`Err` says why the request is
+    /// unreadable).
+    pub thread_trace: Option<Result<ThreadTraceRequest, String>>,
     /// The kernel filters of counter collection (rocprofv3's include and exclude regexes).
     pub kernel_include: Option<String>,
     /// See `kernel_include`.
@@ -49,6 +52,11 @@ impl Config {
                 serde_json::from_str(&v)
                     .map_err(|e| format!("{} is not a counter request: {e}", env::COUNTERS))
             }),
+            thread_trace: get(env::THREAD_TRACE).filter(|v| !v.is_empty()).map(|v| {
+                serde_json::from_str(&v).map_err(|e| {
+                    format!("{} is not a thread-trace request: {e}", env::THREAD_TRACE)
+                })
+            }),
             kernel_include: get(env::KERNEL_FILTER_INCLUDE_REGEX),
             kernel_exclude: get(env::KERNEL_FILTER_EXCLUDE_REGEX),
         }
@@ -61,12 +69,16 @@ impl Config {
 
     /// Whether anything at all is traced or counted.
     pub fn any(&self) -> bool {
-        self.tracing != TracingConfig::default() || self.counters.is_some()
+        self.tracing != TracingConfig::default()
+            || self.counters.is_some()
+            || self.thread_trace.is_some()
     }
 
     /// Whether kernel dispatches are intercepted (traced, or counted).
     pub fn dispatches(&self) -> bool {
-        self.tracing.kernels || matches!(self.counters, Some(Ok(_)))
+        self.tracing.kernels
+            || matches!(self.counters, Some(Ok(_)))
+            || matches!(self.thread_trace, Some(Ok(_)))
     }
 }
 

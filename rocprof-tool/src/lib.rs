@@ -197,28 +197,7 @@ fn init(config: Config) {
         wsl_topology::Platform::GnuLinux => wsl_topology::hsa_pairing::Policy::Strict,
     };
     hsa_intercept::dispatch::on_first_queue(pair_agents);
-    match &config.counters {
-        Some(Ok(request)) => {
-            let installed =
-                hsa_intercept::counting::install(hsa_intercept::counting::CounterConfig {
-                    events: request.events.clone(),
-                    include: config.kernel_include.clone(),
-                    exclude: config.kernel_exclude.clone(),
-                    agents: discovery.agents().to_vec(),
-                });
-            if let Err(why) = installed {
-                sink::warn(
-                    WarningKind::Counters,
-                    format!("hardware counters are not collected: {why}"),
-                );
-            }
-        }
-        Some(Err(why)) => sink::warn(
-            WarningKind::Counters,
-            format!("hardware counters are not collected: {why}"),
-        ),
-        None => {}
-    }
+    install_instruments(&config, discovery.agents());
     let _ = STATE.set(State {
         config,
         agents: discovery.agents().to_vec(),
@@ -232,6 +211,74 @@ fn init(config: Config) {
 }
 
 /// A forked child records into a log of its own (the parent's chunks stay the parent's).
+/// Installs what runs around dispatches: counters, thread trace, or both (thread trace's window
+/// outermost, so the counters' flushes stay next to the kernel).
+fn install_instruments(config: &Config, agents: &[trace_records::agents::Agent]) {
+    use hsa_intercept::dispatch::instrument;
+    let counting = match &config.counters {
+        Some(Ok(request)) => {
+            hsa_intercept::counting::instrument(hsa_intercept::counting::CounterConfig {
+                events: request.events.clone(),
+                include: config.kernel_include.clone(),
+                exclude: config.kernel_exclude.clone(),
+                agents: agents.to_vec(),
+            })
+            .map_err(|why| {
+                sink::warn(
+                    WarningKind::Counters,
+                    format!("hardware counters are not collected: {why}"),
+                )
+            })
+            .ok()
+        }
+        Some(Err(why)) => {
+            sink::warn(
+                WarningKind::Counters,
+                format!("hardware counters are not collected: {why}"),
+            );
+            None
+        }
+        None => None,
+    };
+    let tracing = match &config.thread_trace {
+        Some(Ok(request)) => {
+            hsa_intercept::thread_trace::instrument(hsa_intercept::thread_trace::TraceConfig {
+                request: request.clone(),
+                include: config.kernel_include.clone(),
+                exclude: config.kernel_exclude.clone(),
+                agents: agents.to_vec(),
+            })
+            .map_err(|why| {
+                sink::warn(
+                    WarningKind::ThreadTrace,
+                    format!("thread trace is not captured: {why}"),
+                )
+            })
+            .ok()
+        }
+        Some(Err(why)) => {
+            sink::warn(
+                WarningKind::ThreadTrace,
+                format!("thread trace is not captured: {why}"),
+            );
+            None
+        }
+        None => None,
+    };
+    let chosen: Option<&'static dyn instrument::Instrument> = match (counting, tracing) {
+        (Some(c), Some(t)) => Some(Box::leak(Box::new(instrument::Pair::new(c, t)))),
+        (c, t) => c.or(t),
+    };
+    if let Some(i) = chosen
+        && !instrument::install(i)
+    {
+        sink::warn(
+            WarningKind::Internal,
+            "another dispatch instrument is installed; counters and thread trace are not collected",
+        );
+    }
+}
+
 extern "C" fn after_fork_in_child() {
     let _ = std::panic::catch_unwind(|| {
         let Some(state) = STATE.get() else { return };
@@ -288,6 +335,18 @@ fn pair_agents() {
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
         hsa_intercept::dispatch::finish_outstanding();
+        let skipped = hsa_intercept::thread_trace::skipped();
+        if skipped > 0 {
+            sink::warn(
+                WarningKind::ThreadTrace,
+                format!(
+                    "{skipped} selected dispatch(es) ran untraced: every thread-trace buffer of \
+                     their GPU was still in flight ({} per GPU); synchronise between kernels, or \
+                     narrow the selection with --kernel-include-regex",
+                    hsa_intercept::thread_trace::MAX_SLOTS
+                ),
+            );
+        }
         if STATE.get().is_some() {
             sink::emit_doc(&Document::Exit(ExitFacts {
                 runtimes_loaded: loaded_runtimes(),

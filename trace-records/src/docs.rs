@@ -22,6 +22,82 @@ pub enum Document {
     Warning(ToolWarning),
     /// How one agent's counters are programmed: what its counter samples hold.
     CounterSetup(CounterSetup),
+    /// A code object the tool saved for the thread-trace decoder.
+    CodeObject(CodeObjectSaved),
+    /// One traced dispatch's thread-trace data, saved per shader engine.
+    ThreadTrace(ThreadTraceCaptured),
+}
+
+/// What `rocprof` asks the tool to trace (the value of [`crate::env::THREAD_TRACE`]), checked
+/// before the run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadTraceRequest {
+    /// The compute unit (WGP) traced in detail.
+    pub target_cu: u32,
+    /// The shader engines traced.
+    pub se_mask: u64,
+    /// The SIMD selected.
+    pub simd_select: u32,
+    /// The trace buffer's bytes (per traced dispatch, split over the shader engines).
+    pub buffer_size: u64,
+    /// The GPUs traced, by rocprofv3 GPU index (`None`: all).
+    pub gpu_index: Option<Vec<u32>>,
+    /// Serialise every dispatch, not only the traced ones.
+    pub serialize_all: bool,
+    /// Where the tool writes the raw data (`.att` per shader engine, `.out` per code object).
+    pub dir: String,
+}
+
+/// A code object saved for the decoder (its bytes in [`CodeObjectSaved::file`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeObjectSaved {
+    /// The tool's id of the loaded code object (1, 2, … in load order; the marker id the
+    /// trace names PCs by).
+    pub id: u64,
+    /// Driver (KMT) node id of the agent it was loaded for.
+    pub agent_node_id: u32,
+    /// Where it is loaded.
+    pub load_base: u64,
+    /// Its loaded size.
+    pub load_size: u64,
+    /// `load_base` minus the image's own base address.
+    pub load_delta: i64,
+    /// The runtime's URI for it (`memory://…` or `file://…`).
+    pub uri: String,
+    /// The file the tool wrote its bytes to (empty when they could not be saved).
+    pub file: String,
+}
+
+/// One traced dispatch's capture.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadTraceCaptured {
+    /// The dispatch.
+    pub dispatch_id: u64,
+    /// Its correlation id.
+    pub correlation_id: u64,
+    /// Its kernel.
+    pub kernel_id: u64,
+    /// Driver (KMT) node id of its agent.
+    pub agent_node_id: u32,
+    /// Each traced shader engine's data.
+    pub shader_engines: Vec<ShaderEngineCapture>,
+}
+
+/// One shader engine's share of a capture.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShaderEngineCapture {
+    /// Shader engine.
+    pub se: u32,
+    /// Bytes of trace data saved.
+    pub bytes: u64,
+    /// The hardware's `SQ_THREAD_TRACE_STATUS`.
+    pub status: u32,
+    /// The hardware's dropped-data counter.
+    pub dropped: u32,
+    /// The buffer filled (the trace is cut short: raise `--att-buffer-size`).
+    pub full: bool,
+    /// The `.att` file holding the data (empty when it could not be written).
+    pub file: String,
 }
 
 /// The counters the tool programs on one agent (one pass), in the order the read buffer
@@ -321,6 +397,8 @@ pub enum WarningKind {
     Unfinished,
     /// Hardware counters could not be collected (on an agent, or for some dispatches).
     Counters,
+    /// Thread trace could not be captured (on an agent, or for some dispatches).
+    ThreadTrace,
     /// Any other trouble inside the tool.
     Internal,
 }
@@ -351,6 +429,10 @@ pub struct Documents {
     pub warnings: Vec<ToolWarning>,
     /// The counter setup of each agent whose counters were programmed.
     pub counter_setups: Vec<CounterSetup>,
+    /// Every code object saved for the thread-trace decoder.
+    pub code_objects: Vec<CodeObjectSaved>,
+    /// Every traced dispatch.
+    pub thread_traces: Vec<ThreadTraceCaptured>,
 }
 
 impl Documents {
@@ -370,6 +452,8 @@ impl Documents {
             Document::Exit(e) => self.exit = Some(e),
             Document::Warning(w) => self.warnings.push(w),
             Document::CounterSetup(c) => self.counter_setups.push(c),
+            Document::CodeObject(c) => self.code_objects.push(c),
+            Document::ThreadTrace(t) => self.thread_traces.push(t),
         }
     }
 

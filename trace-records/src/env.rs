@@ -32,6 +32,9 @@ pub const KERNEL_FILTER_EXCLUDE_REGEX: &str = "ROCPROF_KERNEL_FILTER_EXCLUDE_REG
 /// resolved to base counters by `rocprof` (this project's own variable; rocprofv3's
 /// `ROCPROF_COUNTERS` holds names for the tool to resolve).
 pub const COUNTERS: &str = "ROCPROF_WSL_COUNTERS";
+/// Set by `rocprof` for the tool: the thread-trace request as JSON
+/// ([`crate::docs::ThreadTraceRequest`]).
+pub const THREAD_TRACE: &str = "ROCPROF_WSL_THREAD_TRACE";
 
 /// rocprofv3's truth strings (case-insensitive): `Ok(true)` for y/yes/t/true/on/1, `Ok(false)`
 /// for n/no/f/false/off/0, otherwise an explanation.

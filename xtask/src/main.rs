@@ -52,6 +52,12 @@ const STAGED_RUNTIMES: [(&str, &str, &str); 4] = [
     ("libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so"),
 ];
 
+/// Simulated libraries staged under one name: (cargo's file name, staged file name).
+const STAGED_BY_NAME: [(&str, &str); 2] = [
+    ("librocprof_trace_decoder.so", "librocprof-trace-decoder.so"),
+    ("libamd_comgr.so", "libamd_comgr.so.3"),
+];
+
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
@@ -180,6 +186,14 @@ fn stage(bin: &Path) -> Result<PathBuf> {
         if from.exists() {
             copy(&from, &lib.join(soname))?;
             symlink(soname, &lib.join(link))?;
+        }
+    }
+    // Libraries found by name, not soname: the thread-trace decoder (rocprofv3 searches for a
+    // file named librocprof-trace-decoder.so) and comgr (opened by its soname).
+    for (built, staged) in STAGED_BY_NAME {
+        let from = bin.join(built);
+        if from.exists() {
+            copy(&from, &lib.join(staged))?;
         }
     }
     // The simulated stack's stand-in for the DXG device node: its existence is what counts.

@@ -23,7 +23,7 @@
 //! inside a counting window is counted with it. `rocprof` warns of such overlaps, found from
 //! the dispatch timestamps.
 
-mod pool;
+pub(crate) mod pool;
 
 use crate::dispatch::instrument::{self, DispatchInfo, Injection, Instrument};
 use crate::hsa::fns;
@@ -56,6 +56,16 @@ pub struct CounterConfig {
 /// creates its queues. Fails if a filter is not a valid regex or an instrument is installed
 /// already.
 pub fn install(config: CounterConfig) -> Result<(), String> {
+    let counting = instrument(config)?;
+    match instrument::install(counting) {
+        true => Ok(()),
+        false => Err("another dispatch instrument is installed".into()),
+    }
+}
+
+/// Builds counter collection as an instrument (to install alone with [`install`], or beside
+/// thread trace in an [`instrument::Pair`]). Fails if a filter is not a valid regex.
+pub fn instrument(config: CounterConfig) -> Result<&'static dyn Instrument, String> {
     let compile = |what: &str, re: &Option<String>| {
         re.as_deref()
             .filter(|r| !r.is_empty())
@@ -74,10 +84,7 @@ pub fn install(config: CounterConfig) -> Result<(), String> {
         kits: (0..MAX_AGENTS).map(|_| OnceLock::new()).collect(),
         selected: Mutex::new(HashMap::new()),
     }));
-    match instrument::install(counting) {
-        true => Ok(()),
-        false => Err("another dispatch instrument is installed".into()),
-    }
+    Ok(counting)
 }
 
 /// GPU agents whose counters are programmed at once.

@@ -14,7 +14,7 @@ const DEVICE_CPU: u32 = 0;
 
 /// The runtime entries pool memory needs (all or nothing).
 #[derive(Clone, Copy)]
-pub(super) struct PoolFns {
+pub(crate) struct PoolFns {
     iterate_agents: unsafe extern "C" fn(
         unsafe extern "C" fn(u64, *mut c_void) -> Status,
         *mut c_void,
@@ -32,7 +32,7 @@ pub(super) struct PoolFns {
 
 impl PoolFns {
     /// The entries from the runtime's tables, or the names of those it lacks.
-    pub(super) fn from(f: &Fns) -> Result<PoolFns, String> {
+    pub(crate) fn from(f: &Fns) -> Result<PoolFns, String> {
         match (
             f.agent_iterate_memory_pools,
             f.memory_pool_get_info,
@@ -69,7 +69,7 @@ impl PoolFns {
 }
 
 /// The kernarg pool of the first CPU agent that has one.
-pub(super) fn kernarg_pool(f: &PoolFns) -> Result<u64, String> {
+pub(crate) fn kernarg_pool(f: &PoolFns) -> Result<u64, String> {
     unsafe extern "C" fn collect(handle: u64, data: *mut c_void) -> Status {
         // SAFETY: `data` is the Vec passed below, alive for the iteration.
         unsafe { (*data.cast::<Vec<u64>>()).push(handle) };
@@ -102,7 +102,7 @@ pub(super) fn kernarg_pool(f: &PoolFns) -> Result<u64, String> {
 }
 
 /// `bytes` of zeroed pool memory the GPU agent `gpu` can read and write.
-pub(super) fn allocate(f: &PoolFns, pool: u64, gpu: u64, bytes: usize) -> Result<*mut u8, String> {
+pub(crate) fn allocate(f: &PoolFns, pool: u64, gpu: u64, bytes: usize) -> Result<*mut u8, String> {
     let mut ptr: *mut c_void = std::ptr::null_mut();
     // SAFETY: the runtime's allocation with a valid out-pointer.
     let status = unsafe { (f.allocate)(pool, bytes, 0, &mut ptr) };

@@ -119,6 +119,116 @@ pub trait Instrument: Send + Sync {
     fn after_fork_in_child(&self);
 }
 
+/// Two instruments around the same dispatches (counters and thread trace): the first's
+/// packets go nearer the kernel (its before packets last, its after packets first), so the
+/// second's window encloses the first's. A dispatch is instrumented by whichever of the two
+/// says yes; each gets back its own token.
+pub struct Pair {
+    inner: &'static dyn Instrument,
+    outer: &'static dyn Instrument,
+    /// By pair token: the inner and outer tokens.
+    tokens: std::sync::Mutex<std::collections::HashMap<u64, Tokens>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+/// The inner and outer instruments' tokens of one dispatch.
+type Tokens = (Option<u64>, Option<u64>);
+
+impl Pair {
+    /// `inner`'s packets nearest the kernel, `outer`'s around them.
+    pub fn new(inner: &'static dyn Instrument, outer: &'static dyn Instrument) -> Self {
+        Pair {
+            inner,
+            outer,
+            tokens: std::sync::Mutex::new(std::collections::HashMap::new()),
+            next: std::sync::atomic::AtomicU64::new(1),
+        }
+    }
+
+    fn take(&self, token: u64) -> Option<Tokens> {
+        self.tokens
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&token)
+    }
+}
+
+impl Instrument for Pair {
+    fn inject(&self, dispatch: &DispatchInfo<'_>, injection: &mut Injection) -> Option<u64> {
+        let mut outer = Injection::default();
+        let mut inner = Injection::default();
+        let o = self.outer.inject(dispatch, &mut outer);
+        let i = self.inner.inject(dispatch, &mut inner);
+        if o.is_none() && i.is_none() {
+            return None;
+        }
+        let fits = outer.before_len + inner.before_len <= MAX_BEFORE
+            && outer.after_len + inner.after_len <= MAX_AFTER;
+        if !fits {
+            // Cannot happen with the tool's instruments (2 + 3 packets); keep the inner only.
+            if let Some(t) = o {
+                self.outer.discarded(t);
+            }
+            return i
+                .map(|t| self.remember(Some(t), None, &inner, &Injection::default(), injection));
+        }
+        Some(self.remember(i, o, &inner, &outer, injection))
+    }
+
+    fn completed(&self, token: u64, record: &KernelDispatchRecord) {
+        if let Some((i, o)) = self.take(token) {
+            if let Some(t) = i {
+                self.inner.completed(t, record);
+            }
+            if let Some(t) = o {
+                self.outer.completed(t, record);
+            }
+        }
+    }
+
+    fn discarded(&self, token: u64) {
+        if let Some((i, o)) = self.take(token) {
+            if let Some(t) = i {
+                self.inner.discarded(t);
+            }
+            if let Some(t) = o {
+                self.outer.discarded(t);
+            }
+        }
+    }
+
+    fn after_fork_in_child(&self) {
+        self.inner.after_fork_in_child();
+        self.outer.after_fork_in_child();
+        // The parent's tokens are never completed in the child: their entries stay unused
+        // (the map's lock, which another thread may have held at the fork, is not touched).
+    }
+}
+
+impl Pair {
+    fn remember(
+        &self,
+        i: Option<u64>,
+        o: Option<u64>,
+        inner: &Injection,
+        outer: &Injection,
+        into: &mut Injection,
+    ) -> u64 {
+        for p in outer.before_packets().iter().chain(inner.before_packets()) {
+            into.before(*p);
+        }
+        for p in inner.after_packets().iter().chain(outer.after_packets()) {
+            into.after(*p);
+        }
+        let token = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.tokens
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(token, (i, o));
+        token
+    }
+}
+
 static INSTRUMENT: OnceLock<&'static dyn Instrument> = OnceLock::new();
 
 /// Installs the instrument (the first one wins; `false` if one was installed already). Install
@@ -135,6 +245,105 @@ pub(super) fn installed() -> Option<&'static dyn Instrument> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An instrument that adds `before` and `after` packets filled with its tag and records
+    /// the calls it gets.
+    struct Fake {
+        tag: u8,
+        before: usize,
+        after: usize,
+        says_yes: bool,
+        calls: std::sync::Mutex<Vec<String>>,
+    }
+
+    impl Instrument for Fake {
+        fn inject(&self, _: &DispatchInfo<'_>, i: &mut Injection) -> Option<u64> {
+            if !self.says_yes {
+                return None;
+            }
+            for k in 0..self.before {
+                i.before([self.tag * 10 + k as u8; 64]);
+            }
+            for k in 0..self.after {
+                i.after([self.tag * 10 + 5 + k as u8; 64]);
+            }
+            Some(u64::from(self.tag) * 100)
+        }
+        fn completed(&self, token: u64, _: &KernelDispatchRecord) {
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("completed {token}"));
+        }
+        fn discarded(&self, token: u64) {
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("discarded {token}"));
+        }
+        fn after_fork_in_child(&self) {}
+    }
+
+    fn fake(tag: u8, before: usize, after: usize, says_yes: bool) -> &'static Fake {
+        Box::leak(Box::new(Fake {
+            tag,
+            before,
+            after,
+            says_yes,
+            calls: std::sync::Mutex::new(Vec::new()),
+        }))
+    }
+
+    #[test]
+    fn a_pair_nests_the_inner_window_in_the_outer_and_routes_each_token_back() {
+        let (counters, trace) = (fake(1, 1, 2, true), fake(2, 1, 1, true));
+        let pair = Pair::new(counters, trace);
+        let record = KernelDispatchRecord::default();
+        let info = DispatchInfo {
+            agent: 1,
+            agent_node: 1,
+            kernel_name: None,
+            record: &record,
+        };
+        let mut i = Injection::default();
+        let token = pair.inject(&info, &mut i).unwrap();
+        let first = |p: &[[u8; 64]]| p.iter().map(|p| p[0]).collect::<Vec<u8>>();
+        assert_eq!(
+            first(i.before_packets()),
+            [20, 10],
+            "outer begin, then inner start"
+        );
+        assert_eq!(
+            first(i.after_packets()),
+            [15, 16, 25],
+            "inner read/stop, then outer end"
+        );
+        pair.completed(token, &record);
+        assert_eq!(*counters.calls.lock().unwrap(), ["completed 100"]);
+        assert_eq!(*trace.calls.lock().unwrap(), ["completed 200"]);
+        pair.completed(token, &record);
+        assert_eq!(
+            counters.calls.lock().unwrap().len(),
+            1,
+            "a token completes once"
+        );
+
+        // Only one of the two instruments the dispatch: only it hears of it.
+        let (counters, trace) = (fake(1, 1, 2, false), fake(2, 1, 1, true));
+        let pair = Pair::new(counters, trace);
+        let mut i = Injection::default();
+        let token = pair.inject(&info, &mut i).unwrap();
+        assert_eq!(first(i.before_packets()), [20]);
+        pair.discarded(token);
+        assert!(counters.calls.lock().unwrap().is_empty());
+        assert_eq!(*trace.calls.lock().unwrap(), ["discarded 200"]);
+        let (counters, trace) = (fake(1, 1, 2, false), fake(2, 1, 1, false));
+        assert!(
+            Pair::new(counters, trace)
+                .inject(&info, &mut Injection::default())
+                .is_none()
+        );
+    }
 
     #[test]
     fn an_injection_holds_at_most_its_capacity_and_completes_the_last_after_packet() {

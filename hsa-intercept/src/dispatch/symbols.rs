@@ -49,6 +49,9 @@ pub(super) unsafe extern "C" fn executable_freeze(
             LOADER.get_or_init(|| Loader::fetch(f));
             // SAFETY: iterates the frozen executable's symbols with our callback.
             unsafe { (f.executable_iterate_symbols)(executable, on_symbol, std::ptr::null_mut()) };
+            if let Some(Ok(loader)) = LOADER.get() {
+                crate::thread_trace::executable_frozen(loader, executable);
+            }
         });
     }
     status

@@ -1,0 +1,556 @@
+//! Thread trace (ATT) around kernel dispatches: the [`Instrument`] that runs the gfx11 SQTT begin
+//! PM4-IB packet before each selected dispatch and the end packet after it, then saves each
+//! traced shader engine's data as an `.att` file and records what it saved. The data is decoded
+//! by `rocprof` after the application exits, never here.
+//!
+//! - **Buffers** come from the HSA runtime (the CPU agent's kernarg pool made accessible to the
+//!   GPU, as for counters; on WSL2 there is no `/dev/kfd` to get them from): per slot, the
+//!   command memory (begin | end), the control block (32 bytes per shader engine) and the trace
+//!   buffer (`--att-buffer-size`, split over the engines as aqlprofile splits it). Slots are
+//!   allocated at first use, at most [`MAX_SLOTS`] per agent; a dispatch that finds every slot
+//!   in flight runs untraced, counted, and `rocprof` says how many.
+//! - **Code objects**: at every `hsa_executable_freeze` the loaded code objects are read through
+//!   the AMD loader extension (1.01), given ids 1, 2, … and saved as `.out` files; every begin
+//!   buffer carries a load marker for each (the decoder names PCs by them).
+//! - **Serialisation**: the begin packet has the barrier bit and the kernel the barrier bit
+//!   (the handler sets it), so within a queue the trace window holds that kernel only. Queues
+//!   are not held back from each other (as for counters: a host-side lock across queues can
+//!   deadlock an application whose queues wait on each other).
+
+use crate::counting::pool::{self, PoolFns};
+use crate::dispatch::instrument::{DispatchInfo, Injection, Instrument};
+use crate::hsa::{Loader, SUCCESS, Status, fns, loaded_code_object as lco};
+use crate::sink;
+use pmc_dxg::pm4;
+use pmc_dxg::sqtt::{self, CodeObjectMarker, TraceBuffers, TraceParams};
+use regex_lite::Regex;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock, RwLock};
+use trace_records::KernelDispatchRecord;
+use trace_records::agents::Agent;
+use trace_records::docs::{
+    CodeObjectSaved, Document, ShaderEngineCapture, ThreadTraceCaptured, ThreadTraceRequest,
+    WarningKind,
+};
+
+/// Slots (traced dispatches in flight) per agent.
+pub const MAX_SLOTS: usize = 4;
+/// Bytes of each slot's command memory (room for the begin buffer's markers).
+const COMMAND_BYTES: usize = 64 << 10;
+/// GPU agents traced at once.
+const MAX_AGENTS: usize = 16;
+
+/// What to trace and where the raw data goes.
+#[derive(Debug, Clone)]
+pub struct TraceConfig {
+    /// The request `rocprof` checked.
+    pub request: ThreadTraceRequest,
+    /// Only dispatches of kernels whose demangled name matches are traced.
+    pub include: Option<String>,
+    /// Dispatches of kernels whose name matches are not (applied after `include`).
+    pub exclude: Option<String>,
+    /// The agents discovery published.
+    pub agents: Vec<Agent>,
+}
+
+/// Builds the thread-trace instrument (install it with
+/// [`crate::dispatch::instrument::install`], alone or beside counters). Fails if a filter is
+/// not a valid regex or the parameters cannot be programmed.
+pub fn instrument(config: TraceConfig) -> Result<&'static dyn Instrument, String> {
+    let compile = |what: &str, re: &Option<String>| {
+        re.as_deref()
+            .filter(|r| !r.is_empty())
+            .map(Regex::new)
+            .transpose()
+            .map_err(|e| format!("the kernel {what} regex is invalid: {e}"))
+    };
+    let r = &config.request;
+    let params = TraceParams {
+        target_cu: r.target_cu,
+        se_mask: r.se_mask,
+        simd_select: r.simd_select,
+        buffer_size: r.buffer_size,
+        occupancy_only: false,
+    };
+    let trace: &'static ThreadTrace = Box::leak(Box::new(ThreadTrace {
+        include: compile("include", &config.include)?,
+        exclude: compile("exclude", &config.exclude)?,
+        params,
+        dir: PathBuf::from(&r.dir),
+        gpu_index: r.gpu_index.clone(),
+        agents: config.agents,
+        kits: (0..MAX_AGENTS).map(|_| OnceLock::new()).collect(),
+        selected: Mutex::new(HashMap::new()),
+        skipped: AtomicU64::new(0),
+    }));
+    let _ = TRACE.set(trace);
+    Ok(trace)
+}
+
+/// The installed thread trace, for the code-object hook.
+static TRACE: OnceLock<&'static ThreadTrace> = OnceLock::new();
+
+/// Code objects loaded so far: their markers (for every begin buffer) and a generation that
+/// changes with each load.
+static CODE_OBJECTS: RwLock<Vec<CodeObjectMarker>> = RwLock::new(Vec::new());
+static NEXT_CODE_OBJECT: AtomicU64 = AtomicU64::new(1);
+
+struct ThreadTrace {
+    include: Option<Regex>,
+    exclude: Option<Regex>,
+    params: TraceParams,
+    dir: PathBuf,
+    gpu_index: Option<Vec<u32>>,
+    agents: Vec<Agent>,
+    kits: Vec<OnceLock<Result<Kit, String>>>,
+    selected: Mutex<HashMap<u64, bool>>,
+    /// Dispatches that found every slot in flight.
+    skipped: AtomicU64,
+}
+
+/// One agent's trace slots.
+struct Kit {
+    gpu: u64,
+    pool: u64,
+    fns: PoolFns,
+    se_count: u32,
+    slots: Mutex<Vec<Slot>>,
+}
+
+struct Slot {
+    /// Start of the slot's memory: command | control | data.
+    base: usize,
+    /// The trace buffer (4 KiB aligned).
+    data: usize,
+    /// The control block.
+    control: usize,
+    /// In flight: the buffers it was last built with.
+    busy: Option<TraceBuffers>,
+}
+
+impl ThreadTrace {
+    fn selects(&self, kernel_id: u64, name: Option<&str>) -> bool {
+        if self.include.is_none() && self.exclude.is_none() {
+            return true;
+        }
+        if kernel_id != 0
+            && let Some(known) = self
+                .selected
+                .lock()
+                .ok()
+                .and_then(|m| m.get(&kernel_id).copied())
+        {
+            return known;
+        }
+        let name = name.unwrap_or("");
+        let shown = cpp_demangle::Symbol::new(name.as_bytes())
+            .ok()
+            .and_then(|s| s.demangle().ok());
+        let shown = shown.as_deref().unwrap_or(name);
+        let verdict = self.include.as_ref().is_none_or(|re| re.is_match(shown))
+            && !self.exclude.as_ref().is_some_and(|re| re.is_match(shown));
+        if kernel_id != 0
+            && let Ok(mut m) = self.selected.lock()
+        {
+            m.insert(kernel_id, verdict);
+        }
+        verdict
+    }
+
+    fn kit(&self, gpu: u64, node: u32) -> Option<(usize, &Kit)> {
+        let index = self.agents.iter().position(|a| a.node_id == node)?;
+        let agent = &self.agents[index];
+        if let Some(wanted) = &self.gpu_index
+            && !wanted.contains(&agent.logical_node_type_id)
+        {
+            return None;
+        }
+        let kit = self.kits.get(index)?.get_or_init(|| {
+            let built = build_kit(gpu, agent);
+            if let Err(why) = &built {
+                sink::warn(
+                    WarningKind::ThreadTrace,
+                    format!(
+                        "thread trace cannot be captured on GPU node {node}: {why}; its \
+                         dispatches run untraced"
+                    ),
+                );
+            }
+            built
+        });
+        kit.as_ref().ok().map(|k| (index, k))
+    }
+
+    /// A free slot with its buffers built for the code objects loaded now, or `None` (every
+    /// slot in flight, or no memory).
+    fn take(&self, kit: &Kit) -> Option<(usize, [u8; 64], [u8; 64])> {
+        let markers = CODE_OBJECTS.read().map(|m| m.clone()).unwrap_or_default();
+        let mut slots = kit.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let free = slots.iter().position(|s| s.busy.is_none());
+        let index = match free {
+            Some(k) => k,
+            None if slots.len() < MAX_SLOTS => match kit.allocate_slot(self.params.buffer_size) {
+                Ok(slot) => {
+                    slots.push(slot);
+                    slots.len() - 1
+                }
+                Err(why) => {
+                    warn_once(format!(
+                        "no memory for another thread-trace buffer ({why}); some dispatches \
+                         ran untraced (a smaller --att-buffer-size needs less)"
+                    ));
+                    return None;
+                }
+            },
+            None => {
+                self.skipped.fetch_add(1, Ordering::Relaxed);
+                return None;
+            }
+        };
+        let slot = &mut slots[index];
+        let built = sqtt::build_trace(
+            &self.params,
+            kit.se_count,
+            slot.data as u64,
+            slot.control as u64,
+            &markers,
+        )
+        .map_err(|e| e.to_string())
+        .and_then(|b| fit(b, &markers, &self.params, kit.se_count, slot));
+        let buffers = match built {
+            Ok(b) => b,
+            Err(why) => {
+                warn_once(format!("thread trace cannot be programmed: {why}"));
+                return None;
+            }
+        };
+        let begin_addr = slot.base as u64;
+        let end_offset = align(buffers.begin.len() * 4, pm4::COMMAND_ALIGN);
+        let end_addr = begin_addr + end_offset as u64;
+        // SAFETY: the slot is free, so no packet of the GPU's refers to its memory; the begin
+        // and end buffers fit its COMMAND_BYTES (checked by `fit`), the control block its
+        // reserved bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                buffers.begin.as_ptr().cast::<u8>(),
+                begin_addr as *mut u8,
+                buffers.begin.len() * 4,
+            );
+            std::ptr::copy_nonoverlapping(
+                buffers.end.as_ptr().cast::<u8>(),
+                end_addr as *mut u8,
+                buffers.end.len() * 4,
+            );
+            std::ptr::write_bytes(slot.control as *mut u8, 0, buffers.control_bytes() as usize);
+        }
+        let begin = pm4::pm4_ib_packet(
+            pm4::HEADER_BARRIER,
+            begin_addr,
+            buffers.begin.len() as u32,
+            0,
+        );
+        let end = pm4::pm4_ib_packet(pm4::HEADER_BARRIER, end_addr, buffers.end.len() as u32, 0);
+        slot.busy = Some(buffers);
+        Some((index, begin, end))
+    }
+
+    /// Saves a finished slot's data and frees it.
+    fn finish(&self, kit: &Kit, index: usize, record: &KernelDispatchRecord) {
+        let mut slots = kit.slots.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(slot) = slots.get_mut(index) else {
+            return;
+        };
+        let Some(buffers) = slot.busy.take() else {
+            return;
+        };
+        // SAFETY: the slot's control block; the end packet has completed, so the GPU is done
+        // with the slot, and it is busy, so no other dispatch uses it.
+        let control = unsafe {
+            std::slice::from_raw_parts(slot.control as *const u8, buffers.control_bytes() as usize)
+        };
+        let results = match sqtt::read_control(&buffers, control) {
+            Ok(r) => r,
+            Err(why) => {
+                warn_once(format!("a thread-trace control block is unreadable: {why}"));
+                return;
+            }
+        };
+        let pid = std::process::id();
+        let mut ses = Vec::with_capacity(results.len());
+        for r in results {
+            let Some(part) = buffers.ses.iter().find(|b| b.se == r.se) else {
+                continue;
+            };
+            let name = format!("{pid}_dispatch_{}_se_{}.att", record.dispatch_id, r.se);
+            // SAFETY: `r.bytes` <= the engine's share of the slot's trace buffer, which the
+            // GPU has finished writing (see above).
+            let data = unsafe {
+                std::slice::from_raw_parts(
+                    (buffers.data_addr + part.offset) as *const u8,
+                    r.bytes as usize,
+                )
+            };
+            let file = match std::fs::write(self.dir.join(&name), data) {
+                Ok(()) => name,
+                Err(e) => {
+                    warn_once(format!(
+                        "thread-trace data could not be saved in {} ({e}); those dispatches \
+                         have no trace",
+                        self.dir.display()
+                    ));
+                    String::new()
+                }
+            };
+            ses.push(ShaderEngineCapture {
+                se: r.se,
+                bytes: r.bytes,
+                status: r.status,
+                dropped: r.dropped,
+                full: r.full,
+                file,
+            });
+        }
+        drop(slots);
+        sink::emit_event_doc(&Document::ThreadTrace(ThreadTraceCaptured {
+            dispatch_id: record.dispatch_id,
+            correlation_id: record.correlation_id,
+            kernel_id: record.kernel_id,
+            agent_node_id: record.agent_node_id,
+            shader_engines: ses,
+        }));
+    }
+}
+
+/// `buffers` if its command buffers fit a slot's command memory; else rebuilt with as many
+/// markers as fit (and a warning).
+fn fit(
+    buffers: TraceBuffers,
+    markers: &[CodeObjectMarker],
+    params: &TraceParams,
+    se_count: u32,
+    slot: &Slot,
+) -> Result<TraceBuffers, String> {
+    let bytes = |b: &TraceBuffers| align(b.begin.len() * 4, pm4::COMMAND_ALIGN) + b.end.len() * 4;
+    if bytes(&buffers) <= COMMAND_BYTES {
+        return Ok(buffers);
+    }
+    let mut n = markers.len();
+    while n > 0 {
+        n /= 2;
+        let b = sqtt::build_trace(
+            params,
+            se_count,
+            slot.data as u64,
+            slot.control as u64,
+            &markers[..n],
+        )
+        .map_err(|e| e.to_string())?;
+        if bytes(&b) <= COMMAND_BYTES {
+            warn_once(format!(
+                "{} code objects are loaded; the trace names the PCs of the first {n} only",
+                markers.len()
+            ));
+            return Ok(b);
+        }
+    }
+    Err("the command buffers do not fit".into())
+}
+
+fn align(bytes: usize, to: usize) -> usize {
+    bytes.div_ceil(to) * to
+}
+
+fn warn_once(message: String) {
+    static SAID: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    let key: String = message.chars().take(40).collect();
+    if said.contains(&key) {
+        return;
+    }
+    said.push(key);
+    drop(said);
+    sink::warn(WarningKind::ThreadTrace, message);
+}
+
+fn build_kit(gpu: u64, agent: &Agent) -> Result<Kit, String> {
+    let f = fns().ok_or("the HSA runtime's entries are unknown")?;
+    let fns = PoolFns::from(f)?;
+    let gpu_props = agent
+        .gpu
+        .as_ref()
+        .ok_or_else(|| format!("agent {} is not a GPU", agent.node_id))?;
+    let se_count = gpu_props.num_shader_banks.max(1);
+    let pool = pool::kernarg_pool(&fns)?;
+    Ok(Kit {
+        gpu,
+        pool,
+        fns,
+        se_count,
+        slots: Mutex::new(Vec::new()),
+    })
+}
+
+impl Kit {
+    /// One slot: command memory, the control block, then the trace buffer on a 4 KiB boundary.
+    fn allocate_slot(&self, buffer_size: u64) -> Result<Slot, String> {
+        let control_bytes = align(self.se_count as usize * 32, 4096);
+        let head = COMMAND_BYTES + control_bytes;
+        let total = head + 4096 + buffer_size as usize;
+        let base = pool::allocate(&self.fns, self.pool, self.gpu, total)? as usize;
+        let data = align(base + head, 4096);
+        Ok(Slot {
+            base,
+            data,
+            control: base + COMMAND_BYTES,
+            busy: None,
+        })
+    }
+}
+
+impl Instrument for ThreadTrace {
+    fn inject(&self, dispatch: &DispatchInfo<'_>, injection: &mut Injection) -> Option<u64> {
+        if !self.selects(dispatch.record.kernel_id, dispatch.kernel_name) {
+            return None;
+        }
+        let (agent, kit) = self.kit(dispatch.agent, dispatch.agent_node)?;
+        let (slot, begin, end) = self.take(kit)?;
+        if !(injection.before(begin) && injection.after(end)) {
+            // No room beside another instrument's packets: give the slot back.
+            if let Ok(mut slots) = kit.slots.lock()
+                && let Some(s) = slots.get_mut(slot)
+            {
+                s.busy = None;
+            }
+            return None;
+        }
+        Some(((agent as u64) << 32) | slot as u64)
+    }
+
+    fn completed(&self, token: u64, record: &KernelDispatchRecord) {
+        if let Some(Ok(kit)) = self
+            .kits
+            .get((token >> 32) as usize)
+            .and_then(OnceLock::get)
+        {
+            self.finish(kit, token as u32 as usize, record);
+        }
+    }
+
+    fn discarded(&self, _token: u64) {
+        // The GPU may still write the slot: it is never reused.
+    }
+
+    fn after_fork_in_child(&self) {
+        // As for counters: no HSA runtime survives a fork, so nothing is dispatched on the
+        // parent's slots.
+    }
+}
+
+/// After `hsa_executable_freeze`: saves the executable's loaded code objects that are new and
+/// adds their markers (a no-op unless thread trace is installed).
+pub(crate) fn executable_frozen(loader: &Loader, executable: u64) {
+    let Some(trace) = TRACE.get() else { return };
+    let Some((iterate, get_info)) = loader.loaded_code_objects else {
+        warn_once(
+            "the HSA runtime's AMD loader extension has no loaded-code-object queries (1.01): \
+             traced instructions are not named"
+                .into(),
+        );
+        return;
+    };
+    struct Walk {
+        found: Vec<u64>,
+    }
+    unsafe extern "C" fn collect(_executable: u64, object: u64, data: *mut c_void) -> Status {
+        // SAFETY: `data` is the Walk passed below, alive for the iteration.
+        unsafe { (*data.cast::<Walk>()).found.push(object) };
+        SUCCESS
+    }
+    let mut walk = Walk { found: Vec::new() };
+    // SAFETY: the runtime's iteration over a frozen executable with a callback that only
+    // appends to `walk`.
+    unsafe { iterate(executable, collect, (&raw mut walk).cast()) };
+    for object in walk.found {
+        let u64_of = |attr: u32| {
+            let mut v = 0u64;
+            // SAFETY: a u64-sized attribute of a live loaded code object.
+            let status = unsafe { get_info(object, attr, (&raw mut v).cast()) };
+            (status == SUCCESS).then_some(v)
+        };
+        let (Some(load_base), Some(load_size)) = (u64_of(lco::LOAD_BASE), u64_of(lco::LOAD_SIZE))
+        else {
+            continue;
+        };
+        if CODE_OBJECTS
+            .read()
+            .is_ok_and(|m| m.iter().any(|c| c.addr == load_base && !c.unload))
+        {
+            continue;
+        }
+        let id = NEXT_CODE_OBJECT.fetch_add(1, Ordering::Relaxed);
+        let load_delta = u64_of(lco::LOAD_DELTA).unwrap_or(0) as i64;
+        let mut agent = 0u64;
+        // SAFETY: an hsa_agent_t-sized attribute.
+        unsafe { get_info(object, lco::AGENT, (&raw mut agent).cast()) };
+        let mut storage = 0u32;
+        // SAFETY: a u32-sized attribute.
+        unsafe { get_info(object, lco::STORAGE_TYPE, (&raw mut storage).cast()) };
+        let mut uri_len = 0u32;
+        // SAFETY: a u32-sized attribute.
+        unsafe { get_info(object, lco::URI_LENGTH, (&raw mut uri_len).cast()) };
+        let mut uri = vec![0u8; uri_len as usize];
+        if uri_len > 0 {
+            // SAFETY: URI writes URI_LENGTH bytes.
+            unsafe { get_info(object, lco::URI, uri.as_mut_ptr().cast()) };
+        }
+        let mut file = String::new();
+        if storage == lco::STORAGE_MEMORY
+            && let (Some(base), Some(size)) = (
+                u64_of(lco::STORAGE_MEMORY_BASE),
+                u64_of(lco::STORAGE_MEMORY_SIZE),
+            )
+            && base != 0
+        {
+            // SAFETY: the code object's bytes as the application handed them to the loader,
+            // alive while the executable is (it was just frozen).
+            let bytes = unsafe { std::slice::from_raw_parts(base as *const u8, size as usize) };
+            let name = format!("{}_code_object_id_{id}.out", std::process::id());
+            match std::fs::write(trace.dir.join(&name), bytes) {
+                Ok(()) => file = name,
+                Err(e) => warn_once(format!(
+                    "a code object could not be saved in {} ({e}); its instructions are not \
+                     named in the thread trace",
+                    trace.dir.display()
+                )),
+            }
+        }
+        let agent_node_id = crate::hsa::agent_node(agent).0;
+        if let Ok(mut m) = CODE_OBJECTS.write() {
+            m.push(CodeObjectMarker {
+                id,
+                addr: load_base,
+                size: load_size,
+                unload: false,
+                from_start: true,
+            });
+        }
+        sink::emit_event_doc(&Document::CodeObject(CodeObjectSaved {
+            id,
+            agent_node_id,
+            load_base,
+            load_size,
+            load_delta,
+            uri: String::from_utf8_lossy(&uri).into_owned(),
+            file,
+        }));
+    }
+}
+
+/// Dispatches that ran untraced because every slot of their agent was in flight (reported at
+/// exit).
+pub fn skipped() -> u64 {
+    TRACE.get().map_or(0, |t| t.skipped.load(Ordering::Relaxed))
+}
