@@ -171,6 +171,18 @@ pub unsafe fn probe(option_dirs: &[PathBuf], env: &SearchEnv) -> Result<PathBuf,
     Ok(path)
 }
 
+/// [`probe`] for a program that trusts what the search finds to be the decoder, as rocprofv3
+/// does: whatever is named `librocprof-trace-decoder.so*` in the searched directories is taken
+/// to be AMD's library (or a faithful stand-in) with the V1 signatures.
+///
+/// # Errors
+/// As [`probe`].
+pub fn probe_trusted(option_dirs: &[PathBuf], env: &SearchEnv) -> Result<PathBuf, Error> {
+    // SAFETY: the contract of `probe` is this function's documented premise: the library
+    // found by the decoder's name is the decoder. rocprofv3's SDK loads it on the same premise.
+    unsafe { probe(option_dirs, env) }
+}
+
 /// The decoder's three entry points.
 #[derive(Debug, Clone, Copy)]
 pub struct DecoderFns {
@@ -235,6 +247,16 @@ pub struct Decoder {
 }
 
 impl Decoder {
+    /// [`Decoder::load`] of a library the caller trusts to be the decoder (one that
+    /// [`probe_trusted`] found): see there.
+    ///
+    /// # Errors
+    /// As [`Decoder::load`].
+    pub fn load_trusted(path: &Path) -> Result<Self, Error> {
+        // SAFETY: the documented premise of this function, as for `probe_trusted`.
+        unsafe { Self::load(path) }
+    }
+
     /// Loads the decoder at `path` with `RTLD_LAZY | RTLD_LOCAL` and resolves its three entry
     /// points.
     ///

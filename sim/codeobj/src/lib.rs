@@ -1,10 +1,11 @@
 //! Simulated code objects: the byte format `sim/hsa` loads through the HSA executable API and
-//! `sim/hip` embeds in fat binaries (specified in `docs/SIMULATOR.md`).
+//! `sim/hip` embeds in fat binaries (specified in `docs/SIMULATOR.md`), and the simulated ISA
+//! ([`isa`]) whose programs they carry.
 //!
 //! ```text
 //! offset  size  field
 //! 0       8     magic "WSLSIMCO"
-//! 8       4     version = 1 (u32)
+//! 8       4     version = 2 (u32; version 1 files, without code, are still read)
 //! 12      4     kernel count N (u32)
 //! 16      ...   N kernel records of 384 bytes each:
 //!   0     128   kernel symbol name, NUL-terminated (the HSA symbol name is this + ".kd")
@@ -12,20 +13,43 @@
 //!   192   8     impl: address of the CPU implementation, or 0
 //!   200   4     valu_per_wave     204 salu_per_wave     208 cycles_per_wave
 //!   212   4     kernarg_alignment
-//!   216   40    reserved, 0
+//!   216   4     code size in bytes (version 2; reserved, 0, in version 1)
+//!   220   36    reserved, 0
 //!   256   64    the AMD kernel descriptor
 //!   320   64    reserved, 0
+//! then (version 2) each kernel's encoded program, in kernel order, each starting at a
+//! multiple of 256 at or after the end of the records, zero padding between; a kernel's
+//! descriptor field kernel_code_entry_byte_offset (i64) is its code's file offset minus the
+//! descriptor's file offset.
 //! ```
 //!
-//! [`KernelBuilder`] and [`CodeObjectBuilder`] write the format; [`parse`] reads it and rejects
-//! anything malformed with a [`ParseError`] (it never panics, whatever the input).
+//! [`KernelBuilder`] and [`CodeObjectBuilder`] write version 2; [`parse`] reads versions 1 and
+//! 2 and rejects anything malformed with a [`ParseError`] (it never panics, whatever the input).
+//! The builder writes, for each kernel, [`Kernel::program`]: [`isa::program`] of its
+//! `salu_per_wave` and `valu_per_wave`, each clamped to [`MAX_ENCODED_COUNT`].
+
+pub mod isa;
+
+/// [`isa::encode`] (the crate-level [`encode`] writes whole code objects).
+pub use isa::encode as encode_program;
+pub use isa::{
+    Instruction, category, cycles_for, decode_instruction, decode_program, encode_instruction,
+    program,
+};
 
 use std::fmt;
 
 /// The 8-byte magic at offset 0.
 pub const MAGIC: [u8; 8] = *b"WSLSIMCO";
-/// The only format version.
-pub const VERSION: u32 = 1;
+/// The format version the builder writes.
+pub const VERSION: u32 = 2;
+/// The previous format version (no code section), still accepted by [`parse`].
+pub const VERSION_1: u32 = 1;
+/// Alignment of each kernel's code within the file.
+pub const CODE_ALIGNMENT: usize = 256;
+/// The builder encodes at most this many SALU-side and this many VALU instructions per kernel
+/// (larger cost-model counts still drive the cost model, not the code).
+pub const MAX_ENCODED_COUNT: u32 = 16_384;
 /// Size of the header (magic, version, count).
 pub const HEADER_SIZE: usize = 16;
 /// Size of one kernel record.
@@ -36,8 +60,6 @@ pub const DESCRIPTOR_SIZE: usize = 64;
 pub const NAME_FIELD: usize = 128;
 /// Bytes of the host-symbol field (the name plus its NUL must fit).
 pub const HOST_SYMBOL_FIELD: usize = 64;
-/// The `kernel_code_entry_byte_offset` every built descriptor carries.
-const ENTRY_BYTE_OFFSET: i64 = 256;
 
 const OFF_NAME: usize = 0;
 const OFF_HOST_SYMBOL: usize = 128;
@@ -46,6 +68,7 @@ const OFF_VALU: usize = 200;
 const OFF_SALU: usize = 204;
 const OFF_CYCLES: usize = 208;
 const OFF_KERNARG_ALIGN: usize = 212;
+const OFF_CODE_SIZE: usize = 216;
 const OFF_DESCRIPTOR: usize = 256;
 
 /// Kernel-descriptor field offsets (bytes as the hardware reads them).
@@ -60,7 +83,7 @@ pub mod kd {
     pub const KERNEL_CODE_ENTRY_BYTE_OFFSET: usize = 16;
     /// `compute_pgm_rsrc3` (u32).
     pub const COMPUTE_PGM_RSRC3: usize = 44;
-    /// `compute_pgm_rsrc1` (u32): VGPR granule [5:0], SGPR granule [9:6].
+    /// `compute_pgm_rsrc1` (u32): VGPR granule bits 5:0, SGPR granule bits 9:6.
     pub const COMPUTE_PGM_RSRC1: usize = 48;
     /// `compute_pgm_rsrc2` (u32).
     pub const COMPUTE_PGM_RSRC2: usize = 52;
@@ -101,6 +124,10 @@ impl fmt::Debug for KernelDescriptor {
                 &self.private_segment_fixed_size(),
             )
             .field("kernarg_size", &self.kernarg_size())
+            .field(
+                "kernel_code_entry_byte_offset",
+                &self.kernel_code_entry_byte_offset(),
+            )
             .field("rsrc1", &format_args!("{:#x}", self.rsrc1()))
             .field(
                 "code_properties",
@@ -126,6 +153,16 @@ impl KernelDescriptor {
     /// `compute_pgm_rsrc1`.
     pub fn rsrc1(&self) -> u32 {
         u32_at(&self.0, kd::COMPUTE_PGM_RSRC1)
+    }
+    /// `kernel_code_entry_byte_offset`: from the descriptor to the kernel's first instruction.
+    pub fn kernel_code_entry_byte_offset(&self) -> i64 {
+        u64_at(&self.0, kd::KERNEL_CODE_ENTRY_BYTE_OFFSET) as i64
+    }
+    /// The same descriptor with `kernel_code_entry_byte_offset` replaced.
+    pub fn with_kernel_code_entry_byte_offset(mut self, offset: i64) -> KernelDescriptor {
+        self.0[kd::KERNEL_CODE_ENTRY_BYTE_OFFSET..kd::KERNEL_CODE_ENTRY_BYTE_OFFSET + 8]
+            .copy_from_slice(&offset.to_le_bytes());
+        self
     }
     /// `kernel_code_properties`.
     pub fn code_properties(&self) -> u16 {
@@ -173,14 +210,50 @@ pub struct Kernel {
     pub cycles_per_wave: u32,
     /// Alignment of the kernarg segment.
     pub kernarg_alignment: u32,
-    /// The AMD kernel descriptor.
+    /// The AMD kernel descriptor. In a parsed version-2 kernel,
+    /// `kernel_code_entry_byte_offset` is `code_offset` minus the descriptor's file offset; in a
+    /// kernel fresh from [`KernelBuilder::build`] (not yet placed in a file) it is 0.
     pub descriptor: KernelDescriptor,
+    /// File offset of the kernel's first instruction: 0 for version-1 files and for kernels not
+    /// yet placed in a file.
+    pub code_offset: u64,
+    /// Bytes of the kernel's code (0 when there is none).
+    pub code_len: u64,
 }
 
 impl Kernel {
     /// The HSA executable symbol name: the kernel name plus ".kd".
     pub fn symbol_name(&self) -> String {
         format!("{}.kd", self.name)
+    }
+
+    /// The file range of the kernel's code, or `None` when it has none (version 1).
+    pub fn code_range(&self) -> Option<std::ops::Range<u64>> {
+        (self.code_len != 0)
+            .then(|| self.code_offset..self.code_offset.saturating_add(self.code_len))
+    }
+
+    /// The kernel's code within `file` (the bytes it was parsed from), or `None`.
+    pub fn code<'a>(&self, file: &'a [u8]) -> Option<&'a [u8]> {
+        let range = self.code_range()?;
+        let start = usize::try_from(range.start).ok()?;
+        let end = usize::try_from(range.end).ok()?;
+        file.get(start..end)
+    }
+
+    /// Whether the file offset `vaddr` lies inside the kernel's code.
+    pub fn contains(&self, vaddr: u64) -> bool {
+        self.code_range()
+            .is_some_and(|range| range.contains(&vaddr))
+    }
+
+    /// The program the builder encodes for this kernel: [`isa::program`] of `salu_per_wave`
+    /// and `valu_per_wave`, each clamped to [`MAX_ENCODED_COUNT`].
+    pub fn program(&self) -> Vec<Instruction> {
+        isa::program(
+            self.salu_per_wave.min(MAX_ENCODED_COUNT),
+            self.valu_per_wave.min(MAX_ENCODED_COUNT),
+        )
     }
 }
 
@@ -300,8 +373,8 @@ impl KernelBuilder {
     }
 
     /// `compute_pgm_rsrc1` for the VGPR/SGPR counts: VGPR granule
-    /// `ceil(vgprs / (wave32 ? 8 : 4)) - 1` in [5:0] and SGPR granule
-    /// `2 * (ceil(sgprs / 16) - 1)` in [9:6] (the inverse of the decoders in
+    /// `ceil(vgprs / (wave32 ? 8 : 4)) - 1` in bits 5:0 and SGPR granule
+    /// `2 * (ceil(sgprs / 16) - 1)` in bits 9:6 (the inverse of the decoders in
     /// [`KernelDescriptor`]), each saturating at its field width.
     pub fn rsrc1(&self) -> u32 {
         let vgpr_granule_size = if self.wave32 { 8 } else { 4 };
@@ -310,8 +383,8 @@ impl KernelBuilder {
         vgpr_granule.min(0x3F) | (sgpr_granule.min(0xE) << 6)
     }
 
-    /// The kernel descriptor bytes (`kernel_code_entry_byte_offset` is always 256;
-    /// `compute_pgm_rsrc2` and `compute_pgm_rsrc3` are 0).
+    /// The kernel descriptor bytes (`kernel_code_entry_byte_offset` is 0 until the kernel is
+    /// placed in a file by [`encode`]; `compute_pgm_rsrc2` and `compute_pgm_rsrc3` are 0).
     pub fn descriptor(&self) -> KernelDescriptor {
         let mut bytes = [0u8; DESCRIPTOR_SIZE];
         let mut put = |offset: usize, value: &[u8]| {
@@ -326,10 +399,6 @@ impl KernelBuilder {
             &self.private_segment_size.to_le_bytes(),
         );
         put(kd::KERNARG_SIZE, &self.kernarg_size.to_le_bytes());
-        put(
-            kd::KERNEL_CODE_ENTRY_BYTE_OFFSET,
-            &ENTRY_BYTE_OFFSET.to_le_bytes(),
-        );
         put(kd::COMPUTE_PGM_RSRC1, &self.rsrc1().to_le_bytes());
         let properties: u16 = if self.wave32 { kd::PROPERTY_WAVE32 } else { 0 };
         put(kd::KERNEL_CODE_PROPERTIES, &properties.to_le_bytes());
@@ -354,6 +423,8 @@ impl KernelBuilder {
             cycles_per_wave: self.cycles_per_wave,
             kernarg_alignment: self.kernarg_alignment,
             descriptor,
+            code_offset: 0,
+            code_len: 0,
         })
     }
 }
@@ -378,17 +449,53 @@ impl CodeObjectBuilder {
     pub fn to_bytes(&self) -> Vec<u8> {
         encode(&self.kernels)
     }
+    /// The kernels as [`parse`] will return them from [`CodeObjectBuilder::to_bytes`]: with
+    /// their code placed (`code_offset`, `code_len` and the descriptor's entry offset set).
+    pub fn placed_kernels(&self) -> Vec<Kernel> {
+        place(&self.kernels).0
+    }
 }
 
-/// Writes `kernels` as a code object. Names longer than their fields are truncated (a
-/// [`Kernel`] made by [`KernelBuilder::build`] always fits).
+fn align_up(value: usize, alignment: usize) -> usize {
+    value.div_ceil(alignment).saturating_mul(alignment)
+}
+
+/// The kernels with their code placed, and each one's encoded program.
+fn place(kernels: &[Kernel]) -> (Vec<Kernel>, Vec<Vec<u8>>) {
+    let count = kernels.len().min(u32::MAX as usize);
+    let mut at = HEADER_SIZE + count * RECORD_SIZE;
+    let mut placed = Vec::with_capacity(count);
+    let mut codes = Vec::with_capacity(count);
+    for (index, kernel) in kernels.iter().take(count).enumerate() {
+        let code = isa::encode(&kernel.program());
+        at = align_up(at, CODE_ALIGNMENT);
+        let descriptor_at = HEADER_SIZE + index * RECORD_SIZE + OFF_DESCRIPTOR;
+        let mut kernel = kernel.clone();
+        kernel.code_offset = at as u64;
+        kernel.code_len = code.len() as u64;
+        kernel.descriptor = kernel
+            .descriptor
+            .with_kernel_code_entry_byte_offset((at - descriptor_at) as i64);
+        at += code.len();
+        placed.push(kernel);
+        codes.push(code);
+    }
+    (placed, codes)
+}
+
+/// Writes `kernels` as a version-2 code object: the records, then each kernel's
+/// [`Kernel::program`] encoded at the next multiple of [`CODE_ALIGNMENT`] (the kernels'
+/// `code_offset`/`code_len` and entry offsets are recomputed; any code they were parsed with
+/// is not kept). Names longer than their fields are truncated (a [`Kernel`] made by
+/// [`KernelBuilder::build`] always fits).
 pub fn encode(kernels: &[Kernel]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER_SIZE + kernels.len() * RECORD_SIZE);
+    let (kernels, codes) = place(kernels);
+    let code_bytes: usize = codes.iter().map(|c| c.len() + CODE_ALIGNMENT).sum();
+    let mut out = Vec::with_capacity(HEADER_SIZE + kernels.len() * RECORD_SIZE + code_bytes);
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
-    let count = u32::try_from(kernels.len()).unwrap_or(u32::MAX);
-    out.extend_from_slice(&count.to_le_bytes());
-    for kernel in kernels.iter().take(count as usize) {
+    out.extend_from_slice(&(kernels.len() as u32).to_le_bytes());
+    for kernel in &kernels {
         let mut record = [0u8; RECORD_SIZE];
         let name = kernel.name.as_bytes();
         let name_len = name.len().min(NAME_FIELD - 1);
@@ -402,9 +509,15 @@ pub fn encode(kernels: &[Kernel]) -> Vec<u8> {
         record[OFF_CYCLES..OFF_CYCLES + 4].copy_from_slice(&kernel.cycles_per_wave.to_le_bytes());
         record[OFF_KERNARG_ALIGN..OFF_KERNARG_ALIGN + 4]
             .copy_from_slice(&kernel.kernarg_alignment.to_le_bytes());
+        record[OFF_CODE_SIZE..OFF_CODE_SIZE + 4]
+            .copy_from_slice(&(kernel.code_len as u32).to_le_bytes());
         record[OFF_DESCRIPTOR..OFF_DESCRIPTOR + DESCRIPTOR_SIZE]
             .copy_from_slice(&kernel.descriptor.0);
         out.extend_from_slice(&record);
+    }
+    for (kernel, code) in kernels.iter().zip(&codes) {
+        out.resize(kernel.code_offset as usize, 0);
+        out.extend_from_slice(code);
     }
     out
 }
@@ -421,7 +534,7 @@ pub enum ParseError {
     },
     /// The first 8 bytes are not "WSLSIMCO".
     BadMagic,
-    /// A version other than 1.
+    /// A version other than 1 and 2.
     UnsupportedVersion(u32),
     /// A kernel record's name is empty, not NUL-terminated within its field, or not UTF-8.
     BadName {
@@ -432,6 +545,22 @@ pub enum ParseError {
     BadHostSymbol {
         /// Index of the record.
         index: usize,
+    },
+    /// A version-2 kernel's code range (descriptor entry offset and record code size) is empty,
+    /// not aligned to [`CODE_ALIGNMENT`], inside the records, or before the end of the previous
+    /// kernel's code. (A range past the end of the file is [`ParseError::Truncated`].)
+    BadCodeRange {
+        /// Index of the record.
+        index: usize,
+    },
+    /// A version-2 kernel's code does not decode at `offset` (bytes from its first
+    /// instruction), runs past its end there, or does not end with `s_endpgm` (then `offset`
+    /// is that of the last instruction).
+    BadInstruction {
+        /// Index of the record.
+        index: usize,
+        /// Offset of the offending instruction within the kernel's code.
+        offset: u64,
     },
 }
 
@@ -449,6 +578,13 @@ impl fmt::Display for ParseError {
             ParseError::BadHostSymbol { index } => {
                 write!(f, "kernel record {index}: bad host symbol")
             }
+            ParseError::BadCodeRange { index } => write!(f, "kernel {index}: bad code range"),
+            ParseError::BadInstruction { index, offset } => {
+                write!(
+                    f,
+                    "kernel {index}: bad instruction at code offset {offset:#x}"
+                )
+            }
         }
     }
 }
@@ -460,7 +596,25 @@ fn c_string(field: &[u8]) -> Option<String> {
     String::from_utf8(field[..end].to_vec()).ok()
 }
 
-/// Parses a code object. Bytes after the last record are ignored.
+/// Checks that `code` is a sequence of valid instructions ending with `s_endpgm`; the error
+/// is the offset of the offending instruction.
+fn check_code(code: &[u8]) -> Result<(), u64> {
+    let mut at = 0usize;
+    let mut last = None;
+    while at < code.len() {
+        let instruction = isa::decode_instruction(&code[at..], at as u64).ok_or(at as u64)?;
+        at += instruction.size as usize;
+        last = Some(instruction);
+    }
+    match last {
+        Some(last) if last.text == "s_endpgm" => Ok(()),
+        Some(last) => Err(last.offset),
+        None => Err(0),
+    }
+}
+
+/// Parses a code object (version 1 or 2). Bytes after the last record (version 1) or after
+/// the last kernel's code (version 2) are ignored, as is the padding between codes.
 pub fn parse(bytes: &[u8]) -> Result<Vec<Kernel>, ParseError> {
     if bytes.len() < HEADER_SIZE {
         return Err(ParseError::Truncated {
@@ -472,23 +626,25 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Kernel>, ParseError> {
         return Err(ParseError::BadMagic);
     }
     let version = u32_at(bytes, 8);
-    if version != VERSION {
+    if version != VERSION && version != VERSION_1 {
         return Err(ParseError::UnsupportedVersion(version));
     }
     let count = u32_at(bytes, 12) as usize;
-    let needed = count
+    let records_end = count
         .checked_mul(RECORD_SIZE)
         .and_then(|records| records.checked_add(HEADER_SIZE))
         .unwrap_or(usize::MAX);
-    if bytes.len() < needed {
+    if bytes.len() < records_end {
         return Err(ParseError::Truncated {
-            needed,
+            needed: records_end,
             actual: bytes.len(),
         });
     }
     let mut kernels = Vec::with_capacity(count);
+    let mut previous_end = records_end;
     for index in 0..count {
-        let record = &bytes[HEADER_SIZE + index * RECORD_SIZE..][..RECORD_SIZE];
+        let record_at = HEADER_SIZE + index * RECORD_SIZE;
+        let record = &bytes[record_at..][..RECORD_SIZE];
         let name = c_string(&record[OFF_NAME..OFF_NAME + NAME_FIELD])
             .filter(|name| !name.is_empty())
             .ok_or(ParseError::BadName { index })?;
@@ -496,6 +652,32 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Kernel>, ParseError> {
             .ok_or(ParseError::BadHostSymbol { index })?;
         let mut descriptor = [0u8; DESCRIPTOR_SIZE];
         descriptor.copy_from_slice(&record[OFF_DESCRIPTOR..OFF_DESCRIPTOR + DESCRIPTOR_SIZE]);
+        let descriptor = KernelDescriptor(descriptor);
+        let (code_offset, code_len) = if version == VERSION_1 {
+            (0, 0)
+        } else {
+            let len = u32_at(record, OFF_CODE_SIZE) as usize;
+            let bad_range = ParseError::BadCodeRange { index };
+            let start = i64::try_from(record_at + OFF_DESCRIPTOR)
+                .ok()
+                .and_then(|at| at.checked_add(descriptor.kernel_code_entry_byte_offset()))
+                .and_then(|start| usize::try_from(start).ok())
+                .ok_or(bad_range.clone())?;
+            if len == 0 || start < previous_end || !start.is_multiple_of(CODE_ALIGNMENT) {
+                return Err(bad_range);
+            }
+            let end = start.checked_add(len).ok_or(bad_range)?;
+            if bytes.len() < end {
+                return Err(ParseError::Truncated {
+                    needed: end,
+                    actual: bytes.len(),
+                });
+            }
+            check_code(&bytes[start..end])
+                .map_err(|offset| ParseError::BadInstruction { index, offset })?;
+            previous_end = end;
+            (start as u64, len as u64)
+        };
         kernels.push(Kernel {
             name,
             host_symbol,
@@ -504,10 +686,33 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Kernel>, ParseError> {
             salu_per_wave: u32_at(record, OFF_SALU),
             cycles_per_wave: u32_at(record, OFF_CYCLES),
             kernarg_alignment: u32_at(record, OFF_KERNARG_ALIGN),
-            descriptor: KernelDescriptor(descriptor),
+            descriptor,
+            code_offset,
+            code_len,
         });
     }
     Ok(kernels)
+}
+
+/// The instruction at file offset `vaddr` of the code object `file`, with the index of the
+/// kernel whose code holds it; its [`Instruction::offset`] is relative to that kernel's first
+/// instruction. `None` if `file` does not parse, no kernel's code contains `vaddr`, or `vaddr`
+/// is not the start of an instruction (e.g. the second word of an 8-byte one).
+pub fn instruction_at(file: &[u8], vaddr: u64) -> Option<(usize, Instruction)> {
+    let kernels = parse(file).ok()?;
+    let index = kernels.iter().position(|kernel| kernel.contains(vaddr))?;
+    let kernel = &kernels[index];
+    let code = kernel.code(file)?;
+    let target = vaddr - kernel.code_offset;
+    let mut at = 0u64;
+    while at < target {
+        let instruction = isa::decode_instruction(code.get(usize::try_from(at).ok()?..)?, at)?;
+        at += u64::from(instruction.size);
+    }
+    (at == target)
+        .then(|| isa::decode_instruction(code.get(usize::try_from(at).ok()?..)?, at))
+        .flatten()
+        .map(|instruction| (index, instruction))
 }
 
 #[cfg(test)]
