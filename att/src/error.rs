@@ -1,6 +1,7 @@
 //! The crate's one error type.
 
 use crate::abi::DecoderStatus;
+use crate::comgr::ComgrStatus;
 use crate::decode::Decoded;
 use std::path::PathBuf;
 
@@ -11,6 +12,15 @@ fn list_paths(paths: &[PathBuf]) -> String {
         .map(|p| format!("{:?}", p.display().to_string()))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// `" (reason; reason)"`, or nothing when there are no reasons.
+fn reasons_suffix(reasons: &[String]) -> String {
+    if reasons.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", reasons.join("; "))
+    }
 }
 
 /// Everything that can go wrong while finding, loading or running the trace decoder, or
@@ -112,6 +122,65 @@ pub enum Error {
         kernel: String,
         /// The disassembler's message.
         reason: String,
+    },
+
+    /// No comgr could be loaded: [`crate::comgr::Comgr::open`] (sonames) or
+    /// [`crate::comgr::Comgr::open_in`] (paths).
+    #[error(
+        "comgr (libamd_comgr) not found: tried {}{}; traced instructions will be named by \
+         address and their sizes guessed as 4 bytes — install ROCm's comgr and put the \
+         directory holding libamd_comgr.so.3 (usually /opt/rocm/lib) on LD_LIBRARY_PATH",
+        .tried.join(", "),
+        reasons_suffix(.reasons)
+    )]
+    ComgrNotFound {
+        /// Every soname or path tried, in order.
+        tried: Vec<String>,
+        /// `dlerror()`'s text for each soname that failed to load (empty for a path search,
+        /// which only tries files that exist).
+        reasons: Vec<String>,
+    },
+
+    /// `dlopen` refused a comgr file.
+    #[error(
+        "cannot load comgr {}: {reason}; traced instructions will be named by address — check \
+         that it is a complete x86-64 Linux build of libamd_comgr.so, or install ROCm's comgr",
+        .path.display()
+    )]
+    ComgrOpen {
+        /// The file passed to `dlopen`.
+        path: PathBuf,
+        /// `dlerror()`'s text.
+        reason: String,
+    },
+
+    /// The library loaded but lacks one or more of comgr's disassembly entry points; nothing
+    /// was called.
+    #[error(
+        "{} is not a usable libamd_comgr: it does not export {}; traced instructions will be \
+         named by address — install ROCm's comgr (libamd_comgr.so.2 or .so.3)",
+        .library.display(),
+        .symbols.join(", ")
+    )]
+    ComgrMissingSymbols {
+        /// The file that was loaded.
+        library: PathBuf,
+        /// Every missing symbol, in lookup order.
+        symbols: Vec<&'static str>,
+    },
+
+    /// A comgr call failed.
+    #[error(
+        "comgr's {call} failed with status {status}: {detail}; instructions it cannot \
+         disassemble are named by address"
+    )]
+    Comgr {
+        /// The function called.
+        call: &'static str,
+        /// What it returned (SUCCESS when the call claimed success but its answer was unusable).
+        status: ComgrStatus,
+        /// What was asked and what to do.
+        detail: String,
     },
 }
 

@@ -23,7 +23,7 @@ use common::{counter as event, radeon_890m};
 
 // ------------------------------------------------------------------ the simulated library
 
-/// `wslsim_dispatch_t` (64 bytes) as docs/SIMULATOR.md lays it out.
+/// `wslsim_dispatch_t` (72 bytes) as docs/SIMULATOR.md lays it out.
 #[repr(C)]
 struct Dispatch {
     grid: [u32; 3],
@@ -38,9 +38,11 @@ struct Dispatch {
     cycles_per_wave: u32,
     run: Option<unsafe extern "C" fn(*mut c_void)>,
     ctx: *mut c_void,
+    /// The kernel's first instruction (0: unknown; only thread trace uses it).
+    code_address: u64,
 }
 
-const _: () = assert!(size_of::<Dispatch>() == 64);
+const _: () = assert!(size_of::<Dispatch>() == 72);
 
 type DispatchFn = unsafe extern "C" fn(u32, *const Dispatch, *mut [u64; 2]) -> i32;
 type Pm4Fn = unsafe extern "C" fn(u32, *const u32, u32, *mut c_char, u32) -> i32;
@@ -122,6 +124,7 @@ impl Gpu {
             cycles_per_wave: 0,
             run: None,
             ctx: std::ptr::null_mut(),
+            code_address: 0,
         };
         let mut timing = [0; 2];
         // SAFETY: a valid descriptor without a callback and a writable timing.

@@ -4,15 +4,26 @@
 //! - The ATT options are parsed and checked exactly (decimal or `0x` hex; aqlprofile's limits:
 //!   a target CU of at most 15, a buffer that leaves every enabled shader engine at least
 //!   128 KiB; the gfx9-only `--att-perfcounters`/`--att-perfcounter-ctrl`/`--att-activity` refused
-//!   on the gfx11 GPUs WSL2 has, with the reason). The capture itself is not built yet (issue
-//!   13): a run asking for `--att` is refused before it starts, saying so, rather than run
-//!   without the trace it asked for.
+//!   on the gfx11 GPUs WSL2 has, with the reason).
+//! - Before the run the decoder library is searched for and loaded as rocprofv3 searches
+//!   ([`plan`]); unlike rocprofv3 a missing or broken decoder does not stop the run (nor abort
+//!   the application at its end): `rocprof` says so before it starts, and the raw `.att` and
+//!   `.out` files are written undecoded.
+//! - The tool saves each traced engine's data and each code object in the record directory's
+//!   `att/`; after the run [`write_outputs`] gives them rocprofv3's names beside the other
+//!   outputs and decodes every dispatch (one `parse_data` per engine) into rocprofv3's
+//!   `ui_output_agent_<agent>_dispatch_<id>/` directories and stats CSV.
 //! - PC sampling and SPM reach the GPU through KFD interfaces (`/dev/kfd` ioctls) that WSL2 does
 //!   not expose: asking for either is refused before the run with that reason and the condition
 //!   under which they work (native Linux with the amdgpu driver).
 
 use crate::run::parse_bool;
-use std::path::PathBuf;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use trace_export::csv::OutputPrefix;
+use trace_records::ProcessTrace;
+use trace_records::docs::ThreadTraceRequest;
 
 /// Parses an unsigned integer as rocprofv3 does: decimal or `0x` hex.
 pub fn parse_int(v: &str) -> Result<u64, String> {
@@ -118,7 +129,7 @@ pub const PC_SAMPLING_UNAVAILABLE: &str = "PC sampling is not available on WSL2:
 pub const SPM_UNAVAILABLE: &str = "SPM (streaming performance monitors) is not available on WSL2: it is configured through KFD interfaces (/dev/kfd ioctls) that WSL2 does not expose; it works on native Linux with the amdgpu driver";
 
 /// A thread-trace request, checked.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AttConfig {
     /// The detailed compute unit.
     pub target_cu: u32,
@@ -242,12 +253,258 @@ impl SamplingOptions {
     }
 }
 
-/// What a run does with a checked `--att` request today: refuse it before the launch.
-pub fn refuse_capture(config: &AttConfig) -> String {
-    format!(
-        "--att: thread-trace capture is not built yet in this rocprof (the decoder binding and rocprofv3's ATT outputs are; capture through the HSA runtime is the part in progress); nothing was run. Requested: target CU {}, shader-engine mask {:#x}, SIMD {:#x}, buffer {:#x} bytes",
-        config.target_cu, config.shader_engine_mask, config.simd_select, config.buffer_size
-    )
+/// A run's thread trace: the checked request and the decoder found before the run (in the
+/// run's manifest, so `rocprof convert` decodes the same way).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttPlan {
+    /// The request.
+    pub config: AttConfig,
+    /// The decoder library, if it was found and loads.
+    pub decoder: Option<PathBuf>,
+}
+
+/// Subdirectory of the record directory where the tool saves the raw data.
+pub const RAW_DIR: &str = "att";
+
+/// Finds and loads the decoder as rocprofv3 would (see the module text); a problem is said now,
+/// and the run goes on.
+pub fn plan(config: &AttConfig) -> AttPlan {
+    let env = att::library::SearchEnv::from_process();
+    let decoder = match att::library::probe_trusted(&config.library_path, &env) {
+        Ok(path) => Some(path),
+        Err(e) => {
+            eprintln!(
+                "rocprof: warning: --att: {e}; the thread trace is captured and its raw .att and \
+                 .out files are written, but not decoded"
+            );
+            None
+        }
+    };
+    AttPlan {
+        config: config.clone(),
+        decoder,
+    }
+}
+
+/// What the tool is asked to capture, with the raw data going to `record_dir/att`.
+pub fn request(plan: &AttPlan, record_dir: &Path) -> ThreadTraceRequest {
+    let c = &plan.config;
+    ThreadTraceRequest {
+        target_cu: c.target_cu,
+        se_mask: c.shader_engine_mask,
+        simd_select: c.simd_select,
+        buffer_size: c.buffer_size,
+        gpu_index: c.gpu_index.clone(),
+        serialize_all: c.serialize_all,
+        dir: record_dir.join(RAW_DIR).display().to_string(),
+    }
+}
+
+/// rocprofv3's agent handle of a driver node in file names (the JSON's handle: node id + 1).
+fn agent_handle(node: u32) -> u64 {
+    u64::from(node) + 1
+}
+
+/// What [`write_outputs`] did for one process.
+#[derive(Debug, Default)]
+pub struct Written {
+    /// Raw files staged beside the other outputs (committed with them).
+    pub staged: Vec<PathBuf>,
+    /// Decoded dispatch directories and stats files, written in place.
+    pub decoded: Vec<PathBuf>,
+    /// What the user should know.
+    pub warnings: Vec<String>,
+}
+
+/// The thread-trace outputs of process `t`: its raw files staged under `staged` (rocprofv3's
+/// names), then, with a decoder, every traced dispatch decoded into `final_dir`.
+pub fn write_outputs(
+    t: &ProcessTrace,
+    plan: &AttPlan,
+    record_dir: &Path,
+    staged: &OutputPrefix,
+    final_dir: &Path,
+) -> Written {
+    let mut w = Written::default();
+    let raw = record_dir.join(RAW_DIR);
+    let prefix = staged
+        .0
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stage_dir = staged.0.parent().unwrap_or(Path::new("."));
+    let gpu_name = |node: u32| {
+        t.docs
+            .agents()
+            .iter()
+            .find(|a| a.node_id == node)
+            .map_or_else(|| format!("node{node}"), |a| a.name.clone())
+    };
+    let copy = |from: &str, to: String, w: &mut Written| {
+        let target = stage_dir.join(to);
+        match std::fs::copy(raw.join(from), &target) {
+            Ok(_) => w.staged.push(target),
+            Err(e) => w.warnings.push(format!(
+                "thread trace: cannot copy {} ({e})",
+                raw.join(from).display()
+            )),
+        }
+    };
+    for c in &t.docs.code_objects {
+        if !c.file.is_empty() {
+            let name =
+                att::outputs::code_object_file_name(&prefix, &gpu_name(c.agent_node_id), c.id);
+            copy(&c.file, name, &mut w);
+        }
+    }
+    for d in &t.docs.thread_traces {
+        for se in &d.shader_engines {
+            if se.file.is_empty() {
+                continue;
+            }
+            let name = att::outputs::se_stream_file_name(
+                &prefix,
+                agent_handle(d.agent_node_id),
+                se.se,
+                d.dispatch_id,
+            );
+            copy(&se.file, name, &mut w);
+            if se.full {
+                w.warnings.push(format!(
+                    "thread trace: dispatch {} filled the buffer of shader engine {} ({} bytes): \
+                     its trace is cut short; give a larger --att-buffer-size (now {:#x})",
+                    d.dispatch_id, se.se, se.bytes, plan.config.buffer_size
+                ));
+            }
+        }
+    }
+    if t.docs.thread_traces.is_empty() {
+        return w;
+    }
+    let Some(path) = &plan.decoder else {
+        return w;
+    };
+    let decoder = match att::Decoder::load_trusted(path) {
+        Ok(d) => d,
+        Err(e) => {
+            w.warnings.push(format!("thread trace: not decoded: {e}"));
+            return w;
+        }
+    };
+    decode_all(t, &decoder, &raw, final_dir, &mut w);
+    w
+}
+
+/// Decodes every traced dispatch of `t` into `final_dir`.
+fn decode_all(
+    t: &ProcessTrace,
+    decoder: &att::Decoder,
+    raw: &Path,
+    final_dir: &Path,
+    w: &mut Written,
+) {
+    use att::codeobj::{ByAddress, CodeObject, CodeObjectTable, KernelSymbol};
+    let mut base = CodeObjectTable::new();
+    for c in &t.docs.code_objects {
+        base.insert(CodeObject {
+            id: c.id,
+            load_base: c.load_base,
+            load_size: c.load_size,
+            file: raw.join(&c.file),
+            kernels: Vec::new(),
+        });
+    }
+    let names: HashMap<u64, &str> = t
+        .symbols
+        .iter()
+        .map(|s| (s.kernel_id, t.string(s.name)))
+        .collect();
+    let mut writer =
+        att::outputs::AttWriter::new(final_dir, att::outputs::OutputOptions::default());
+    let mut said_fallback = false;
+    for d in &t.docs.thread_traces {
+        let mut ses = Vec::new();
+        for se in d.shader_engines.iter().filter(|s| !s.file.is_empty()) {
+            let data = match std::fs::read(raw.join(&se.file)) {
+                Ok(b) => b,
+                Err(e) => {
+                    w.warnings
+                        .push(format!("thread trace: cannot read {} ({e})", se.file));
+                    continue;
+                }
+            };
+            let decoded = match decoder.decode_stream(&data, &ByAddress::new(&base)) {
+                Ok(decoded) => decoded,
+                Err(e) => {
+                    w.warnings.push(format!(
+                        "thread trace: dispatch {} shader engine {}: {e}; the raw data is kept",
+                        d.dispatch_id, se.se
+                    ));
+                    match e.into_partial() {
+                        Some(p) => p,
+                        None => continue,
+                    }
+                }
+            };
+            for info in &decoded.infos {
+                w.warnings.push(format!(
+                    "thread trace: dispatch {} shader engine {}: the decoder says: {}",
+                    d.dispatch_id,
+                    se.se,
+                    info.text.as_deref().unwrap_or("(no text)")
+                ));
+            }
+            ses.push(att::outputs::ShaderEngineTrace { se: se.se, decoded });
+        }
+        // The dispatched kernel's code, as far as its hits show it (no disassembler here).
+        let mut table = base.clone();
+        let name = names.get(&d.kernel_id).copied().unwrap_or("");
+        let mut ranges: HashMap<u64, (u64, u64)> = HashMap::new();
+        for s in &ses {
+            for wave in &s.decoded.waves {
+                for i in &wave.instructions {
+                    if let Some((id, vaddr)) = table.resolve(i.pc) {
+                        let r = ranges.entry(id).or_insert((vaddr, vaddr));
+                        r.0 = r.0.min(vaddr);
+                        r.1 = r.1.max(vaddr);
+                    }
+                }
+            }
+        }
+        for (id, (lo, hi)) in ranges {
+            if let Some(object) = table.get(id).cloned() {
+                let mut object = object;
+                object.kernels.push(KernelSymbol {
+                    name: name.to_owned(),
+                    demangled: name.to_owned(),
+                    vaddr: lo..hi + att::codeobj::FALLBACK_INSTRUCTION_SIZE,
+                });
+                table.insert(object);
+            }
+        }
+        let trace = att::outputs::DispatchTrace {
+            agent_handle: agent_handle(d.agent_node_id),
+            dispatch_id: d.dispatch_id,
+            shader_engines: ses,
+        };
+        match writer.write_dispatch(&trace, &table, None) {
+            Ok(summary) => {
+                if summary.fallback_rows > 0 && !said_fallback {
+                    said_fallback = true;
+                    w.warnings.push(
+                        "thread trace: no disassembler (libamd_comgr) was used: instructions are \
+                         named by address and their sizes assumed to be 4 bytes"
+                            .into(),
+                    );
+                }
+                w.decoded.push(summary.dir);
+                w.decoded.extend(summary.stats_csv);
+            }
+            Err(e) => w
+                .warnings
+                .push(format!("thread trace: dispatch {}: {e}", d.dispatch_id)),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -183,6 +183,7 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
         };
         let labels = AgentLabels::new(t.docs.agents().to_vec(), settings.agent_index.index());
         let rows = hygiene.get(index).map_or(&[][..], Vec::as_slice);
+        let mut decoded: Vec<PathBuf> = Vec::new();
         let staged = placement.stage(&prefix).and_then(|staged| {
             let mut files = Vec::new();
             if settings.formats.contains(&OutputFormat::Csv) {
@@ -207,6 +208,18 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
                 .map_err(|e| write_failure(e, &prefix))?;
                 files.push(path);
             }
+            if let Some(plan) = &manifest.thread_trace {
+                let final_dir = Placement::final_path(&staged.file("x", "x"))
+                    .parent()
+                    .map(Path::to_owned)
+                    .unwrap_or_default();
+                let w = crate::att::write_outputs(t, plan, dir.path(), &staged, &final_dir);
+                for line in &w.warnings {
+                    eprintln!("rocprof: warning: {line}");
+                }
+                files.extend(w.staged);
+                decoded.extend(w.decoded);
+            }
             if manifest.counters.is_some() {
                 let path = staged.file("counter_hygiene", "csv");
                 trace_export::csv::write_whole(&path, |out| pmc_dxg::hygiene::write_csv(out, rows))
@@ -223,7 +236,10 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
                     break;
                 }
                 match placement.commit(&files) {
-                    Ok(done) => out.written.extend(done),
+                    Ok(done) => {
+                        out.written.extend(done);
+                        out.written.append(&mut decoded);
+                    }
                     Err(e) => {
                         eprintln!("rocprof: error: {e}");
                         out.write_failed = true;

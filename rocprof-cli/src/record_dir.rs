@@ -39,6 +39,9 @@ pub struct RunManifest {
     /// The counter pass of this run, if it counts.
     #[serde(default)]
     pub counters: Option<crate::pmc::CounterPlan>,
+    /// The thread trace of this run, if it traces.
+    #[serde(default)]
+    pub thread_trace: Option<crate::att::AttPlan>,
     /// Where and how the outputs are written.
     pub outputs: OutputSettings,
     /// The placeholders' values (command line, working directory, host, date, rocprof's pid).

@@ -176,12 +176,10 @@ impl RunOptions {
         self.output.formats()?;
         self.sampling.refuse_on_wsl()?;
         let counting = !self.pmc.is_empty() || self.input.is_some();
-        match self.att.config(counting)? {
-            Some(att) => return Err(crate::att::refuse_capture(&att)),
-            None if self.att.any() => eprintln!(
+        if self.att.config(counting)?.is_none() && self.att.any() {
+            eprintln!(
                 "rocprof: warning: the --att-* options are ignored without --att (add --att to trace)"
-            ),
-            None => {}
+            );
         }
         for (name, re) in [
             ("include", &self.kernel_include_regex),
@@ -476,6 +474,11 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
     check_settings(&settings)?;
     let passes = passes(opts)?;
     let counting = passes.iter().any(|p| p.counters.is_some());
+    let att = opts
+        .att
+        .config(counting)
+        .map_err(|e| anyhow!(e))?
+        .map(|c| crate::att::plan(&c));
     if counting {
         warn_vendor_packet_gate(&settings);
     }
@@ -497,7 +500,7 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
                     .unwrap_or_default()
             );
         }
-        let c = run_pass(pass, app, signals, &tool)?;
+        let c = run_pass(pass, app, signals, &tool, att.as_ref())?;
         if k == 0 || c != ExitCode::SUCCESS {
             code = c;
         }
@@ -532,10 +535,11 @@ fn run_pass(
     app: &[OsString],
     signals: &'static Signals,
     tool: &std::path::Path,
+    att: Option<&crate::att::AttPlan>,
 ) -> Result<ExitCode> {
     let opts = &pass.opts;
     let sel = opts.selection();
-    if sel == Selection::default() && pass.counters.is_none() {
+    if sel == Selection::default() && pass.counters.is_none() && att.is_none() {
         eprintln!("rocprof: warning: {}", messages::no_tracing_option());
     }
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
@@ -611,12 +615,22 @@ fn run_pass(
     }
 
     let dir = RecordDir::create()?;
+    if let Some(plan) = att {
+        let raw = dir.path().join(crate::att::RAW_DIR);
+        if let Err(e) = std::fs::create_dir(&raw) {
+            let _ = dir.remove();
+            bail!("cannot create {}: {e}", raw.display());
+        }
+        let request = crate::att::request(plan, dir.path());
+        env_extra.push((env::THREAD_TRACE, serde_json::to_string(&request)?));
+    }
     let mut manifest = RunManifest {
         schema: SCHEMA.into(),
         selection: sel,
         kernel_include_regex: opts.kernel_include_regex.clone(),
         kernel_exclude_regex: opts.kernel_exclude_regex.clone(),
         counters: pass.counters.clone(),
+        thread_trace: att.cloned(),
         outputs: output,
         launch,
         status: None,

@@ -1,10 +1,15 @@
-//! Thread trace, PC sampling and SPM options end to end: rocprofv3's spellings are accepted and
-//! checked before anything runs; PC sampling and SPM are refused on WSL2 with the reason, and so
-//! is `--att` while its capture is not built (exit status 2, the application never started).
-//! Needs the staged simulator and workloads: run through `cargo xtask test`.
+//! Thread trace end to end on the simulated Radeon 890M: `--att` captures through the HSA
+//! runtime's memory and PM4-IB packets, the simulated GPU writes its SQTT stream, and `rocprof`
+//! decodes it after the run with the simulated `librocprof-trace-decoder.so` into rocprofv3's
+//! files, whose waves and instruction statistics must match what the GPU executed. Also: the
+//! options' checks, a missing or broken decoder (raw data kept, the application's status
+//! intact), `--att` beside `--kernel-trace` and `--pmc`, and PC sampling and SPM refused on WSL2
+//! with the reason. Needs the staged simulator and workloads: run through `cargo xtask test`.
 
 mod support;
 
+use std::path::{Path, PathBuf};
+use std::process::Output;
 use support::*;
 
 /// Runs `rocprof --sim ARGS -- vector-add` with a marker file the workload would never see
@@ -73,41 +78,247 @@ fn att_options_are_checked_as_rocprofv3_and_aqlprofile_check_them() {
     assert!(e.contains("gfx9"), "{e}");
     let e = refused("hex", &["--att", "--att-simd-select", "0xZ"]);
     assert!(e.contains("not an unsigned integer"), "{e}");
-    // Well-formed (hex accepted): refused only because the capture is not built yet, saying so.
-    let e = refused(
-        "ok",
-        &[
-            "--att",
-            "--att-target-cu",
-            "0x2",
-            "--att-shader-engine-mask",
-            "0x1",
-            "--att-buffer-size",
-            "0x4000000",
-        ],
+}
+
+/// `vector_add`'s cost model on the simulator: 4 SALU-side and 5 VALU instructions, then
+/// `s_endpgm` (docs/SIMULATOR.md, the ISA).
+const VECTOR_ADD_INSTRUCTIONS: usize = 4 + 5 + 1;
+
+/// Runs `rocprof --sim --att ARGS -- WORKLOAD` into a fresh `out/`.
+fn traced(
+    tag: &str,
+    args: &[&str],
+    workload_name: &str,
+    envs: &[(&str, &str)],
+) -> (PathBuf, Output) {
+    let tmp = scratch("att", tag);
+    let out = tmp.join("out");
+    let mut c = rocprof(&tmp);
+    c.arg("--sim")
+        .arg("--att")
+        .args(args)
+        .arg("-d")
+        .arg(&out)
+        .args(["-o", "run", "--"]);
+    c.arg(workload(workload_name));
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    (out, c.output().unwrap())
+}
+
+fn files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// The stats CSV's instruction rows (not the kernel's `; name` row): (vaddr, hitcount).
+fn hit_rows(csv: &str) -> Vec<(u64, u64)> {
+    csv.lines()
+        .skip(1)
+        .filter(|l| !l.contains("\"; "))
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[1].parse().unwrap(), f[3].parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn a_traced_dispatch_decodes_into_rocprofv3s_files_matching_what_the_gpu_ran() {
+    // Hex accepted for every value.
+    let (out, o) = traced(
+        "va",
+        &["--att-target-cu", "0x1", "--att-buffer-size", "0x4000000"],
+        "vector-add",
+        &[("WSLSIM_SEED", "3")],
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let names = files(&out);
+    assert!(
+        names.contains(&"run_2_shader_engine_0_1.att".to_owned()),
+        "{names:?}"
     );
     assert!(
-        e.contains("thread-trace capture is not built yet") && e.contains("target CU 2"),
-        "{e}"
+        names
+            .iter()
+            .any(|n| n.starts_with("run_gfx1150_code_object_id_") && n.ends_with(".out")),
+        "{names:?}"
+    );
+    let ui = out.join("ui_output_agent_2_dispatch_1");
+    let ui_files = files(&ui);
+    for f in ["code.json", "filenames.json", "occupancy.json"] {
+        assert!(ui_files.contains(&f.to_owned()), "{ui_files:?}");
+    }
+    // Every detail-traced wave ran the whole program once.
+    let waves: Vec<&String> = ui_files
+        .iter()
+        .filter(|f| f.starts_with("se0_sm"))
+        .collect();
+    assert!(!waves.is_empty(), "{ui_files:?}");
+    for w in &waves {
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(ui.join(w)).unwrap()).unwrap();
+        assert_eq!(json["num_insts"], VECTOR_ADD_INSTRUCTIONS, "{w}");
+        assert_eq!(
+            json["wave"]["instructions"].as_array().unwrap().len(),
+            VECTOR_ADD_INSTRUCTIONS
+        );
+        assert_eq!(json["wave"]["cu"], 1, "the target CU");
+    }
+    // Hit counts = waves traced, for every instruction of the kernel.
+    let csv = std::fs::read_to_string(out.join("stats_ui_output_agent_2_dispatch_1.csv")).unwrap();
+    let rows = hit_rows(&csv);
+    assert_eq!(rows.len(), VECTOR_ADD_INSTRUCTIONS, "{csv}");
+    assert!(
+        rows.iter().all(|&(_, hits)| hits == waves.len() as u64),
+        "{csv}"
+    );
+    assert!(
+        csv.contains("\"; vector_add(float const*, float const*, float*, unsigned long)\""),
+        "{csv}"
+    );
+    // Occupancy holds every wave of the traced engine (detail or not).
+    let occupancy: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(ui.join("occupancy.json")).unwrap()).unwrap();
+    let events = occupancy["0"].as_array().unwrap().len();
+    assert!(
+        events >= 2 * waves.len(),
+        "{events} occupancy events for {} waves",
+        waves.len()
     );
 }
 
 #[test]
-fn avail_says_why_there_is_no_pc_sampling() {
-    let tmp = scratch("att", "avail");
-    let out = rocprof(&tmp)
-        .args(["--sim", "avail", "info", "--pc-sampling"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let text = String::from_utf8_lossy(&out.stdout);
+fn without_a_usable_decoder_the_run_goes_on_and_the_raw_data_is_kept() {
+    // An empty directory: said before the run, naming it.
+    let tmp = scratch("att", "empty-lib");
+    let empty = tmp.join("nothing-here");
+    std::fs::create_dir_all(&empty).unwrap();
+    let (out, o) = traced(
+        "nolib",
+        &["--att-library-path", empty.to_str().unwrap()],
+        "vector-add",
+        &[],
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "the application's status: {err}");
     assert!(
-        text.starts_with("GPU     :\t0\nName    :\tgfx1150\n"),
-        "{text}"
+        err.contains("not found in") && err.contains("nothing-here"),
+        "{err}"
+    );
+    let names = files(&out);
+    assert!(
+        names.iter().any(|n| n.ends_with(".att")),
+        "raw data kept: {names:?}"
     );
     assert!(
-        text.contains("configs :\tnone: PC sampling is not available on WSL2"),
-        "{text}"
+        !names.iter().any(|n| n.starts_with("ui_output")),
+        "{names:?}"
     );
+
+    // A library named like the decoder without its symbols: each missing one named.
+    let fake = tmp.join("fake");
+    std::fs::create_dir_all(&fake).unwrap();
+    let libm = [
+        "/lib/x86_64-linux-gnu/libm.so.6",
+        "/usr/lib/x86_64-linux-gnu/libm.so.6",
+    ]
+    .into_iter()
+    .find(|p| Path::new(p).exists())
+    .expect("libm.so.6");
+    std::fs::copy(libm, fake.join("librocprof-trace-decoder.so")).unwrap();
+    let (out, o) = traced(
+        "fake",
+        &["--att-library-path", fake.to_str().unwrap()],
+        "vector-add",
+        &[],
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("rocprof_trace_decoder_parse_data"), "{err}");
+    assert!(files(&out).iter().any(|n| n.ends_with(".att")));
+
+    // A decoder that fails: its status is named, the raw data kept, the status intact.
+    let (out, o) = traced("fails", &[], "vector-add", &[("WSLSIM_DECODER_FAIL", "4")]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("ERROR_INVALID_SHADER_DATA") && err.contains("raw data is kept"),
+        "{err}"
+    );
+    assert!(files(&out).iter().any(|n| n.ends_with(".att")));
     let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn thread_trace_beside_kernel_trace_and_counters_agrees_with_them() {
+    let (out, o) = traced(
+        "mixed",
+        &[
+            "--kernel-trace",
+            "--pmc",
+            "SQ_WAVES",
+            "--kernel-include-regex",
+            "axpb",
+        ],
+        "reference-workload",
+        &[("WSLSIM_SEED", "5")],
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let kernels = std::fs::read_to_string(out.join("run_kernel_trace.csv")).unwrap();
+    let counters = std::fs::read_to_string(out.join("run_counter_collection.csv")).unwrap();
+    // The kernel trace's dispatch ids (column Dispatch_Id) are the traced and counted ones.
+    let ids: Vec<String> = kernels
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(5).unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 8, "{kernels}");
+    let traced_dirs: Vec<String> = files(&out)
+        .into_iter()
+        .filter_map(|n| {
+            n.strip_prefix("ui_output_agent_2_dispatch_")
+                .map(str::to_owned)
+        })
+        .collect();
+    let mut sorted = traced_dirs.clone();
+    sorted.sort_by_key(|d| d.parse::<u64>().unwrap());
+    assert_eq!(
+        sorted, ids,
+        "every selected dispatch traced, under its kernel-trace id"
+    );
+    assert_eq!(
+        counters.lines().count() - 1,
+        8,
+        "one SQ_WAVES row per dispatch: {counters}"
+    );
+    for id in &ids {
+        assert!(
+            counters.lines().any(|l| l.contains(&format!(",{id},"))),
+            "dispatch {id} counted: {counters}"
+        );
+    }
+    // Counting inside the trace window leaves the counts as the theory says (seed 5's clean
+    // dispatches count the kernel's 8192 waves).
+    assert!(counters.contains(",8192"), "{counters}");
+
+    // A filter that selects nothing: the dispatches run and are traced as kernels only.
+    let (out, o) = traced(
+        "none",
+        &["--kernel-trace", "--kernel-exclude-regex", "vector"],
+        "vector-add",
+        &[],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!files(&out).iter().any(|n| n.starts_with("ui_output")));
+    assert!(out.join("run_kernel_trace.csv").exists());
 }

@@ -1,7 +1,16 @@
-//! Code-object readers, executables, symbols and the kernel-object registry the packet
-//! processor looks dispatches up in.
+//! Code-object readers, executables, symbols, loaded code objects (their images in device
+//! memory) and the kernel-object registry the packet processor looks dispatches up in.
+//!
+//! Loading a code object places a copy of its bytes, the **image**, at a device address (the
+//! loaded code object's `LOAD_BASE`; host memory, an APU's, unless `[faults]
+//! device_code_objects` puts it in the `PROT_NONE` device range). The image starts at an
+//! address ≡ [`image_phase`] (mod 64) so that the kernel descriptors of a version-2 code object
+//! — at file offsets 272 + 384·i — are 64-byte aligned: their image addresses are the kernel
+//! objects, and kernel object + `kernel_code_entry_byte_offset` is the kernel's first
+//! instruction in the same image. Version-1 code objects carry no code: their kernel objects
+//! stay 64-byte descriptor copies of their own (see [`crate::loader`]).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::{CStr, c_char, c_void};
 use std::sync::{Arc, LazyLock, Mutex, OnceLock, RwLock, RwLockWriteGuard};
 
@@ -25,10 +34,14 @@ const _: () = assert!(DESCRIPTOR_SIZE == 64 && align_of::<DescriptorBlock>() == 
 /// What a dispatch needs to know about a kernel object.
 pub struct KernelEntry {
     pub kernel: Kernel,
+    /// The runtime's copy of the descriptor (what the packet processor reads).
     pub descriptor: Box<DescriptorBlock>,
     pub agent: Agent,
-    /// The kernel object: the descriptor's address, or a device address (see [`crate::loader`]).
+    /// The kernel object: the descriptor's address in the image (version 2), or of the
+    /// runtime's copy or a device slot (version 1, see [`crate::loader`]).
     object: u64,
+    /// The device address of the kernel's first instruction (0: the code object has none).
+    code: u64,
     /// The CPU implementation's address, resolved on first use (0 = none).
     resolved: OnceLock<usize>,
 }
@@ -37,6 +50,13 @@ impl KernelEntry {
     /// The kernel object (the descriptor's device address).
     pub fn kernel_object(&self) -> u64 {
         self.object
+    }
+
+    /// The device address of the kernel's first instruction: kernel object +
+    /// `kernel_code_entry_byte_offset`, inside the loaded image (0 for a version-1 kernel,
+    /// which has no code).
+    pub fn code_address(&self) -> u64 {
+        self.code
     }
 
     /// The CPU implementation: the code object's address, else `dlsym(RTLD_DEFAULT, host)`.
@@ -67,11 +87,93 @@ struct Symbol {
     entry: Arc<KernelEntry>,
 }
 
+/// A loaded code object's image: the code object's bytes at device address `base`.
+pub struct Image {
+    /// Device address of the first byte (`LOAD_BASE`, and `LOAD_DELTA`: the image's own
+    /// addresses start at 0).
+    pub base: u64,
+    /// Bytes (`LOAD_SIZE`): the code object's size.
+    pub size: u64,
+    /// The host copy: `size` bytes from `host_offset` (the block is 64 bytes longer so the
+    /// copy can start at the image's phase).
+    host: Box<[u8]>,
+    host_offset: usize,
+}
+
+impl Image {
+    /// The host copy of the image.
+    pub fn host_bytes(&self) -> &[u8] {
+        &self.host[self.host_offset..self.host_offset + self.size as usize]
+    }
+
+    /// Whether `device_address` lies inside the image.
+    pub fn contains(&self, device_address: u64) -> bool {
+        (self.base..self.base + self.size).contains(&device_address)
+    }
+}
+
+/// The address residue mod 64 an image starts at: the one that makes the descriptors of a
+/// version-2 code object 64-byte aligned (every descriptor's file offset has the same residue,
+/// records being 384 bytes); 0 when no kernel has code.
+pub fn image_phase(kernels: &[Kernel]) -> u64 {
+    kernels
+        .iter()
+        .find(|kernel| kernel.code_range().is_some())
+        .map_or(0, |kernel| {
+            let descriptor_at = (kernel.code_offset as i64)
+                .wrapping_sub(kernel.descriptor.kernel_code_entry_byte_offset());
+            (64 - (descriptor_at as u64 % 64)) % 64
+        })
+}
+
+/// Copies `bytes` into a new image placed at a device address ≡ `phase` (mod 64): the host
+/// copy's own address, or a range of the device space under `[faults] device_code_objects`.
+fn load_image(bytes: &[u8], phase: u64) -> Result<Image, Status> {
+    let mut host = vec![0u8; bytes.len() + 64].into_boxed_slice();
+    let host_offset = ((phase + 64 - host.as_ptr() as u64 % 64) % 64) as usize;
+    host[host_offset..host_offset + bytes.len()].copy_from_slice(bytes);
+    let base = if wslsim_scenario::current().faults.device_code_objects {
+        crate::loader::device_range(bytes.len(), phase)?
+    } else {
+        host.as_ptr() as u64 + host_offset as u64
+    };
+    Ok(Image {
+        base,
+        size: bytes.len() as u64,
+        host,
+        host_offset,
+    })
+}
+
+/// One `hsa_executable_load_agent_code_object`: its address is the loaded code object handle.
+pub struct LoadedObject {
+    pub agent: Agent,
+    /// The bytes the application handed to the loader (the reader's copy, kept alive here).
+    pub storage: Arc<Vec<u8>>,
+    pub image: Arc<Image>,
+}
+
+impl LoadedObject {
+    /// ROCr's URI of a code object loaded from memory:
+    /// `memory://<pid>#offset=0x<storage address>&size=<storage bytes>`.
+    pub fn uri(&self) -> String {
+        format!(
+            "memory://{}#offset=0x{:x}&size={}",
+            std::process::id(),
+            self.storage.as_ptr() as u64,
+            self.storage.len()
+        )
+    }
+}
+
 struct ExecutableObj {
     frozen: bool,
-    // Boxed: a symbol's address is its handle and must not move when the Vec grows.
+    // Boxed: a symbol's (loaded object's) address is its handle and must not move when the
+    // Vec grows.
     #[allow(clippy::vec_box)]
     symbols: Vec<Box<Symbol>>,
+    #[allow(clippy::vec_box)]
+    loaded: Vec<Box<LoadedObject>>,
 }
 
 #[derive(Default)]
@@ -90,11 +192,26 @@ fn with_tables<T>(f: impl FnOnce(&mut Tables) -> T) -> T {
 }
 
 /// Kernel objects by address, looked up on every dispatch: kept out of [`TABLES`] so dispatches
-/// only share a read lock. Written with the TABLES lock held (lock order: TABLES, KERNELS).
+/// only share a read lock. Written with the TABLES lock held (lock order: TABLES, KERNELS,
+/// IMAGES).
 static KERNELS: LazyLock<RwLock<HashMap<u64, Arc<KernelEntry>>>> = LazyLock::new(RwLock::default);
+
+/// Loaded images by device base, for [`host_address`].
+static IMAGES: LazyLock<RwLock<BTreeMap<u64, Arc<Image>>>> = LazyLock::new(RwLock::default);
 
 fn kernels_mut() -> RwLockWriteGuard<'static, HashMap<u64, Arc<KernelEntry>>> {
     KERNELS.write().unwrap_or_else(|e| e.into_inner())
+}
+
+fn images_mut() -> RwLockWriteGuard<'static, BTreeMap<u64, Arc<Image>>> {
+    IMAGES.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The loaded image holding `device_address`.
+pub fn image_at(device_address: u64) -> Option<Arc<Image>> {
+    let images = IMAGES.read().unwrap_or_else(|e| e.into_inner());
+    let (_, image) = images.range(..=device_address).next_back()?;
+    image.contains(device_address).then(|| image.clone())
 }
 
 /// The kernel registered under `kernel_object`.
@@ -103,9 +220,15 @@ pub fn lookup_kernel(kernel_object: u64) -> Option<Arc<KernelEntry>> {
     kernels.get(&kernel_object).cloned()
 }
 
-/// The host address of `device_address` when it lies inside a loaded kernel descriptor (kernel
-/// objects are 64-byte aligned and 64 bytes long). Valid while the executable is loaded.
+/// The host address of `device_address` when it lies inside a loaded image (its host copy) or
+/// inside a version-1 kernel descriptor (kernel objects are 64-byte aligned and 64 bytes long).
+/// Valid while the executable is loaded.
 pub fn host_address(device_address: u64) -> Option<*const u8> {
+    if let Some(image) = image_at(device_address) {
+        let offset = (device_address - image.base) as usize;
+        // Inside the host copy, which the image keeps alive while it is loaded.
+        return Some(image.host_bytes()[offset..].as_ptr());
+    }
     let offset = device_address % DescriptorBlock::SIZE as u64;
     let entry = lookup_kernel(device_address - offset)?;
     // `offset` < 64: inside the runtime's descriptor copy, which the entry keeps alive.
@@ -121,6 +244,52 @@ pub fn executable_of(kernel_object: u64) -> Option<Executable> {
                 .any(|s| s.entry.kernel_object() == kernel_object)
                 .then_some(Executable { handle: *handle })
         })
+    })
+}
+
+/// What `hsa_ven_amd_loader_loaded_code_object_get_info` reports of a loaded code object.
+pub struct LoadedInfo {
+    pub executable: Executable,
+    pub agent: Agent,
+    pub storage_base: u64,
+    pub storage_size: u64,
+    pub load_base: u64,
+    pub load_size: u64,
+    pub uri: String,
+}
+
+/// The loaded code object `handle`, if some executable has it.
+pub fn loaded_info(handle: u64) -> Option<LoadedInfo> {
+    with_tables(|t| {
+        t.executables.iter().find_map(|(&exe, obj)| {
+            obj.loaded
+                .iter()
+                .find(|o| &***o as *const LoadedObject as u64 == handle)
+                .map(|o| LoadedInfo {
+                    executable: Executable { handle: exe },
+                    agent: o.agent,
+                    storage_base: o.storage.as_ptr() as u64,
+                    storage_size: o.storage.len() as u64,
+                    load_base: o.image.base,
+                    load_size: o.image.size,
+                    uri: o.uri(),
+                })
+        })
+    })
+}
+
+/// The loaded code objects of `executable`, in load order.
+pub fn loaded_handles(executable: Executable) -> Result<Vec<u64>, Status> {
+    with_tables(|t| {
+        let exe = t
+            .executables
+            .get(&executable.handle)
+            .ok_or(ERROR_INVALID_EXECUTABLE)?;
+        Ok(exe
+            .loaded
+            .iter()
+            .map(|o| &**o as *const LoadedObject as u64)
+            .collect())
     })
 }
 
@@ -225,6 +394,7 @@ fn create_executable(executable: *mut Executable) -> Result<(), Status> {
     let boxed = Box::new(ExecutableObj {
         frozen: false,
         symbols: Vec::new(),
+        loaded: Vec::new(),
     });
     let handle = &*boxed as *const ExecutableObj as u64;
     with_tables(|t| t.executables.insert(handle, boxed));
@@ -252,10 +422,11 @@ pub unsafe extern "C" fn hsa_executable_create(
     guard(|| create_executable(executable))
 }
 
-/// `hsa_executable_load_agent_code_object`: parses the code object and copies each kernel
-/// descriptor into 64-byte aligned memory the runtime owns (the host copy; its address is the
-/// kernel object unless `[faults] device_code_objects` places kernel objects at device
-/// addresses, see [`crate::loader`]).
+/// `hsa_executable_load_agent_code_object`: parses the code object, places its image (see the
+/// module documentation) and registers each kernel: a version-2 kernel's object is its
+/// descriptor in the image, a version-1 kernel's a 64-byte aligned descriptor copy the runtime
+/// owns (or, under `[faults] device_code_objects`, a device slot, see [`crate::loader`]).
+/// `*loaded` receives the loaded code object.
 pub unsafe extern "C" fn hsa_executable_load_agent_code_object(
     executable: Executable,
     agent: Agent,
@@ -272,7 +443,7 @@ pub unsafe extern "C" fn hsa_executable_load_agent_code_object(
             eprintln!("libhsa-runtime64 (sim): cannot load code object: {error}");
             ERROR_INVALID_CODE_OBJECT
         })?;
-        with_tables(|t| {
+        let handle = with_tables(|t| {
             let exe = t
                 .executables
                 .get_mut(&executable.handle)
@@ -280,35 +451,49 @@ pub unsafe extern "C" fn hsa_executable_load_agent_code_object(
             if exe.frozen {
                 return Err(ERROR_FROZEN_EXECUTABLE);
             }
-            let mut registered = kernels_mut();
+            let image = Arc::new(load_image(&bytes, image_phase(&kernels))?);
+            let mut entries = Vec::with_capacity(kernels.len());
             for kernel in kernels {
                 let descriptor = Box::new(DescriptorBlock(kernel.descriptor.0));
-                let object = crate::loader::kernel_object_for(&descriptor)?;
-                let entry = Arc::new(KernelEntry {
+                let (object, code) = match kernel.code_range() {
+                    Some(code) => {
+                        let entry = kernel.descriptor.kernel_code_entry_byte_offset();
+                        let object =
+                            (image.base + code.start).wrapping_add_signed(entry.wrapping_neg());
+                        (object, image.base + code.start)
+                    }
+                    None => (crate::loader::kernel_object_for(&descriptor)?, 0),
+                };
+                entries.push(Arc::new(KernelEntry {
                     descriptor,
                     kernel,
                     agent,
                     object,
+                    code,
                     resolved: OnceLock::new(),
-                });
+                }));
+            }
+            let mut registered = kernels_mut();
+            for entry in entries {
                 registered.insert(entry.kernel_object(), entry.clone());
                 exe.symbols.push(Box::new(Symbol {
                     name: entry.kernel.symbol_name(),
                     entry,
                 }));
             }
-            Ok(())
+            images_mut().insert(image.base, image.clone());
+            let object = Box::new(LoadedObject {
+                agent,
+                storage: bytes.clone(),
+                image,
+            });
+            let handle = &*object as *const LoadedObject as u64;
+            exe.loaded.push(object);
+            Ok(handle)
         })?;
         if !loaded.is_null() {
             // SAFETY: non-null and writable per the API.
-            unsafe {
-                write_out(
-                    loaded,
-                    LoadedCodeObject {
-                        handle: reader.handle,
-                    },
-                )?
-            };
+            unsafe { write_out(loaded, LoadedCodeObject { handle })? };
         }
         Ok(())
     })
@@ -345,6 +530,10 @@ pub unsafe extern "C" fn hsa_executable_destroy(executable: Executable) -> Statu
             let mut registered = kernels_mut();
             for symbol in &exe.symbols {
                 registered.remove(&symbol.entry.kernel_object());
+            }
+            let mut images = images_mut();
+            for object in &exe.loaded {
+                images.remove(&object.image.base);
             }
             Ok(())
         })

@@ -421,6 +421,7 @@ fn dispatch(queue: &QueueInner, packet: &RawPacket) {
         cycles_per_wave: entry.kernel.cycles_per_wave,
         run: Some(run_trampoline),
         ctx: (&mut context as *mut RunContext).cast(),
+        code_address: entry.code_address(),
     };
     match queue.runtime.thunk.dispatch(queue.node, &request) {
         Ok(timing) => {

@@ -720,28 +720,133 @@ fn device_space_hands_out_unreadable_aligned_slots_until_full() {
 
 #[test]
 fn loader_table_follows_the_1_03_member_order() {
-    use crate::loader::{LOADER_TABLE, LoaderTable, hsa_ven_amd_loader_query_host_address};
+    use crate::loader::{
+        LOADER_TABLE, LoaderTable, hsa_ven_amd_loader_executable_iterate_loaded_code_objects,
+        hsa_ven_amd_loader_loaded_code_object_get_info, hsa_ven_amd_loader_query_executable,
+        hsa_ven_amd_loader_query_host_address,
+    };
     assert_eq!(size_of::<LoaderTable>(), 7 * 8);
     assert_eq!(offset_of!(LoaderTable, query_host_address), 0);
     assert_eq!(offset_of!(LoaderTable, query_executable), 16);
+    assert_eq!(
+        offset_of!(LoaderTable, executable_iterate_loaded_code_objects),
+        24
+    );
+    assert_eq!(offset_of!(LoaderTable, loaded_code_object_get_info), 32);
     assert_eq!(offset_of!(LoaderTable, iterate_executables), 48);
-    let first = LOADER_TABLE.query_host_address as usize;
-    let implementation: unsafe extern "C" fn(*const c_void, *mut *const c_void) -> Status =
-        hsa_ven_amd_loader_query_host_address;
-    assert_eq!(first, implementation as usize);
+    let implemented = [
+        (
+            LOADER_TABLE.query_host_address as usize,
+            hsa_ven_amd_loader_query_host_address as *const () as usize,
+        ),
+        (
+            LOADER_TABLE.query_executable as usize,
+            hsa_ven_amd_loader_query_executable as *const () as usize,
+        ),
+        (
+            LOADER_TABLE.executable_iterate_loaded_code_objects as usize,
+            hsa_ven_amd_loader_executable_iterate_loaded_code_objects as *const () as usize,
+        ),
+        (
+            LOADER_TABLE.loaded_code_object_get_info as usize,
+            hsa_ven_amd_loader_loaded_code_object_get_info as *const () as usize,
+        ),
+    ];
+    for (member, function) in implemented {
+        assert_eq!(member, function);
+    }
     // No stub hides behind an implemented member, and the stubs are distinct.
     let stubs = [
         LOADER_TABLE.query_segment_descriptors as usize,
-        LOADER_TABLE.executable_iterate_loaded_code_objects as usize,
-        LOADER_TABLE.loaded_code_object_get_info as usize,
         LOADER_TABLE.code_object_reader_create_from_file_with_offset_size as usize,
         LOADER_TABLE.iterate_executables as usize,
     ];
     let distinct: std::collections::BTreeSet<usize> = stubs.iter().copied().collect();
     assert_eq!(distinct.len(), stubs.len());
-    assert!(!distinct.contains(&first));
+    assert!(
+        implemented
+            .iter()
+            .all(|(member, _)| !distinct.contains(member))
+    );
     // The core table's slot is implemented by the loader module.
     assert!(CoreApiTable::IMPLEMENTED[CoreSlot::hsa_system_get_major_extension_table as usize]);
+}
+
+#[test]
+fn loaded_code_object_attributes_keep_rocrs_numbering() {
+    use crate::loader::{info, kind, storage};
+    let numbered = [
+        info::EXECUTABLE,
+        info::KIND,
+        info::AGENT,
+        info::CODE_OBJECT_STORAGE_TYPE,
+        info::CODE_OBJECT_STORAGE_MEMORY_BASE,
+        info::CODE_OBJECT_STORAGE_MEMORY_SIZE,
+        info::CODE_OBJECT_STORAGE_FILE,
+        info::LOAD_DELTA,
+        info::LOAD_BASE,
+        info::LOAD_SIZE,
+        info::URI_LENGTH,
+        info::URI,
+    ];
+    assert_eq!(numbered.to_vec(), (0..12).collect::<Vec<u32>>());
+    assert_eq!((kind::NONE, kind::PROGRAM, kind::AGENT), (0, 1, 2));
+    assert_eq!((storage::NONE, storage::FILE, storage::MEMORY), (0, 1, 2));
+}
+
+#[test]
+fn images_put_version_2_descriptors_on_64_byte_boundaries() {
+    use crate::executable::image_phase;
+    use wslsim_codeobj::{CodeObjectBuilder, KernelBuilder};
+    let builder = (0..3).fold(CodeObjectBuilder::new(), |b, i| {
+        b.kernel(
+            KernelBuilder::new(&format!("k{i}"))
+                .costs(10 + i, 2 * i, 0)
+                .build()
+                .unwrap(),
+        )
+    });
+    let bytes = builder.to_bytes();
+    let kernels = wslsim_codeobj::parse(&bytes).unwrap();
+    let phase = image_phase(&kernels);
+    assert!(phase < 64);
+    for (i, kernel) in kernels.iter().enumerate() {
+        let code = kernel.code_range().unwrap();
+        let descriptor_at = code.start as i64 - kernel.descriptor.kernel_code_entry_byte_offset();
+        assert_eq!(
+            descriptor_at,
+            (wslsim_codeobj::HEADER_SIZE + i * wslsim_codeobj::RECORD_SIZE + 256) as i64
+        );
+        assert_eq!((phase + descriptor_at as u64) % 64, 0, "kernel {i}");
+        assert!(code.end <= bytes.len() as u64);
+    }
+    // A version-1 code object (no code) has no phase.
+    let mut v1 = bytes[..wslsim_codeobj::HEADER_SIZE + 3 * wslsim_codeobj::RECORD_SIZE].to_vec();
+    v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+    let v1_kernels = wslsim_codeobj::parse(&v1).unwrap();
+    assert!(v1_kernels.iter().all(|k| k.code_range().is_none()));
+    assert_eq!(image_phase(&v1_kernels), 0);
+}
+
+#[test]
+fn device_ranges_start_at_their_phase_after_a_page_and_keep_slots_aligned() {
+    use crate::loader::DeviceSpace;
+    let space = DeviceSpace::reserve(4 * 4096).expect("mmap PROT_NONE");
+    let slot = space.place().unwrap();
+    let image = space.place_range(1000, 48).unwrap();
+    assert_eq!(
+        image % 4096,
+        48,
+        "after the next page boundary, at the phase"
+    );
+    assert!(image > slot && space.contains(image) && space.contains(image + 999));
+    assert!(!host_readable(image as usize, 64));
+    let next = space.place().unwrap();
+    assert!(next.is_multiple_of(64) && next >= image + 1000);
+    assert!(
+        space.place_range(4 * 4096, 0).is_none(),
+        "larger than what is left"
+    );
 }
 
 #[test]

@@ -265,7 +265,7 @@ pub struct HsaClockCounters {
     pub system_clock_frequency_hz: u64,
 }
 
-/// `wslsim_dispatch_t` (64 bytes).
+/// `wslsim_dispatch_t` (72 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct WslsimDispatch {
@@ -281,6 +281,8 @@ pub struct WslsimDispatch {
     pub cycles_per_wave: u32,
     pub run: Option<unsafe extern "C" fn(*mut c_void)>,
     pub ctx: *mut c_void,
+    /// Device address of the kernel's first instruction (0 if unknown).
+    pub code_address: u64,
 }
 
 /// `wslsim_timing_t`.
@@ -309,7 +311,7 @@ const _: () = {
     use std::mem::offset_of;
     assert!(size_of::<HsaStructureSizes>() == 16);
     assert!(size_of::<HsaClockCounters>() == 32);
-    assert!(size_of::<WslsimDispatch>() == 64);
+    assert!(size_of::<WslsimDispatch>() == 72);
     assert!(offset_of!(WslsimDispatch, workgroup) == 12);
     assert!(offset_of!(WslsimDispatch, wave_size) == 18);
     assert!(offset_of!(WslsimDispatch, vgprs) == 20);
@@ -318,6 +320,7 @@ const _: () = {
     assert!(offset_of!(WslsimDispatch, cycles_per_wave) == 44);
     assert!(offset_of!(WslsimDispatch, run) == 48);
     assert!(offset_of!(WslsimDispatch, ctx) == 56);
+    assert!(offset_of!(WslsimDispatch, code_address) == 64);
     assert!(size_of::<WslsimTiming>() == 16);
     // docs/SIMULATOR.md labels it "32 bytes", but its members as declared occupy 28 (the C
     // layout of that declaration is what both sides compile).

@@ -87,6 +87,23 @@ struct LoaderTable {
     query_executable: *const c_void,
 }
 
+type LoadedCodeObjectCb = unsafe extern "C" fn(Handle, Handle, *mut c_void) -> Status;
+type IterateLoaded =
+    unsafe extern "C" fn(Handle, Option<LoadedCodeObjectCb>, *mut c_void) -> Status;
+type LoadedGetInfo = unsafe extern "C" fn(Handle, u32, *mut c_void) -> Status;
+
+/// `hsa_ven_amd_loader_1_03_pfn_t`.
+#[repr(C)]
+struct LoaderTable103 {
+    query_host_address: Option<QueryHostAddress>,
+    query_segment_descriptors: *const c_void,
+    query_executable: *const c_void,
+    executable_iterate_loaded_code_objects: Option<IterateLoaded>,
+    loaded_code_object_get_info: Option<LoadedGetInfo>,
+    code_object_reader_create_from_file_with_offset_size: *const c_void,
+    iterate_executables: *const c_void,
+}
+
 macro_rules! api {
     ($($name:ident: fn($($t:ty),*) -> $r:ty;)*) => {
         #[allow(non_snake_case)]
@@ -361,6 +378,10 @@ struct Kernel {
     executable: Handle,
     reader: Handle,
     object: u64,
+    /// The code-object bytes handed to the loader.
+    bytes: Vec<u8>,
+    /// What `hsa_executable_load_agent_code_object` returned.
+    loaded: Handle,
 }
 
 fn load_kernel(s: &Setup) -> Result<Kernel, String> {
@@ -396,12 +417,13 @@ fn load_kernel_unread(s: &Setup) -> Result<Kernel, String> {
         std::ptr::null(),
         &mut executable
     ));
+    let mut loaded = Handle::default();
     ok!((s.api.hsa_executable_load_agent_code_object)(
         executable,
         s.gpu,
         reader,
         std::ptr::null(),
-        std::ptr::null_mut()
+        &mut loaded
     ));
     ok!((s.api.hsa_executable_freeze)(executable, std::ptr::null()));
     let mut symbol = Handle::default();
@@ -432,6 +454,8 @@ fn load_kernel_unread(s: &Setup) -> Result<Kernel, String> {
         executable,
         reader,
         object,
+        bytes,
+        loaded,
     })
 }
 
@@ -1101,6 +1125,456 @@ fn case_vendor_packet() -> Result<(), String> {
     Ok(())
 }
 
+// ---------------------------------------------------------------- loaded code objects
+
+/// The AMD loader extension's 1.03 table.
+fn loader_table_103(s: &Setup) -> Result<LoaderTable103, String> {
+    let mut table = LoaderTable103 {
+        query_host_address: None,
+        query_segment_descriptors: std::ptr::null(),
+        query_executable: std::ptr::null(),
+        executable_iterate_loaded_code_objects: None,
+        loaded_code_object_get_info: None,
+        code_object_reader_create_from_file_with_offset_size: std::ptr::null(),
+        iterate_executables: std::ptr::null(),
+    };
+    ok!((s.api.hsa_system_get_major_extension_table)(
+        0x201,
+        1,
+        size_of::<LoaderTable103>(),
+        (&raw mut table).cast()
+    ));
+    Ok(table)
+}
+
+/// Collects loaded code objects; stops (with INFO_BREAK) after `stop_after` when non-zero.
+struct Walk {
+    executable: Handle,
+    found: Vec<Handle>,
+    stop_after: usize,
+}
+
+unsafe extern "C" fn collect_loaded(
+    executable: Handle,
+    loaded: Handle,
+    data: *mut c_void,
+) -> Status {
+    // SAFETY: `data` is the test's Walk.
+    let walk = unsafe { &mut *data.cast::<Walk>() };
+    if executable != walk.executable {
+        return 0x1011;
+    }
+    walk.found.push(loaded);
+    if walk.stop_after != 0 && walk.found.len() >= walk.stop_after {
+        1 // HSA_STATUS_INFO_BREAK
+    } else {
+        0
+    }
+}
+
+/// What the loader says of one loaded code object.
+struct LoadedInfo {
+    load_base: u64,
+    load_size: u64,
+}
+
+fn loaded_u64(get: LoadedGetInfo, loaded: Handle, attribute: u32) -> Result<u64, String> {
+    let mut value = 0u64;
+    ok!(get(loaded, attribute, (&raw mut value).cast()));
+    Ok(value)
+}
+
+fn loaded_u32(get: LoadedGetInfo, loaded: Handle, attribute: u32) -> Result<u32, String> {
+    let mut value = 0u32;
+    ok!(get(loaded, attribute, (&raw mut value).cast()));
+    Ok(value)
+}
+
+/// Iterates `kernel`'s executable and checks every attribute of its one loaded code object;
+/// `device`: the image is in the unreadable device range.
+fn check_loaded(s: &Setup, kernel: &Kernel, device: bool) -> Result<LoadedInfo, String> {
+    let table = loader_table_103(s)?;
+    let iterate = table
+        .executable_iterate_loaded_code_objects
+        .ok_or("no executable_iterate_loaded_code_objects")?;
+    let get = table
+        .loaded_code_object_get_info
+        .ok_or("no loaded_code_object_get_info")?;
+    let mut walk = Walk {
+        executable: kernel.executable,
+        found: Vec::new(),
+        stop_after: 0,
+    };
+    ok!(iterate(
+        kernel.executable,
+        Some(collect_loaded),
+        (&raw mut walk).cast()
+    ));
+    check!(
+        walk.found == [kernel.loaded],
+        "iterated {:?}, loaded {:?}",
+        walk.found,
+        kernel.loaded
+    );
+    walk.found.clear();
+    walk.stop_after = 1;
+    // SAFETY: a valid executable and callback.
+    let status = unsafe {
+        iterate(
+            kernel.executable,
+            Some(collect_loaded),
+            (&raw mut walk).cast(),
+        )
+    };
+    check!(
+        status == 1,
+        "a callback's INFO_BREAK is returned, got {status:#x}"
+    );
+    // SAFETY: a null callback is a documented input.
+    let status = unsafe { iterate(kernel.executable, None, std::ptr::null_mut()) };
+    check!(status == 0x1001, "null callback -> {status:#x}");
+    // SAFETY: an unknown executable handle.
+    let status = unsafe {
+        iterate(
+            Handle { handle: 8 },
+            Some(collect_loaded),
+            (&raw mut walk).cast(),
+        )
+    };
+    check!(status == 0x1011, "unknown executable -> {status:#x}");
+
+    let loaded = kernel.loaded;
+    let mut executable = Handle::default();
+    ok!(get(loaded, 0, (&raw mut executable).cast()));
+    check!(executable == kernel.executable, "EXECUTABLE {executable:?}");
+    check!(loaded_u32(get, loaded, 1)? == 2, "KIND is not AGENT");
+    let mut agent = Handle::default();
+    ok!(get(loaded, 2, (&raw mut agent).cast()));
+    check!(agent == s.gpu, "AGENT {agent:?}");
+    check!(loaded_u32(get, loaded, 3)? == 2, "storage is not MEMORY");
+    let storage_base = loaded_u64(get, loaded, 4)?;
+    let storage_size = loaded_u64(get, loaded, 5)?;
+    check!(
+        storage_size == kernel.bytes.len() as u64 && storage_base != 0,
+        "storage {storage_base:#x} + {storage_size}"
+    );
+    // SAFETY: the runtime keeps the storage alive while the executable is loaded.
+    let storage =
+        unsafe { std::slice::from_raw_parts(storage_base as *const u8, storage_size as usize) };
+    check!(
+        storage == kernel.bytes,
+        "the storage is not the code object handed to the loader"
+    );
+    let mut fd = 0i32;
+    // SAFETY: an int-sized attribute.
+    let status = unsafe { get(loaded, 6, (&raw mut fd).cast()) };
+    check!(
+        status == 0x1001,
+        "STORAGE_FILE of memory storage -> {status:#x}"
+    );
+    let load_base = loaded_u64(get, loaded, 8)?;
+    let load_size = loaded_u64(get, loaded, 9)?;
+    let delta = loaded_u64(get, loaded, 7)?;
+    check!(
+        delta == load_base,
+        "LOAD_DELTA {delta:#x}, LOAD_BASE {load_base:#x}"
+    );
+    check!(load_size == storage_size, "LOAD_SIZE {load_size}");
+    let range = load_base..load_base + load_size;
+    check!(
+        range.contains(&kernel.object) && range.contains(&(kernel.object + 63)),
+        "kernel object {:#x} outside {range:x?}",
+        kernel.object
+    );
+    // The descriptor through the loader's host view: its entry offset leads to the code, in the
+    // image too.
+    let query = table.query_host_address.ok_or("no query_host_address")?;
+    let mut host: *const c_void = std::ptr::null();
+    ok!(query(kernel.object as *const c_void, &mut host));
+    // SAFETY: the host copy of the 64-byte descriptor.
+    let entry = unsafe { (host.cast::<u8>().add(16) as *const i64).read_unaligned() };
+    let code = kernel.object.wrapping_add_signed(entry);
+    check!(range.contains(&code), "code {code:#x} outside {range:x?}");
+    let mut image: *const c_void = std::ptr::null();
+    ok!(query(load_base as *const c_void, &mut image));
+    // SAFETY: the host copy of the whole image.
+    let image_bytes = unsafe { std::slice::from_raw_parts(image.cast::<u8>(), load_size as usize) };
+    check!(
+        image_bytes == kernel.bytes,
+        "the image is not the code object"
+    );
+    check!(
+        host as u64 == image as u64 + (kernel.object - load_base),
+        "descriptor host copy {host:?} is not inside the image's {image:?}"
+    );
+    check!(
+        host_readable(load_base, 64)? != device,
+        "image at {load_base:#x} readable: {}",
+        !device
+    );
+    if !device {
+        check!(
+            image as u64 == load_base,
+            "an APU's image is its own host copy"
+        );
+    }
+    let uri_length = loaded_u32(get, loaded, 10)?;
+    let mut uri = vec![0x55u8; uri_length as usize + 1];
+    ok!(get(loaded, 11, uri.as_mut_ptr().cast()));
+    check!(
+        uri[uri_length as usize] == 0x55,
+        "URI wrote past URI_LENGTH"
+    );
+    let expected = format!(
+        "memory://{}#offset=0x{storage_base:x}&size={storage_size}",
+        std::process::id()
+    );
+    check!(
+        uri[..uri_length as usize] == *expected.as_bytes(),
+        "URI {:?}, expected {expected:?}",
+        String::from_utf8_lossy(&uri[..uri_length as usize])
+    );
+    // SAFETY: an unknown handle; a null value; an unknown attribute.
+    let unknown = unsafe { get(Handle { handle: 8 }, 8, (&raw mut fd).cast()) };
+    check!(
+        unknown == 0x1010,
+        "unknown loaded code object -> {unknown:#x}"
+    );
+    // SAFETY: as above.
+    let null = unsafe { get(loaded, 8, std::ptr::null_mut()) };
+    check!(null == 0x1001, "null value -> {null:#x}");
+    // SAFETY: as above.
+    let other = unsafe { get(loaded, 99, (&raw mut fd).cast()) };
+    check!(other == 0x1001, "attribute 99 -> {other:#x}");
+    Ok(LoadedInfo {
+        load_base,
+        load_size,
+    })
+}
+
+/// The loader's loaded-code-object queries on the host (or, with `[faults]
+/// device_code_objects`, the device) image.
+fn case_loaded_code_objects() -> Result<(), String> {
+    let s = setup()?;
+    let device = std::env::var("DEVICE").is_ok();
+    let kernel = load_kernel_unread(&s)?;
+    check_loaded(&s, &kernel, device)?;
+    // A second load into another executable is another loaded code object and image.
+    let other = load_kernel_unread(&s)?;
+    check!(other.loaded != kernel.loaded, "one handle for two loads");
+    let second = check_loaded(&s, &other, device)?;
+    ok!((s.api.hsa_executable_destroy)(kernel.executable));
+    let table = loader_table_103(&s)?;
+    let get = table.loaded_code_object_get_info.ok_or("no get_info")?;
+    let mut base = 0u64;
+    // SAFETY: a destroyed executable's loaded code object.
+    let status = unsafe { get(kernel.loaded, 8, (&raw mut base).cast()) };
+    check!(
+        status == 0x1010,
+        "destroyed loaded code object -> {status:#x}"
+    );
+    let query = table.query_host_address.ok_or("no query_host_address")?;
+    let mut host: *const c_void = std::ptr::null();
+    // SAFETY: valid pointers.
+    let status = unsafe { query(kernel.object as *const c_void, &mut host) };
+    check!(status == 0x1001, "a destroyed kernel object -> {status:#x}");
+    ok!(query(second.load_base as *const c_void, &mut host));
+    check!(second.load_size > 0, "second image");
+    ok!((s.api.hsa_executable_destroy)(other.executable));
+    ok!((s.api.hsa_shut_down)());
+    Ok(())
+}
+
+// ---------------------------------------------------------------- thread trace
+
+const GRBM_GFX_INDEX: u32 = 0xC200;
+const SQTT_BUF0_BASE: u32 = 0xD9E8;
+const SQTT_BUF0_SIZE: u32 = 0xD9E9;
+const SQTT_CTRL: u32 = 0xD9EC;
+const SQTT_MASK: u32 = 0xD9ED;
+const SQTT_TOKEN_MASK: u32 = 0xD9EE;
+const SQTT_WPTR: u32 = 0xD9EF;
+const SQTT_STATUS: u32 = 0xD9F4;
+const SQTT_DROPPED_CNTR: u32 = 0xD9FA;
+const SQTT_USERDATA_2: u32 = 0xC342;
+const COMPUTE_THREAD_TRACE_ENABLE: u32 = 0x2E1E;
+
+fn uconfig(ib: &mut Vec<u32>, register: u32, value: u32) {
+    ib.extend_from_slice(&[0xC001_7900, register - 0xC000, value]);
+}
+
+fn sh(ib: &mut Vec<u32>, register: u32, value: u32) {
+    ib.extend_from_slice(&[0xC001_7600, register - 0x2C00, value]);
+}
+
+/// The begin buffer pmc-dxg's `sqtt::build_trace` makes for one engine traced in detail on
+/// WGP 1, SIMD 3, its buffer at `data` (`bytes`), with one marker for the code object.
+fn trace_begin(data: u64, bytes: u64, marker: (u64, u64)) -> Vec<u32> {
+    let mut ib = Vec::new();
+    uconfig(&mut ib, GRBM_GFX_INDEX, 0xE000_0000);
+    uconfig(&mut ib, SQTT_STATUS, 0);
+    uconfig(&mut ib, GRBM_GFX_INDEX, 1 << 30);
+    uconfig(
+        &mut ib,
+        SQTT_BUF0_SIZE,
+        (((bytes >> 12) as u32) << 8) | ((data >> 44) as u32 & 0xF),
+    );
+    uconfig(&mut ib, SQTT_BUF0_BASE, (data >> 12) as u32);
+    uconfig(&mut ib, SQTT_MASK, 3 | (1 << 4) | (1 << 16) | (1 << 17));
+    let kept = (1 << 2) | (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 8);
+    uconfig(
+        &mut ib,
+        SQTT_TOKEN_MASK,
+        (0x7FF & !kept) | (1 << 16) | (3 << 26),
+    );
+    uconfig(
+        &mut ib,
+        SQTT_CTRL,
+        1 | (5 << 6) | (1 << 11) | (1 << 12) | (1 << 13) | (2 << 16) | (1 << 29),
+    );
+    sh(&mut ib, COMPUTE_THREAD_TRACE_ENABLE, 1);
+    uconfig(&mut ib, GRBM_GFX_INDEX, 0xE000_0000);
+    ib.extend_from_slice(&[0xC000_4600, 0x407]);
+    let (addr, size) = marker;
+    let words = [
+        0x434F_5200,
+        524_801,
+        4,
+        addr as u32,
+        0x104,
+        (addr >> 32) as u32,
+        0x204,
+        size as u32,
+        0x304,
+        (size >> 32) as u32,
+        0x604,
+        2 | (1 << 2),
+    ];
+    for word in words {
+        uconfig(&mut ib, SQTT_USERDATA_2, word);
+    }
+    ib
+}
+
+/// pmc-dxg's end buffer for one engine, its control record at `control`.
+fn trace_end(control: u64) -> Vec<u32> {
+    let mut ib = Vec::new();
+    uconfig(&mut ib, GRBM_GFX_INDEX, 0xE000_0000);
+    ib.extend_from_slice(&[0xC000_4600, 0x407]);
+    sh(&mut ib, COMPUTE_THREAD_TRACE_ENABLE, 0);
+    uconfig(&mut ib, GRBM_GFX_INDEX, 1 << 30);
+    let wait = |ib: &mut Vec<u32>, mask: u32| {
+        ib.extend_from_slice(&[0xC005_3C00, 3, SQTT_STATUS, 0, 0, mask, 4]);
+    };
+    wait(&mut ib, 0xFFF);
+    uconfig(&mut ib, SQTT_CTRL, 0);
+    wait(&mut ib, 1 << 25);
+    for (i, register) in [SQTT_STATUS, SQTT_DROPPED_CNTR, SQTT_WPTR]
+        .into_iter()
+        .enumerate()
+    {
+        let to = control + 4 * i as u64;
+        ib.extend_from_slice(&[
+            0xC004_4000,
+            0x200,
+            register,
+            0,
+            to as u32,
+            (to >> 32) as u32,
+        ]);
+    }
+    uconfig(&mut ib, GRBM_GFX_INDEX, 0xE000_0000);
+    ib
+}
+
+/// Thread trace through the runtime: begin (PM4-IB), the vector-add dispatch, end; the engine's
+/// stream names the kernel's code through the loaded code object's addresses.
+fn case_thread_trace() -> Result<(), String> {
+    use wslsim_sqtt::Token;
+    let s = setup()?;
+    let kernel = load_kernel(&s)?;
+    let loaded = check_loaded(&s, &kernel, false)?;
+    let mut queue: *mut HsaQueue = std::ptr::null_mut();
+    ok!((s.api.hsa_queue_create)(
+        s.gpu,
+        64,
+        0,
+        Some(on_queue_error),
+        std::ptr::null_mut(),
+        0,
+        0,
+        &mut queue
+    ));
+    ok!((s.api.hsa_amd_profiling_set_profiler_enabled)(queue, 1));
+    const BYTES: u64 = 1 << 20;
+    let data: *mut u8 = alloc(&s, s.host_pool, BYTES as usize)?;
+    check!(
+        (data as u64).is_multiple_of(4096),
+        "trace buffer {data:?} not 4 KiB aligned"
+    );
+    let control: *mut u32 = alloc(&s, s.host_pool, 8)?;
+    let begin = trace_begin(data as u64, BYTES, (loaded.load_base, loaded.load_size));
+    let signal = new_signal(&s, 1)?;
+    submit(&s, queue, &pm4_packet(&begin, signal))?;
+    wait_zero(&s, signal)?;
+    run_dispatches(&s, queue, &kernel, 1)?;
+    let end = trace_end(control as u64);
+    let signal = new_signal(&s, 1)?;
+    submit(&s, queue, &pm4_packet(&end, signal))?;
+    wait_zero(&s, signal)?;
+    check!(QUEUE_ERROR.load(Ordering::SeqCst) == 0, "queue error");
+    // SAFETY: the control record's three dwords.
+    let (status, dropped, wptr) =
+        unsafe { (control.read(), control.add(1).read(), control.add(2).read()) };
+    check!(
+        status == 0 && dropped == 0,
+        "status {status:#x} dropped {dropped}"
+    );
+    let units = wptr.wrapping_sub((data as u64 / 32) as u32) & 0x1FFF_FFFF;
+    // SAFETY: the runtime's trace buffer, `units` × 32 bytes written.
+    let bytes = unsafe { std::slice::from_raw_parts(data, units as usize * 32) };
+    let stream = wslsim_sqtt::parse(bytes).map_err(|e| e.to_string())?;
+    // SAFETY: the host copy of the descriptor (APU: the kernel object itself).
+    let entry = unsafe { ((kernel.object + 16) as *const i64).read() };
+    let code = kernel.object.wrapping_add_signed(entry);
+    let program = wslsim_codeobj::program(4, 8);
+    let mut starts = 0;
+    let mut pcs = Vec::new();
+    for token in &stream.tokens {
+        match *token {
+            Token::WaveStart { entry_pc, .. } => {
+                check!(
+                    entry_pc == code,
+                    "entry pc {entry_pc:#x}, code at {code:#x}"
+                );
+                starts += 1;
+            }
+            Token::Instruction { inst, .. } => pcs.push(inst.pc),
+            _ => {}
+        }
+    }
+    // 4096 work-items in 256-item workgroups: 16 workgroups of 8 waves on the 890M's 8 WGPs;
+    // WGP 1 (SA 0) gets workgroups 2 and 10, SIMD 3 their waves 3 and 7.
+    check!(starts == 128, "{starts} waves");
+    check!(
+        pcs.len() == 4 * program.len(),
+        "{} instructions traced",
+        pcs.len()
+    );
+    for (i, pc) in pcs.iter().enumerate() {
+        let expected = code + program[i % program.len()].offset;
+        check!(*pc == expected, "pc {pc:#x}, expected {expected:#x}");
+        check!(
+            (loaded.load_base..loaded.load_base + loaded.load_size).contains(pc),
+            "pc {pc:#x} outside the loaded code object"
+        );
+    }
+    ok!((s.api.hsa_queue_destroy)(queue));
+    ok!((s.api.hsa_executable_destroy)(kernel.executable));
+    ok!((s.api.hsa_shut_down)());
+    Ok(())
+}
+
 // ---------------------------------------------------------------- the parent
 
 struct Case {
@@ -1150,6 +1624,16 @@ fn cases() -> Vec<Case> {
         Case {
             scenario: Some(NO_LOADER),
             ..case("no-loader-extension", "no-loader")
+        },
+        case("loaded-code-objects", "loaded"),
+        Case {
+            scenario: Some(DEVICE_CODE),
+            env: &[("DEVICE", "1")],
+            ..case("loaded-code-objects-on-the-device", "loaded")
+        },
+        Case {
+            env: &[("WSLKMT_VENDOR_PACKET", "1")],
+            ..case("thread-trace-names-the-loaded-code", "trace")
         },
         Case {
             scenario: Some(INJECTED),
@@ -1506,6 +1990,8 @@ fn main() -> ExitCode {
         "device-code" => case_device_code_objects(),
         "no-loader" => case_no_loader_extension(),
         "injected" => case_injected_failures(),
+        "loaded" => case_loaded_code_objects(),
+        "trace" => case_thread_trace(),
         other => Err(format!("unknown case {other}")),
     };
     match result {

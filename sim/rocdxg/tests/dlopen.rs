@@ -269,7 +269,7 @@ type Dispatch = unsafe extern "C" fn(u32, *const DispatchDesc, *mut [u64; 2]) ->
 type CopyFn = unsafe extern "C" fn(u32, *mut c_void, *const c_void, u64, *mut [u64; 2]) -> i32;
 type Pm4Submit = unsafe extern "C" fn(u32, *const u32, u32, *mut c_char, u32) -> i32;
 
-/// `wslsim_dispatch_t` as docs/SIMULATOR.md lays it out (64 bytes).
+/// `wslsim_dispatch_t` as docs/SIMULATOR.md lays it out (72 bytes).
 #[repr(C)]
 struct DispatchDesc {
     grid: [u32; 3],
@@ -284,9 +284,10 @@ struct DispatchDesc {
     cycles_per_wave: u32,
     run: Option<unsafe extern "C-unwind" fn(*mut c_void)>,
     ctx: *mut c_void,
+    code_address: u64,
 }
 
-const _: () = assert!(size_of::<DispatchDesc>() == 64);
+const _: () = assert!(size_of::<DispatchDesc>() == 72);
 
 struct Gpu {
     clock_counters: ClockCounters,
@@ -328,6 +329,7 @@ fn kernel(items: u32, wave_size: u16, ctx: *mut c_void) -> DispatchDesc {
         cycles_per_wave: 0,
         run: Some(count_call),
         ctx,
+        code_address: 0,
     }
 }
 

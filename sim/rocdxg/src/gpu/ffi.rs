@@ -21,7 +21,7 @@ use crate::status::{self, HsaKmtStatus};
 /// for a C callee this is the plain C ABI.
 pub type RunFn = unsafe extern "C-unwind" fn(ctx: *mut c_void);
 
-/// `wslsim_dispatch_t` (64 bytes).
+/// `wslsim_dispatch_t` (72 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct WslsimDispatch {
@@ -49,9 +49,12 @@ pub struct WslsimDispatch {
     pub run: Option<RunFn>,
     /// Argument of `run`.
     pub ctx: *mut c_void,
+    /// Device address of the kernel's first instruction (kernel object + its descriptor's
+    /// `kernel_code_entry_byte_offset`), or 0 if unknown: the thread trace's PCs.
+    pub code_address: u64,
 }
 
-const _: () = assert!(size_of::<WslsimDispatch>() == 64);
+const _: () = assert!(size_of::<WslsimDispatch>() == 72);
 const _: () = assert!(offset_of!(WslsimDispatch, grid) == 0);
 const _: () = assert!(offset_of!(WslsimDispatch, workgroup) == 12);
 const _: () = assert!(offset_of!(WslsimDispatch, wave_size) == 18);
@@ -64,6 +67,7 @@ const _: () = assert!(offset_of!(WslsimDispatch, salu_per_wave) == 40);
 const _: () = assert!(offset_of!(WslsimDispatch, cycles_per_wave) == 44);
 const _: () = assert!(offset_of!(WslsimDispatch, run) == 48);
 const _: () = assert!(offset_of!(WslsimDispatch, ctx) == 56);
+const _: () = assert!(offset_of!(WslsimDispatch, code_address) == 64);
 
 impl WslsimDispatch {
     /// The cost-model view of the descriptor.
@@ -108,7 +112,8 @@ fn dims<T: std::fmt::Display>(values: &[T; 3]) -> String {
 
 /// Executes one kernel dispatch on node `node`'s command processor: serialised with every
 /// other dispatch and PM4 submission of the node, calls `run(ctx)`, takes at least the
-/// modelled duration, and is counted by armed performance counters. Fills `*out`.
+/// modelled duration, and is counted by armed performance counters; while thread trace
+/// captures, its waves are traced (PCs from `code_address`). Fills `*out`.
 ///
 /// Statuses: 3 for a null pointer or an invalid descriptor (a zero grid or workgroup
 /// dimension, a wave size other than 32 or 64), 5 for a node that is not a GPU node, 1 if
@@ -149,7 +154,7 @@ pub unsafe extern "C" fn wslsim_gpu_dispatch(
             }))
             .map_err(|_| ()),
         };
-        match target.dispatch(&kernel, run) {
+        match target.dispatch_code(&kernel, descriptor.code_address, run) {
             Ok(dispatched) => {
                 // SAFETY: non-null, and the caller guarantees it is writable; no alignment
                 // assumed.
@@ -246,7 +251,10 @@ unsafe fn write_reason(err: *mut c_char, err_len: u32, reason: &str) {
 ///
 /// `ib` must be null or valid for reading `dwords` dwords; every address the buffer names
 /// (chained IBs, COPY_DATA / WRITE_DATA / WAIT_REG_MEM memory operands) must be valid for the
-/// access; `err` must be null or valid for writing `err_len` bytes.
+/// access, and so must every thread-trace buffer (`SQ_THREAD_TRACE_BUF0_BASE` / `BUF0_SIZE`
+/// of an engine whose trace is on, programmed by this or an earlier submission) while its trace
+/// is on: the submission writes the tokens appended since the last one; `err` must be null or
+/// valid for writing `err_len` bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn wslsim_gpu_pm4(
     node: u32,

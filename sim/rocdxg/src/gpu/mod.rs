@@ -6,6 +6,8 @@
 //! * [`counters`]: the perfmon hardware and the WSL2 pitfalls (pure, testable with synthetic
 //!   time).
 //! * [`pm4`] and [`regs`]: the PM4 decoder/executor and the register file.
+//! * [`sqtt`]: the thread-trace hardware (per-engine registers, token streams, the waves of a
+//!   traced dispatch).
 //! * [`rng`]: the seeded PRNG.
 //! * [`ffi`]: the `wslsim_gpu_*` exports.
 //!
@@ -22,6 +24,7 @@ pub mod ffi;
 pub mod pm4;
 pub mod regs;
 pub mod rng;
+pub mod sqtt;
 
 use std::cell::Cell;
 use std::convert::Infallible;
@@ -37,6 +40,7 @@ use self::cost::{DispatchCost, Kernel, copy_ns};
 use self::counters::{Geometry, PerfBlock, Session};
 use self::pm4::{Context, Failure, Memory, Reject};
 use self::regs::RegisterFile;
+use self::sqtt::{Shape, Step, TracedDispatch};
 
 /// The variable libhsakmt reads to decide whether vendor PM4 packets are honoured.
 pub const VENDOR_PACKET_ENV: &str = "WSLKMT_VENDOR_PACKET";
@@ -112,7 +116,12 @@ impl Drop for RunningOn {
 struct CommandProcessor {
     busy_until: u64,
     registers: RegisterFile,
+    /// Dispatches executed so far (each traced one draws its stalls from its own stream).
+    dispatches: u64,
 }
+
+/// Stream id of the thread-trace draws (the counter session uses 1 to 4).
+const STREAM_THREAD_TRACE: u64 = 5;
 
 /// The simulated hardware of one GPU node.
 #[derive(Debug)]
@@ -120,6 +129,8 @@ pub struct NodeGpu {
     node_id: u32,
     clock: GpuClock,
     geometry: Geometry,
+    shape: Shape,
+    trace_seed: u64,
     knobs: GpuKnobs,
     cp: Mutex<CommandProcessor>,
     sdma: Mutex<u64>,
@@ -146,14 +157,22 @@ impl NodeGpu {
             node_id,
             seeding.drift_time_s,
         );
+        let trace_seed = rng::Rng::stream(
+            seeding.seed,
+            (u64::from(node_id) << 8) | STREAM_THREAD_TRACE,
+        )
+        .next_u64();
         Some(NodeGpu {
             node_id,
             clock: GpuClock::new(scenario.gpu.clock_offset_ns, node.wallclock_khz),
             geometry,
+            shape: Shape::new(&geometry, node.simd_per_cu, node.max_waves_per_simd),
+            trace_seed,
             knobs: scenario.gpu.clone(),
             cp: Mutex::new(CommandProcessor {
                 busy_until: 0,
                 registers: RegisterFile::new(PerfBlock::new(geometry, session)),
+                dispatches: 0,
             }),
             sdma: Mutex::new(0),
         })
@@ -199,12 +218,30 @@ impl NodeGpu {
         })
     }
 
-    /// Executes one kernel dispatch: validates `kernel`, takes the command processor, calls
-    /// `run` (the kernel's CPU implementation; `Err` means it panicked), waits out the
-    /// modelled duration, and lets armed counters count it.
+    /// The node's shape as the thread trace sees it.
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+
+    /// Executes one kernel dispatch whose code address is unknown: see
+    /// [`NodeGpu::dispatch_code`].
     pub fn dispatch(
         &self,
         kernel: &Kernel,
+        run: impl FnOnce() -> Result<(), ()>,
+    ) -> Result<Dispatched, DispatchError> {
+        self.dispatch_code(kernel, 0, run)
+    }
+
+    /// Executes one kernel dispatch: validates `kernel`, takes the command processor, calls
+    /// `run` (the kernel's CPU implementation; `Err` means it panicked), waits out the
+    /// modelled duration, lets armed counters count it, and — while thread trace captures —
+    /// writes its waves into the trace (the kernel's first instruction at `code_address`, 0 if
+    /// unknown). Tracing changes neither the timing nor the counters.
+    pub fn dispatch_code(
+        &self,
+        kernel: &Kernel,
+        code_address: u64,
         run: impl FnOnce() -> Result<(), ()>,
     ) -> Result<Dispatched, DispatchError> {
         kernel.validate().map_err(DispatchError::Invalid)?;
@@ -223,6 +260,20 @@ impl NodeGpu {
         cp.registers
             .perf
             .count_dispatch(start_ns, cost.duration_ns, &cost.activity);
+        let index = cp.dispatches;
+        cp.dispatches += 1;
+        if cp.registers.trace.capturing() {
+            let program = program_steps(kernel);
+            let first_wave_ns = start_ns.saturating_add(self.knobs.launch_overhead_ns);
+            let dispatch = TracedDispatch {
+                kernel,
+                program: &program,
+                code_address,
+                first_wave_cycle: self.geometry.cycles(first_wave_ns),
+                seed: rng::Rng::stream(self.trace_seed, index).next_u64(),
+            };
+            cp.registers.trace.record(&dispatch, &self.shape);
+        }
         Ok(Dispatched { timing, cost })
     }
 
@@ -261,6 +312,21 @@ impl NodeGpu {
         });
         result.map_err(Pm4Error::Failed)
     }
+}
+
+/// The program every wave of `kernel` executes: `wslsim_codeobj::program` of its SALU and VALU
+/// counts, each clamped to the code object's encoded maximum (what the code object holds).
+pub fn program_steps(kernel: &Kernel) -> Vec<Step> {
+    let salu = kernel.salu_per_wave.min(wslsim_codeobj::MAX_ENCODED_COUNT);
+    let valu = kernel.valu_per_wave.min(wslsim_codeobj::MAX_ENCODED_COUNT);
+    wslsim_codeobj::program(salu, valu)
+        .into_iter()
+        .map(|inst| Step {
+            offset: inst.offset,
+            category: inst.category,
+            cycles: inst.cycles,
+        })
+        .collect()
 }
 
 /// Every GPU node of the scenario.

@@ -220,7 +220,8 @@ impl HostMemory {
     ///
     /// Every address the command buffers executed through it name (chained IBs, COPY_DATA and
     /// WRITE_DATA destinations and sources, WAIT_REG_MEM polls) must be valid for the access
-    /// (4-byte aligned after the packet's `& ~3`); this is `wslsim_gpu_pm4`'s contract.
+    /// (4-byte aligned after the packet's `& ~3`), and so must the thread-trace buffers of the
+    /// engines tracing (written dword by dword); this is `wslsim_gpu_pm4`'s contract.
     pub unsafe fn new() -> HostMemory {
         HostMemory { _private: () }
     }
@@ -642,6 +643,10 @@ pub fn execute(
     memory: &mut dyn Memory,
     context: &Context<'_>,
 ) -> Result<(), Failure> {
+    // Thread-trace tokens appended since the last submission (a dispatch's) reach memory
+    // first, and after every op those of its register writes (a stream's header, user data,
+    // a stream's end).
+    registers.trace.flush(memory).map_err(Failure::Memory)?;
     for op in &program.ops {
         match op {
             Op::SetRegisters { first, values } => {
@@ -715,6 +720,7 @@ pub fn execute(
                 }
             }
         }
+        registers.trace.flush(memory).map_err(Failure::Memory)?;
     }
     Ok(())
 }

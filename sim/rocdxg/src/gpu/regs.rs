@@ -1,10 +1,12 @@
 //! The command processor's register file: plain storage for every register in a known space,
-//! plus the gfx11 perfmon registers (intercept-pmc-att.md §5.3) that drive the [`PerfBlock`].
+//! plus the gfx11 perfmon registers (intercept-pmc-att.md §5.3) that drive the [`PerfBlock`]
+//! and the per-shader-engine thread-trace registers of the [`ThreadTrace`].
 
 use std::collections::HashMap;
 use std::ops::Range;
 
 use super::counters::{GRBM_SLOTS, PerfBlock, SQ_SLOTS};
+use super::sqtt::{self, ThreadTrace};
 
 /// CONFIG space (dword addresses; written with COPY_DATA dst_sel 4 "perfcounters").
 pub const CONFIG_SPACE: Range<u32> = 0x2000..0xA000;
@@ -73,22 +75,36 @@ pub struct RegisterFile {
     values: HashMap<u32, u32>,
     /// The perfmon hardware behind the counter registers.
     pub perf: PerfBlock,
+    /// The thread-trace hardware behind the SQ thread-trace registers.
+    pub trace: ThreadTrace,
 }
 
 impl RegisterFile {
-    /// Power-on state: every register 0 except `GRBM_GFX_INDEX` (broadcast).
+    /// Power-on state: every register 0 except `GRBM_GFX_INDEX` (broadcast); one set of
+    /// thread-trace registers per shader engine of the perfmon block's geometry.
     pub fn new(perf: PerfBlock) -> RegisterFile {
         let mut values = HashMap::new();
         values.insert(GRBM_GFX_INDEX, GRBM_BROADCAST);
-        RegisterFile { values, perf }
+        let trace = ThreadTrace::new(perf.geometry().shader_engines);
+        RegisterFile {
+            values,
+            perf,
+            trace,
+        }
     }
 
     /// Writes `value` to `reg` (which the PM4 validator has checked is in a known space).
+    /// Thread-trace registers go to the shader engines `GRBM_GFX_INDEX` selects.
     pub fn write(&mut self, reg: u32, value: u32) {
         self.values.insert(reg, value);
         match reg {
             CP_PERFMON_CNTL => self.perf.set_state(value & 0xF),
             COMPUTE_PERFCOUNT_ENABLE => self.perf.set_compute_enable(value & 1 != 0),
+            sqtt::reg::COMPUTE_THREAD_TRACE_ENABLE => self.trace.set_compute_enable(value & 1 != 0),
+            _ if ThreadTrace::owns(reg) => {
+                let index = GfxIndex::decode(self.stored(GRBM_GFX_INDEX));
+                self.trace.write(index, reg, value);
+            }
             _ => {
                 if let Some(slot) = GRBM_PERFCOUNTER_SELECT.iter().position(|&r| r == reg) {
                     self.perf.set_grbm_select(slot, value);
@@ -100,9 +116,15 @@ impl RegisterFile {
     }
 
     /// Reads `reg`: counter registers report the perfmon block (SQ through the instance that
-    /// `GRBM_GFX_INDEX` selects; a broadcast field reads index 0); every other register
-    /// reads what was last written (0 if never).
+    /// `GRBM_GFX_INDEX` selects; a broadcast field reads index 0), thread-trace registers the
+    /// selected shader engine's; every other register reads what was last written (0 if
+    /// never).
     pub fn read(&self, reg: u32) -> u32 {
+        if ThreadTrace::owns(reg) {
+            return self
+                .trace
+                .read(GfxIndex::decode(self.stored(GRBM_GFX_INDEX)), reg);
+        }
         if let Some(slot) = GRBM_PERFCOUNTER_LO.iter().position(|&r| r == reg) {
             return self.perf.read_grbm(slot) as u32;
         }

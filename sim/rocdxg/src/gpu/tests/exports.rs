@@ -108,6 +108,7 @@ fn descriptor(items: u32, run: Option<crate::gpu::ffi::RunFn>, ctx: *mut c_void)
         cycles_per_wave: 0,
         run,
         ctx,
+        code_address: 0,
     }
 }
 

@@ -6,6 +6,7 @@ mod counters;
 mod exports;
 mod gfx11;
 mod pm4;
+mod sqtt;
 
 use std::collections::{BTreeMap, HashMap};
 
