@@ -395,7 +395,11 @@ pub fn write_outputs(
     w
 }
 
-/// Decodes every traced dispatch of `t` into `final_dir`.
+/// Decodes every traced dispatch of `t` into `final_dir`. Instructions are disassembled with
+/// comgr (found by its soname, as rocprofv3 finds it) when it loads: the decoder then learns each
+/// instruction's real size and text, and the code view lists every instruction of each hit
+/// kernel (swept from its entry to `s_endpgm`). Without comgr they are named by address, with
+/// one warning.
 fn decode_all(
     t: &ProcessTrace,
     decoder: &att::Decoder,
@@ -403,7 +407,7 @@ fn decode_all(
     final_dir: &Path,
     w: &mut Written,
 ) {
-    use att::codeobj::{ByAddress, CodeObject, CodeObjectTable, KernelSymbol};
+    use att::codeobj::{ByAddress, CodeObject, CodeObjectTable, Listing};
     let mut base = CodeObjectTable::new();
     for c in &t.docs.code_objects {
         base.insert(CodeObject {
@@ -419,10 +423,40 @@ fn decode_all(
         .iter()
         .map(|s| (s.kernel_id, t.string(s.name)))
         .collect();
+    let comgr = match att::comgr::Comgr::open_trusted() {
+        Ok(c) => Some(c),
+        Err(e) => {
+            w.warnings.push(format!("thread trace: {e}"));
+            None
+        }
+    };
     let mut writer =
         att::outputs::AttWriter::new(final_dir, att::outputs::OutputOptions::default());
-    let mut said_fallback = false;
+    let mut said = std::collections::HashSet::new();
     for d in &t.docs.thread_traces {
+        let gfx = t
+            .docs
+            .agents()
+            .iter()
+            .find(|a| a.node_id == d.agent_node_id)
+            .map_or("gfx1150", |a| a.name.as_str());
+        let disassembler = comgr.as_ref().and_then(|c| {
+            c.disassembler(&att::comgr::isa_name(gfx))
+                .map_err(|e| {
+                    if said.insert(e.to_string()) {
+                        w.warnings.push(format!("thread trace: {e}"));
+                    }
+                })
+                .ok()
+        });
+        let comgr_isa = disassembler
+            .as_ref()
+            .map(|dis| att::comgr::ComgrIsa::new(dis, &base));
+        let by_address = ByAddress::new(&base);
+        let isa: &dyn att::Isa = match &comgr_isa {
+            Some(i) => i,
+            None => &by_address,
+        };
         let mut ses = Vec::new();
         for se in d.shader_engines.iter().filter(|s| !s.file.is_empty()) {
             let data = match std::fs::read(raw.join(&se.file)) {
@@ -433,7 +467,7 @@ fn decode_all(
                     continue;
                 }
             };
-            let decoded = match decoder.decode_stream(&data, &ByAddress::new(&base)) {
+            let decoded = match decoder.decode_stream(&data, isa) {
                 Ok(decoded) => decoded,
                 Err(e) => {
                     w.warnings.push(format!(
@@ -456,41 +490,48 @@ fn decode_all(
             }
             ses.push(att::outputs::ShaderEngineTrace { se: se.se, decoded });
         }
-        // The dispatched kernel's code, as far as its hits show it (no disassembler here).
-        let mut table = base.clone();
-        let name = names.get(&d.kernel_id).copied().unwrap_or("");
-        let mut ranges: HashMap<u64, (u64, u64)> = HashMap::new();
-        for s in &ses {
-            for wave in &s.decoded.waves {
-                for i in &wave.instructions {
-                    if let Some((id, vaddr)) = table.resolve(i.pc) {
-                        let r = ranges.entry(id).or_insert((vaddr, vaddr));
-                        r.0 = r.0.min(vaddr);
-                        r.1 = r.1.max(vaddr);
-                    }
+        if let Some(i) = &comgr_isa {
+            for e in i.take_errors() {
+                if said.insert(e.to_string()) {
+                    w.warnings.push(format!("thread trace: {e}"));
                 }
             }
         }
-        for (id, (lo, hi)) in ranges {
-            if let Some(object) = table.get(id).cloned() {
-                let mut object = object;
-                object.kernels.push(KernelSymbol {
-                    name: name.to_owned(),
-                    demangled: name.to_owned(),
-                    vaddr: lo..hi + att::codeobj::FALLBACK_INSTRUCTION_SIZE,
-                });
-                table.insert(object);
+        let name = names.get(&d.kernel_id).copied().unwrap_or("");
+        let mut table = base.clone();
+        let listing = match &disassembler {
+            Some(dis) => {
+                let entries: Vec<att::comgr::KernelEntry> =
+                    att::comgr::kernel_entries(ses.iter().map(|s| &s.decoded), &base)
+                        .into_iter()
+                        .map(|(id, vaddr)| att::comgr::KernelEntry {
+                            id,
+                            vaddr,
+                            name: name.to_owned(),
+                            demangled: name.to_owned(),
+                        })
+                        .collect();
+                let mut listing = Listing::new();
+                for e in dis.list_kernels(&mut table, &mut listing, &entries) {
+                    w.warnings
+                        .push(format!("thread trace: dispatch {}: {e}", d.dispatch_id));
+                }
+                Some(listing)
             }
-        }
+            None => {
+                // The dispatched kernel's code as far as its hits show it.
+                add_hit_ranges(&mut table, &ses, name);
+                None
+            }
+        };
         let trace = att::outputs::DispatchTrace {
             agent_handle: agent_handle(d.agent_node_id),
             dispatch_id: d.dispatch_id,
             shader_engines: ses,
         };
-        match writer.write_dispatch(&trace, &table, None) {
+        match writer.write_dispatch(&trace, &table, listing.as_ref()) {
             Ok(summary) => {
-                if summary.fallback_rows > 0 && !said_fallback {
-                    said_fallback = true;
+                if summary.fallback_rows > 0 && said.insert("fallback".into()) {
                     w.warnings.push(
                         "thread trace: no disassembler (libamd_comgr) was used: instructions are \
                          named by address and their sizes assumed to be 4 bytes"
@@ -503,6 +544,37 @@ fn decode_all(
             Err(e) => w
                 .warnings
                 .push(format!("thread trace: dispatch {}: {e}", d.dispatch_id)),
+        }
+    }
+}
+
+/// Without a disassembler: a kernel symbol per code object covering the instructions the
+/// dispatch hit.
+fn add_hit_ranges(
+    table: &mut att::codeobj::CodeObjectTable,
+    ses: &[att::outputs::ShaderEngineTrace],
+    name: &str,
+) {
+    let mut ranges: HashMap<u64, (u64, u64)> = HashMap::new();
+    for s in ses {
+        for wave in &s.decoded.waves {
+            for i in &wave.instructions {
+                if let Some((id, vaddr)) = table.resolve(i.pc) {
+                    let r = ranges.entry(id).or_insert((vaddr, vaddr));
+                    r.0 = r.0.min(vaddr);
+                    r.1 = r.1.max(vaddr);
+                }
+            }
+        }
+    }
+    for (id, (lo, hi)) in ranges {
+        if let Some(mut object) = table.get(id).cloned() {
+            object.kernels.push(att::codeobj::KernelSymbol {
+                name: name.to_owned(),
+                demangled: name.to_owned(),
+                vaddr: lo..hi + att::codeobj::FALLBACK_INSTRUCTION_SIZE,
+            });
+            table.insert(object);
         }
     }
 }

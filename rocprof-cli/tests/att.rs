@@ -118,15 +118,31 @@ fn files(dir: &Path) -> Vec<String> {
     v
 }
 
+/// One row of the stats CSV: strings are quoted (without escaping), numbers bare.
+fn fields(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while !rest.is_empty() {
+        if let Some(quoted) = rest.strip_prefix('"') {
+            let end = quoted.find('"').expect("a closing quote");
+            out.push(&quoted[..end]);
+            rest = quoted[end + 1..].strip_prefix(',').unwrap_or("");
+        } else {
+            let end = rest.find(',').unwrap_or(rest.len());
+            out.push(&rest[..end]);
+            rest = rest.get(end + 1..).unwrap_or("");
+        }
+    }
+    out
+}
+
 /// The stats CSV's instruction rows (not the kernel's `; name` row): (vaddr, hitcount).
 fn hit_rows(csv: &str) -> Vec<(u64, u64)> {
     csv.lines()
         .skip(1)
-        .filter(|l| !l.contains("\"; "))
-        .map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            (f[1].parse().unwrap(), f[3].parse().unwrap())
-        })
+        .map(fields)
+        .filter(|f| !f[2].starts_with("; "))
+        .map(|f| (f[1].parse().unwrap(), f[3].parse().unwrap()))
         .collect()
 }
 
