@@ -9,6 +9,7 @@ pub mod copies;
 pub mod counting;
 pub mod dispatch;
 pub mod hsa;
+pub mod regions;
 pub mod sink;
 pub mod tables;
 pub mod thread_trace;

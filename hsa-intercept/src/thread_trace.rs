@@ -87,6 +87,9 @@ pub fn instrument(config: TraceConfig) -> Result<&'static dyn Instrument, String
         skipped: AtomicU64::new(0),
     }));
     let _ = TRACE.set(trace);
+    if r.serialize_all {
+        crate::dispatch::instrument::serialize_all();
+    }
     Ok(trace)
 }
 
@@ -412,7 +415,9 @@ impl Kit {
 
 impl Instrument for ThreadTrace {
     fn inject(&self, dispatch: &DispatchInfo<'_>, injection: &mut Injection) -> Option<u64> {
-        if !self.selects(dispatch.record.kernel_id, dispatch.kernel_name) {
+        if !crate::regions::allows()
+            || !self.selects(dispatch.record.kernel_id, dispatch.kernel_name)
+        {
             return None;
         }
         let (agent, kit) = self.kit(dispatch.agent, dispatch.agent_node)?;

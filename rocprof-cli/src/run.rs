@@ -44,6 +44,11 @@ macro_rules! flags {
             /// Kernels whose name matches are excluded (applied after the include filter).
             #[arg(long = "kernel-exclude-regex")]
             pub kernel_exclude_regex: Option<String>,
+            /// Counters and thread trace only between roctxProfilerResume(0) and
+            /// roctxProfilerPause(0) (starting paused).
+            #[arg(long = "selected-regions", num_args = 0..=1, default_missing_value = "true",
+                  value_parser = parse_bool, value_name = "BOOL")]
+            pub selected_regions: Option<bool>,
             /// Hardware counters around every dispatch (base or derived, space or comma
             /// separated). Each `--pmc` is one group, collected in its own run of the
             /// application (outputs in `pass_<N>/` when there are several).
@@ -210,6 +215,9 @@ impl RunOptions {
         }
         if let Some(re) = &self.kernel_exclude_regex {
             v.push((env::KERNEL_FILTER_EXCLUDE_REGEX, re.clone()));
+        }
+        if self.selected_regions == Some(true) {
+            v.push((env::SELECTED_REGIONS, "1".to_owned()));
         }
         v
     }
@@ -481,6 +489,19 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
         .map(|c| crate::att::plan(&c));
     if counting {
         warn_vendor_packet_gate(&settings);
+    }
+    if opts.selected_regions == Some(true) {
+        if att.is_none() && !counting {
+            eprintln!(
+                "rocprof: warning: --selected-regions selects the dispatches of counters and thread trace only, and neither was asked for"
+            );
+        }
+        let wsl = wsl_topology::platform::select(&settings).platform == wsl_topology::Platform::Wsl;
+        if wsl && !crate::sim::active() {
+            eprintln!(
+                "rocprof: warning: --selected-regions: rocprofv3 captured empty traces with it on WSL2 in testing; this rocprof follows roctxProfilerResume(0)/roctxProfilerPause(0) itself, but if the outputs are empty, select kernels with --kernel-include-regex instead"
+            );
+        }
     }
     if opts.pmc_repeat > 1 && !counting {
         eprintln!(

@@ -40,6 +40,11 @@ pub fn sim_dir() -> Result<PathBuf> {
         .unwrap_or_else(|| PathBuf::from("sim")))
 }
 
+/// Whether this process runs against the simulated stack (`--sim`).
+pub fn active() -> bool {
+    std::env::var_os(ACTIVE).is_some()
+}
+
 /// Makes this process run against the simulated stack (re-executing it if needed), and
 /// reports a scenario the simulator cannot use.
 pub fn enter() -> Result<()> {

@@ -338,3 +338,65 @@ fn thread_trace_beside_kernel_trace_and_counters_agrees_with_them() {
     assert!(!files(&out).iter().any(|n| n.starts_with("ui_output")));
     assert!(out.join("run_kernel_trace.csv").exists());
 }
+
+#[test]
+fn selected_regions_trace_only_between_resume_and_pause_and_serialize_all_is_accepted() {
+    let (out, o) = traced(
+        "regions",
+        &[
+            "--kernel-trace",
+            "--selected-regions",
+            "--att-serialize-all",
+        ],
+        "selected-regions",
+        &[],
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        !err.contains("rocprofv3 captured empty traces"),
+        "no warning on the simulator: {err}"
+    );
+    let kernels = std::fs::read_to_string(out.join("run_kernel_trace.csv")).unwrap();
+    assert_eq!(
+        kernels.lines().count() - 1,
+        4,
+        "every launch is traced as a kernel"
+    );
+    let mut dispatches: Vec<String> = files(&out)
+        .into_iter()
+        .filter_map(|n| {
+            n.strip_prefix("ui_output_agent_2_dispatch_")
+                .map(str::to_owned)
+        })
+        .collect();
+    dispatches.sort();
+    assert_eq!(
+        dispatches,
+        ["2", "3"],
+        "only the launches between resume and pause"
+    );
+
+    // Without it, every launch is.
+    let (out, o) = traced("all", &[], "selected-regions", &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let n = files(&out)
+        .iter()
+        .filter(|f| f.starts_with("ui_output_agent_"))
+        .count();
+    assert_eq!(n, 4);
+}
+
+#[test]
+fn a_full_trace_buffer_is_said_with_the_fix_and_what_fit_is_decoded() {
+    // 0x80000 bytes leave 256 KiB for the traced engine: less than vector-add's trace.
+    let (out, o) = traced("full", &["--att-buffer-size", "0x80000"], "vector-add", &[]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("filled the buffer of shader engine 0") && err.contains("--att-buffer-size"),
+        "{err}"
+    );
+    assert!(err.contains("Data Lost"), "the decoder's own report: {err}");
+    assert!(out.join("ui_output_agent_2_dispatch_1").exists());
+}

@@ -17,6 +17,9 @@ pub struct Config {
     /// The thread trace to capture around dispatches (`Err` says why the request is
     /// unreadable).
     pub thread_trace: Option<Result<ThreadTraceRequest, String>>,
+    /// `--selected-regions`: instruments only between `roctxProfilerResume(0)` and
+    /// `roctxProfilerPause(0)`.
+    pub selected_regions: bool,
     /// The kernel filters of counter collection (rocprofv3's include and exclude regexes).
     pub kernel_include: Option<String>,
     /// See `kernel_include`.
@@ -57,6 +60,7 @@ impl Config {
                     format!("{} is not a thread-trace request: {e}", env::THREAD_TRACE)
                 })
             }),
+            selected_regions: flag(env::SELECTED_REGIONS),
             kernel_include: get(env::KERNEL_FILTER_INCLUDE_REGEX),
             kernel_exclude: get(env::KERNEL_FILTER_EXCLUDE_REGEX),
         }

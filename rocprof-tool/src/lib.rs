@@ -197,6 +197,9 @@ fn init(config: Config) {
         wsl_topology::Platform::GnuLinux => wsl_topology::hsa_pairing::Policy::Strict,
     };
     hsa_intercept::dispatch::on_first_queue(pair_agents);
+    if config.selected_regions {
+        hsa_intercept::regions::enable();
+    }
     install_instruments(&config, discovery.agents());
     let _ = STATE.set(State {
         config,
@@ -505,9 +508,17 @@ pub unsafe extern "C" fn rocprofiler_set_api_table(
                 }
                 .wrapped;
             }
-            "roctx" if c.markers => {
-                // SAFETY: ROCTx's core table, not yet in use.
-                wrapped += unsafe { markers::wrap_core(tables[0].cast()) };
+            "roctx" => {
+                if c.markers {
+                    // SAFETY: ROCTx's core table, not yet in use.
+                    wrapped += unsafe { markers::wrap_core(tables[0].cast()) };
+                }
+                if state.config.selected_regions
+                    && let Some(control) = tables.get(1)
+                {
+                    // SAFETY: ROCTx's control table (the second it registers), not yet in use.
+                    wrapped += unsafe { markers::wrap_control(control.cast()) };
+                }
             }
             _ => {}
         }

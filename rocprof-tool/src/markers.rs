@@ -159,3 +159,61 @@ pub unsafe fn wrap_core(core: *mut u8) -> usize {
     }
     wrapped
 }
+
+/// The runtime's `roctxProfilerPause` and `roctxProfilerResume`.
+static CONTROL: [AtomicUsize; 2] = [const { AtomicUsize::new(0) }; 2];
+
+/// `int roctxProfilerPause(roctx_thread_id_t tid)`: with `tid` 0, pauses the collection of
+/// `--selected-regions`; always forwarded.
+unsafe extern "C" fn profiler_pause(tid: u64) -> c_int {
+    guard(0, || {
+        if tid == 0 {
+            hsa_intercept::regions::pause();
+        }
+        control(0, tid)
+    })
+}
+
+/// `int roctxProfilerResume(roctx_thread_id_t tid)`: with `tid` 0, resumes it.
+unsafe extern "C" fn profiler_resume(tid: u64) -> c_int {
+    guard(0, || {
+        if tid == 0 {
+            hsa_intercept::regions::resume();
+        }
+        control(1, tid)
+    })
+}
+
+fn control(k: usize, tid: u64) -> c_int {
+    let p = CONTROL[k].load(Ordering::Acquire);
+    if p == 0 {
+        return 0;
+    }
+    // SAFETY: the slot holds the runtime's entry of this signature (stored by wrap_control).
+    let f = unsafe { std::mem::transmute_copy::<usize, unsafe extern "C" fn(u64) -> c_int>(&p) };
+    // SAFETY: the runtime's own entry with the caller's argument.
+    unsafe { f(tid) }
+}
+
+/// Replaces ROCTx's control entries (pause, resume) with the `--selected-regions` wrappers.
+/// Returns how many were replaced.
+///
+/// # Safety
+/// `control` must be ROCTx's control table (`u64 size`, then ProfilerPause, ProfilerResume),
+/// handed over before first use.
+pub unsafe fn wrap_control(control: *mut u8) -> usize {
+    let wrappers: [*const c_void; 2] = [
+        profiler_pause as *const c_void,
+        profiler_resume as *const c_void,
+    ];
+    let table = &tables::ROCTX_CONTROL_TABLE;
+    let mut wrapped = 0;
+    for (k, w) in wrappers.into_iter().enumerate() {
+        // SAFETY: the caller's table, not yet in use; wrapper k has entry k's signature.
+        if let Some(previous) = unsafe { replace_entry(table, control, table.names[k], w) } {
+            CONTROL[k].store(previous as usize, Ordering::Release);
+            wrapped += 1;
+        }
+    }
+    wrapped
+}

@@ -35,6 +35,9 @@ pub const COUNTERS: &str = "ROCPROF_WSL_COUNTERS";
 /// Set by `rocprof` for the tool: the thread-trace request as JSON
 /// ([`crate::docs::ThreadTraceRequest`]).
 pub const THREAD_TRACE: &str = "ROCPROF_WSL_THREAD_TRACE";
+/// rocprofv3's `--selected-regions`: collect only between `roctxProfilerResume(0)` and
+/// `roctxProfilerPause(0)`.
+pub const SELECTED_REGIONS: &str = "ROCPROF_SELECTED_REGIONS";
 
 /// rocprofv3's truth strings (case-insensitive): `Ok(true)` for y/yes/t/true/on/1, `Ok(false)`
 /// for n/no/f/false/off/0, otherwise an explanation.

@@ -297,7 +297,9 @@ impl Kit {
 
 impl Instrument for Counting {
     fn inject(&self, dispatch: &DispatchInfo<'_>, injection: &mut Injection) -> Option<u64> {
-        if !self.selects(dispatch.record.kernel_id, dispatch.kernel_name) {
+        if !crate::regions::allows()
+            || !self.selects(dispatch.record.kernel_id, dispatch.kernel_name)
+        {
             return None;
         }
         let (agent, kit) = self.kit(dispatch.agent, dispatch.agent_node)?;

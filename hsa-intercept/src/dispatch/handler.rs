@@ -166,8 +166,11 @@ fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64, out: &mut Batch) {
         };
         Some(Instrumented { token, done })
     });
-    if instrumented.is_some() && !injection.before_packets().is_empty() {
-        // The kernel waits for the instrument's packets before it.
+    if (instrumented.is_some() && !injection.before_packets().is_empty())
+        || super::instrument::serializes_all()
+    {
+        // The kernel waits for the instrument's packets before it (or, with
+        // --att-serialize-all, for everything before it).
         p.header |= HEADER_BARRIER;
     }
     // Counted before it can be claimed, so the count never drops below zero. The harvester

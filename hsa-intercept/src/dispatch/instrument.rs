@@ -231,6 +231,19 @@ impl Pair {
 
 static INSTRUMENT: OnceLock<&'static dyn Instrument> = OnceLock::new();
 
+/// `--att-serialize-all`: every kernel dispatch gets the barrier bit, not only instrumented ones.
+static SERIALIZE_ALL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Serialises every dispatch of each queue (see [`SERIALIZE_ALL`]).
+pub fn serialize_all() {
+    SERIALIZE_ALL.store(true, std::sync::atomic::Ordering::Release);
+}
+
+/// Whether every dispatch is serialised.
+pub(super) fn serializes_all() -> bool {
+    SERIALIZE_ALL.load(std::sync::atomic::Ordering::Acquire)
+}
+
 /// Installs the instrument (the first one wins; `false` if one was installed already). Install
 /// it before the application creates queues: dispatches are instrumented from then on.
 pub fn install(instrument: &'static dyn Instrument) -> bool {

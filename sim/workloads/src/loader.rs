@@ -145,6 +145,8 @@ c_api! {
     pub struct Roctx from "librocprofiler-sdk-roctx.so.1" {
         range_push_a = "roctxRangePushA": fn(*const c_char) -> c_int;
         range_pop = "roctxRangePop": fn() -> c_int;
+        profiler_pause = "roctxProfilerPause": fn(u64) -> c_int;
+        profiler_resume = "roctxProfilerResume": fn(u64) -> c_int;
     }
 }
 
