@@ -7,8 +7,11 @@
 //!   GPU, as for counters; on WSL2 there is no `/dev/kfd` to get them from): per slot, the
 //!   command memory (begin | end), the control block (32 bytes per shader engine) and the trace
 //!   buffer (`--att-buffer-size`, split over the engines as aqlprofile splits it). Slots are
-//!   allocated at first use, at most [`MAX_SLOTS`] per agent; a dispatch that finds every slot
-//!   in flight runs untraced, counted, and `rocprof` says how many.
+//!   allocated at first use, at most [`MAX_SLOTS`] per agent (the trace buffer is not touched
+//!   here: it costs memory where the GPU writes). A dispatch that finds every slot in flight
+//!   waits for the harvest to free one — traced dispatches are serialised — but at most
+//!   [`SLOT_WAIT`], so work that waits on later submissions cannot hang the application; one
+//!   that timed out runs untraced, counted, and `rocprof` says how many.
 //! - **Code objects**: at every `hsa_executable_freeze` the loaded code objects are read through
 //!   the AMD loader extension (1.01), given ids 1, 2, … and saved as `.out` files; every begin
 //!   buffer carries a load marker for each (the decoder names PCs by them).
@@ -38,6 +41,8 @@ use trace_records::docs::{
 
 /// Slots (traced dispatches in flight) per agent.
 pub const MAX_SLOTS: usize = 4;
+/// How long a dispatch waits for a trace slot before it runs untraced.
+const SLOT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// Bytes of each slot's command memory (room for the begin buffer's markers).
 const COMMAND_BYTES: usize = 64 << 10;
 /// GPU agents traced at once.
@@ -121,6 +126,8 @@ struct Kit {
     fns: PoolFns,
     se_count: u32,
     slots: Mutex<Vec<Slot>>,
+    /// Signalled when a slot is freed.
+    freed: std::sync::Condvar,
 }
 
 struct Slot {
@@ -192,6 +199,16 @@ impl ThreadTrace {
     fn take(&self, kit: &Kit) -> Option<(usize, [u8; 64], [u8; 64])> {
         let markers = CODE_OBJECTS.read().map(|m| m.clone()).unwrap_or_default();
         let mut slots = kit.slots.lock().unwrap_or_else(|e| e.into_inner());
+        if slots.len() == MAX_SLOTS && slots.iter().all(|s| s.busy.is_some()) {
+            // Traced dispatches are serialised: wait (bounded, so a dispatch whose
+            // predecessors wait on work submitted after it cannot hang the application) for
+            // the harvest to free a slot.
+            let (guard, _) = kit
+                .freed
+                .wait_timeout_while(slots, SLOT_WAIT, |s| s.iter().all(|s| s.busy.is_some()))
+                .unwrap_or_else(|e| e.into_inner());
+            slots = guard;
+        }
         let free = slots.iter().position(|s| s.busy.is_none());
         let index = match free {
             Some(k) => k,
@@ -277,6 +294,7 @@ impl ThreadTrace {
         let results = match sqtt::read_control(&buffers, control) {
             Ok(r) => r,
             Err(why) => {
+                kit.freed.notify_one();
                 warn_once(format!("a thread-trace control block is unreadable: {why}"));
                 return;
             }
@@ -317,6 +335,7 @@ impl ThreadTrace {
             });
         }
         drop(slots);
+        kit.freed.notify_one();
         sink::emit_event_doc(&Document::ThreadTrace(ThreadTraceCaptured {
             dispatch_id: record.dispatch_id,
             correlation_id: record.correlation_id,
@@ -393,6 +412,7 @@ fn build_kit(gpu: u64, agent: &Agent) -> Result<Kit, String> {
         fns,
         se_count,
         slots: Mutex::new(Vec::new()),
+        freed: std::sync::Condvar::new(),
     })
 }
 
@@ -402,7 +422,10 @@ impl Kit {
         let control_bytes = align(self.se_count as usize * 32, 4096);
         let head = COMMAND_BYTES + control_bytes;
         let total = head + 4096 + buffer_size as usize;
-        let base = pool::allocate(&self.fns, self.pool, self.gpu, total)? as usize;
+        let base = pool::allocate_unzeroed(&self.fns, self.pool, self.gpu, total)? as usize;
+        // SAFETY: the command memory and control block at the start of the allocation just
+        // made (the trace buffer after them is written by the GPU before it is read).
+        unsafe { std::ptr::write_bytes(base as *mut u8, 0, head) };
         let data = align(base + head, 4096);
         Ok(Slot {
             base,
@@ -554,8 +577,8 @@ pub(crate) fn executable_frozen(loader: &Loader, executable: u64) {
     }
 }
 
-/// Dispatches that ran untraced because every slot of their agent was in flight (reported at
-/// exit).
+/// Dispatches that ran untraced because every slot of their agent stayed in flight for
+/// [`SLOT_WAIT`] (reported at exit).
 pub fn skipped() -> u64 {
     TRACE.get().map_or(0, |t| t.skipped.load(Ordering::Relaxed))
 }

@@ -344,8 +344,8 @@ extern "C" fn at_exit() {
                 WarningKind::ThreadTrace,
                 format!(
                     "{skipped} selected dispatch(es) ran untraced: every thread-trace buffer of \
-                     their GPU was still in flight ({} per GPU); synchronise between kernels, or \
-                     narrow the selection with --kernel-include-regex",
+                     their GPU ({} per GPU) stayed in flight for 2 s (traced work waiting on work \
+                     submitted after it); narrow the selection with --kernel-include-regex",
                     hsa_intercept::thread_trace::MAX_SLOTS
                 ),
             );

@@ -373,6 +373,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// The counted dispatch benchmark: the seed's four counters with the kernel trace.
 const COUNTED: &str = "--kernel-trace --pmc SQ_WAVES SQ_BUSY_CYCLES GRBM_COUNT GRBM_GUI_ACTIVE";
 
+/// The thread-traced dispatch benchmark: every dispatch traced (and decoded after the run).
+const THREAD_TRACED: &str = "--kernel-trace --att";
+
 /// Release build, then the overhead and throughput benchmarks (results as a markdown table).
 fn bench() -> Result<()> {
     run(cargo().args(["build", "--release", "--workspace"]))?;
@@ -389,6 +392,8 @@ fn bench() -> Result<()> {
         ("hip-rate", "--hip-trace", "2000000", 5),
         ("dispatch-rate", "--kernel-trace", "20000", 11),
         ("dispatch-rate", COUNTED, "20000", 11),
+        // Fewer: every dispatch leaves a trace directory to decode and write after the run.
+        ("dispatch-rate", THREAD_TRACED, "2000", 5),
     ] {
         let exe = bin.join(name);
         if !exe.exists() {
@@ -427,7 +432,11 @@ fn bench() -> Result<()> {
                 median(traced.cpu),
             ));
         }
-        if !plain.threads.is_empty() && !traced.threads.is_empty() && option != COUNTED {
+        if !plain.threads.is_empty()
+            && !traced.threads.is_empty()
+            && option != COUNTED
+            && option != THREAD_TRACED
+        {
             let kinds = [
                 "application thread",
                 "runtime threads (intercept queue, async handlers)",
@@ -507,6 +516,8 @@ fn bench() -> Result<()> {
     eprintln!("bench: planning and building a 4-counter pass, evaluating derived counters");
     let pass_cost = example_output("pmc-dxg", "build_cost")?;
     let eval_cost = example_output("pmc-dxg", "eval_cost")?;
+    eprintln!("bench: thread-trace decode throughput");
+    let decode = example_output("att", "decode_throughput")?;
     eprintln!("bench: cost of a host timestamp");
     let clock = example_output("hsa-intercept", "clock_cost")?;
     let instructions = callgrind_per_call(&bin)?;
@@ -527,6 +538,18 @@ fn bench() -> Result<()> {
             (counted.1 - traced.1) / 1000.0
         );
     }
+    if let (Some(traced), Some(att)) = (
+        dispatch_medians.iter().find(|m| m.0 == "--kernel-trace"),
+        dispatch_medians.iter().find(|m| m.0 == THREAD_TRACED),
+    ) {
+        println!();
+        println!(
+            "Thread trace (SQTT begin/end PM4-IB packets around each dispatch, the trace saved after it) adds {:.2} µs per traced dispatch over --kernel-trace (median of the rounds; the decode runs in rocprof after the application)",
+            (att.1 - traced.1) / 1000.0
+        );
+    }
+    println!();
+    print!("{decode}");
     if !threads.is_empty() {
         println!();
         println!(

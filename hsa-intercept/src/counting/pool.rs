@@ -103,6 +103,21 @@ pub(crate) fn kernarg_pool(f: &PoolFns) -> Result<u64, String> {
 
 /// `bytes` of zeroed pool memory the GPU agent `gpu` can read and write.
 pub(crate) fn allocate(f: &PoolFns, pool: u64, gpu: u64, bytes: usize) -> Result<*mut u8, String> {
+    let ptr = allocate_unzeroed(f, pool, gpu, bytes)?;
+    // SAFETY: `bytes` writable bytes just allocated, used by nothing else yet.
+    unsafe { std::ptr::write_bytes(ptr, 0, bytes) };
+    Ok(ptr)
+}
+
+/// `bytes` of pool memory the GPU agent `gpu` can read and write, as the runtime hands it out
+/// (not touched here: a thread-trace buffer of hundreds of MiB costs memory only where the GPU
+/// writes).
+pub(crate) fn allocate_unzeroed(
+    f: &PoolFns,
+    pool: u64,
+    gpu: u64,
+    bytes: usize,
+) -> Result<*mut u8, String> {
     let mut ptr: *mut c_void = std::ptr::null_mut();
     // SAFETY: the runtime's allocation with a valid out-pointer.
     let status = unsafe { (f.allocate)(pool, bytes, 0, &mut ptr) };
@@ -118,7 +133,5 @@ pub(crate) fn allocate(f: &PoolFns, pool: u64, gpu: u64, bytes: usize) -> Result
             "hsa_amd_agents_allow_access for the GPU failed (status {status:#x})"
         ));
     }
-    // SAFETY: `bytes` writable bytes just allocated, used by nothing else yet.
-    unsafe { std::ptr::write_bytes(ptr.cast::<u8>(), 0, bytes) };
     Ok(ptr.cast())
 }
