@@ -7,11 +7,13 @@
 //!   GPU, as for counters; on WSL2 there is no `/dev/kfd` to get them from): per slot, the
 //!   command memory (begin | end), the control block (32 bytes per shader engine) and the trace
 //!   buffer (`--att-buffer-size`, split over the engines as aqlprofile splits it). Slots are
-//!   allocated at first use, at most [`MAX_SLOTS`] per agent (the trace buffer is not touched
+//!   allocated at first use, at most [`max_slots`] per agent (the trace buffer is not touched
 //!   here: it costs memory where the GPU writes). A dispatch that finds every slot in flight
 //!   waits for the harvest to free one — traced dispatches are serialised — but at most
 //!   [`SLOT_WAIT`], so work that waits on later submissions cannot hang the application; one
 //!   that timed out runs untraced, counted, and `rocprof` says how many.
+//! - **Data**: each traced engine's bytes are appended to one file per process in the record
+//!   directory (`<pid>_thread_trace.data`); the `ThreadTrace` document gives each one's offset.
 //! - **Code objects**: at every `hsa_executable_freeze` the loaded code objects are read through
 //!   the AMD loader extension (1.01), given ids 1, 2, … and saved as `.out` files; every begin
 //!   buffer carries a load marker for each (the decoder names PCs by them).
@@ -39,8 +41,19 @@ use trace_records::docs::{
     WarningKind,
 };
 
-/// Slots (traced dispatches in flight) per agent.
-pub const MAX_SLOTS: usize = 4;
+/// Trace-buffer memory per agent that slots may take together (pinned system memory on a real
+/// runtime), and the bounds on the slot count it gives.
+pub const SLOT_MEMORY: u64 = 1 << 30;
+const SLOTS_MIN: usize = 2;
+const SLOTS_MAX: usize = 64;
+
+/// Slots (traced dispatches in flight) per agent for a trace buffer of `buffer_size` bytes:
+/// [`SLOT_MEMORY`] / `buffer_size`, within 2..=64 (4 for rocprofv3's default 256 MiB).
+pub fn max_slots(buffer_size: u64) -> usize {
+    usize::try_from(SLOT_MEMORY / buffer_size.max(1))
+        .unwrap_or(SLOTS_MAX)
+        .clamp(SLOTS_MIN, SLOTS_MAX)
+}
 /// How long a dispatch waits for a trace slot before it runs untraced.
 const SLOT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// Bytes of each slot's command memory (room for the begin buffer's markers).
@@ -90,6 +103,7 @@ pub fn instrument(config: TraceConfig) -> Result<&'static dyn Instrument, String
         kits: (0..MAX_AGENTS).map(|_| OnceLock::new()).collect(),
         selected: Mutex::new(HashMap::new()),
         skipped: AtomicU64::new(0),
+        data: Mutex::new(None),
     }));
     let _ = TRACE.set(trace);
     if r.serialize_all {
@@ -117,6 +131,8 @@ struct ThreadTrace {
     selected: Mutex<HashMap<u64, bool>>,
     /// Dispatches that found every slot in flight.
     skipped: AtomicU64,
+    /// The process's data file (`<pid>_thread_trace.data`), its name and its end.
+    data: Mutex<Option<(std::fs::File, String, u64)>>,
 }
 
 /// One agent's trace slots.
@@ -199,7 +215,8 @@ impl ThreadTrace {
     fn take(&self, kit: &Kit) -> Option<(usize, [u8; 64], [u8; 64])> {
         let markers = CODE_OBJECTS.read().map(|m| m.clone()).unwrap_or_default();
         let mut slots = kit.slots.lock().unwrap_or_else(|e| e.into_inner());
-        if slots.len() == MAX_SLOTS && slots.iter().all(|s| s.busy.is_some()) {
+        let cap = max_slots(self.params.buffer_size);
+        if slots.len() >= cap && slots.iter().all(|s| s.busy.is_some()) {
             // Traced dispatches are serialised: wait (bounded, so a dispatch whose
             // predecessors wait on work submitted after it cannot hang the application) for
             // the harvest to free a slot.
@@ -212,7 +229,7 @@ impl ThreadTrace {
         let free = slots.iter().position(|s| s.busy.is_none());
         let index = match free {
             Some(k) => k,
-            None if slots.len() < MAX_SLOTS => match kit.allocate_slot(self.params.buffer_size) {
+            None if slots.len() < cap => match kit.allocate_slot(self.params.buffer_size) {
                 Ok(slot) => {
                     slots.push(slot);
                     slots.len() - 1
@@ -277,6 +294,27 @@ impl ThreadTrace {
         Some((index, begin, end))
     }
 
+    /// Appends one engine's data to the process's data file (one file, so a traced dispatch
+    /// costs a write, not a file creation): its name and the data's offset.
+    fn append(&self, data: &[u8]) -> std::io::Result<(String, u64)> {
+        use std::os::unix::fs::FileExt as _;
+        let mut out = self.data.lock().unwrap_or_else(|e| e.into_inner());
+        if out.is_none() {
+            let name = format!("{}_thread_trace.data", std::process::id());
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(true)
+                .write(true)
+                .open(self.dir.join(&name))?;
+            *out = Some((file, name, 0));
+        }
+        let (file, name, end) = out.as_mut().expect("opened above");
+        file.write_all_at(data, *end)?;
+        let at = *end;
+        *end += data.len() as u64;
+        Ok((name.clone(), at))
+    }
+
     /// Saves a finished slot's data and frees it.
     fn finish(&self, kit: &Kit, index: usize, record: &KernelDispatchRecord) {
         let mut slots = kit.slots.lock().unwrap_or_else(|e| e.into_inner());
@@ -299,13 +337,11 @@ impl ThreadTrace {
                 return;
             }
         };
-        let pid = std::process::id();
         let mut ses = Vec::with_capacity(results.len());
         for r in results {
             let Some(part) = buffers.ses.iter().find(|b| b.se == r.se) else {
                 continue;
             };
-            let name = format!("{pid}_dispatch_{}_se_{}.att", record.dispatch_id, r.se);
             // SAFETY: `r.bytes` <= the engine's share of the slot's trace buffer, which the
             // GPU has finished writing (see above).
             let data = unsafe {
@@ -314,15 +350,15 @@ impl ThreadTrace {
                     r.bytes as usize,
                 )
             };
-            let file = match std::fs::write(self.dir.join(&name), data) {
-                Ok(()) => name,
+            let (file, offset) = match self.append(data) {
+                Ok(at) => at,
                 Err(e) => {
                     warn_once(format!(
                         "thread-trace data could not be saved in {} ({e}); those dispatches \
                          have no trace",
                         self.dir.display()
                     ));
-                    String::new()
+                    (String::new(), 0)
                 }
             };
             ses.push(ShaderEngineCapture {
@@ -332,6 +368,7 @@ impl ThreadTrace {
                 dropped: r.dropped,
                 full: r.full,
                 file,
+                offset,
             });
         }
         drop(slots);
@@ -580,5 +617,29 @@ pub(crate) fn executable_frozen(loader: &Loader, executable: u64) {
 /// Dispatches that ran untraced because every slot of their agent stayed in flight for
 /// [`SLOT_WAIT`] (reported at exit).
 pub fn skipped() -> u64 {
-    TRACE.get().map_or(0, |t| t.skipped.load(Ordering::Relaxed))
+    skipped_and_slots().0
+}
+
+/// [`skipped`], and the slots per agent of the installed trace (0 without one).
+pub fn skipped_and_slots() -> (u64, usize) {
+    TRACE.get().map_or((0, 0), |t| {
+        (
+            t.skipped.load(Ordering::Relaxed),
+            max_slots(t.params.buffer_size),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_share_a_gibibyte_of_trace_buffers_within_bounds() {
+        assert_eq!(max_slots(0x1000_0000), 4, "rocprofv3's default 256 MiB");
+        assert_eq!(max_slots(16 << 20), 64);
+        assert_eq!(max_slots(1 << 20), 64, "at most 64");
+        assert_eq!(max_slots(1 << 31), 2, "at least 2");
+        assert_eq!(max_slots(0), 64);
+    }
 }

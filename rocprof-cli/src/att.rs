@@ -368,7 +368,14 @@ pub fn write_outputs(
                 se.se,
                 d.dispatch_id,
             );
-            copy(&se.file, name, &mut w);
+            let target = stage_dir.join(name);
+            match engine_data(&raw, se).and_then(|data| std::fs::write(&target, data)) {
+                Ok(()) => w.staged.push(target),
+                Err(e) => w.warnings.push(format!(
+                    "thread trace: cannot save dispatch {} shader engine {} ({e})",
+                    d.dispatch_id, se.se
+                )),
+            }
             if se.full {
                 w.warnings.push(format!(
                     "thread trace: dispatch {} filled the buffer of shader engine {} ({} bytes): \
@@ -393,6 +400,19 @@ pub fn write_outputs(
     };
     decode_all(t, &decoder, &raw, final_dir, &mut w);
     w
+}
+
+/// One engine's data from the process's data file in `raw`.
+fn engine_data(
+    raw: &Path,
+    se: &trace_records::docs::ShaderEngineCapture,
+) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt as _;
+    let file = std::fs::File::open(raw.join(&se.file))?;
+    let len = usize::try_from(se.bytes).map_err(std::io::Error::other)?;
+    let mut data = vec![0u8; len];
+    file.read_exact_at(&mut data, se.offset)?;
+    Ok(data)
 }
 
 /// Decodes every traced dispatch of `t` into `final_dir`. Instructions are disassembled with
@@ -459,7 +479,7 @@ fn decode_all(
         };
         let mut ses = Vec::new();
         for se in d.shader_engines.iter().filter(|s| !s.file.is_empty()) {
-            let data = match std::fs::read(raw.join(&se.file)) {
+            let data = match engine_data(raw, se) {
                 Ok(b) => b,
                 Err(e) => {
                     w.warnings

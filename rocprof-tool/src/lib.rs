@@ -338,7 +338,7 @@ fn pair_agents() {
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
         hsa_intercept::dispatch::finish_outstanding();
-        let skipped = hsa_intercept::thread_trace::skipped();
+        let (skipped, slots) = hsa_intercept::thread_trace::skipped_and_slots();
         if skipped > 0 {
             sink::warn(
                 WarningKind::ThreadTrace,
@@ -346,7 +346,7 @@ extern "C" fn at_exit() {
                     "{skipped} selected dispatch(es) ran untraced: every thread-trace buffer of \
                      their GPU ({} per GPU) stayed in flight for 2 s (traced work waiting on work \
                      submitted after it); narrow the selection with --kernel-include-regex",
-                    hsa_intercept::thread_trace::MAX_SLOTS
+                    slots
                 ),
             );
         }

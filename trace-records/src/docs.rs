@@ -96,8 +96,12 @@ pub struct ShaderEngineCapture {
     pub dropped: u32,
     /// The buffer filled (the trace is cut short: raise `--att-buffer-size`).
     pub full: bool,
-    /// The `.att` file holding the data (empty when it could not be written).
+    /// The file holding the data (empty when it could not be written), in the record
+    /// directory's `att/`.
     pub file: String,
+    /// Where in `file` the data starts.
+    #[serde(default)]
+    pub offset: u64,
 }
 
 /// The counters the tool programs on one agent (one pass), in the order the read buffer

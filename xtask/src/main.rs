@@ -373,8 +373,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// The counted dispatch benchmark: the seed's four counters with the kernel trace.
 const COUNTED: &str = "--kernel-trace --pmc SQ_WAVES SQ_BUSY_CYCLES GRBM_COUNT GRBM_GUI_ACTIVE";
 
-/// The thread-traced dispatch benchmark: every dispatch traced (and decoded after the run).
-const THREAD_TRACED: &str = "--kernel-trace --att";
+/// The thread-traced dispatch benchmark: every dispatch traced (and decoded after the run), with
+/// 16 MiB trace buffers (so 64 may be in flight: the loop is not held to the harvest's pace).
+const THREAD_TRACED: &str = "--kernel-trace --att --att-buffer-size 0x1000000";
 
 /// Release build, then the overhead and throughput benchmarks (results as a markdown table).
 fn bench() -> Result<()> {

@@ -15,14 +15,37 @@ const ALIGNMENT: usize = 4096;
 /// Live allocations: address → (layout, pool handle).
 static ALLOCATIONS: Mutex<BTreeMap<usize, (Layout, u64)>> = Mutex::new(BTreeMap::new());
 
+/// Allocations of at least this many bytes are mapped from the kernel (zero pages, committed
+/// where touched, as the driver hands them out) rather than zeroed by the allocator.
+const MAPPED: usize = 1 << 20;
+
 /// Allocates `size` zeroed bytes, page aligned, owned by `pool`.
 pub fn allocate(size: usize, pool: u64) -> Result<*mut c_void, Status> {
     if size == 0 {
         return Err(ERROR_INVALID_ARGUMENT);
     }
     let layout = Layout::from_size_align(size, ALIGNMENT).map_err(|_| ERROR_INVALID_ALLOCATION)?;
-    // SAFETY: the layout has a non-zero size.
-    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    let ptr = if size >= MAPPED {
+        // SAFETY: a fresh private anonymous mapping; no existing memory is involved.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            std::ptr::null_mut()
+        } else {
+            p.cast::<u8>()
+        }
+    } else {
+        // SAFETY: the layout has a non-zero size.
+        unsafe { std::alloc::alloc_zeroed(layout) }
+    };
     if ptr.is_null() {
         return Err(ERROR_OUT_OF_RESOURCES);
     }
@@ -43,8 +66,15 @@ pub fn free(ptr: *mut c_void) -> Result<(), Status> {
         .unwrap_or_else(|e| e.into_inner())
         .remove(&(ptr as usize));
     let (layout, _) = entry.ok_or(ERROR_INVALID_ALLOCATION)?;
-    // SAFETY: allocated by `allocate` with exactly this layout, and removed from the table.
-    unsafe { std::alloc::dealloc(ptr.cast(), layout) };
+    if layout.size() >= MAPPED {
+        // The mapping's start, as the table recorded it (the caller's pointer matched it).
+        let base = ptr as usize as *mut c_void;
+        // SAFETY: mapped by `allocate` with exactly this size, and removed from the table.
+        unsafe { libc::munmap(base, layout.size()) };
+    } else {
+        // SAFETY: allocated by `allocate` with exactly this layout, and removed from the table.
+        unsafe { std::alloc::dealloc(ptr.cast(), layout) };
+    }
     Ok(())
 }
 
