@@ -23,13 +23,12 @@
 //!   deadlock an application whose queues wait on each other).
 
 use crate::counting::pool::{self, PoolFns};
+use crate::dispatch::filter::KernelFilter;
 use crate::dispatch::instrument::{DispatchInfo, Injection, Instrument};
 use crate::hsa::{Loader, SUCCESS, Status, fns, loaded_code_object as lco};
 use crate::sink;
 use pmc_dxg::pm4;
 use pmc_dxg::sqtt::{self, CodeObjectMarker, TraceBuffers, TraceParams};
-use regex_lite::Regex;
-use std::collections::HashMap;
 use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -78,13 +77,6 @@ pub struct TraceConfig {
 /// [`crate::dispatch::instrument::install`], alone or beside counters). Fails if a filter is
 /// not a valid regex or the parameters cannot be programmed.
 pub fn instrument(config: TraceConfig) -> Result<&'static dyn Instrument, String> {
-    let compile = |what: &str, re: &Option<String>| {
-        re.as_deref()
-            .filter(|r| !r.is_empty())
-            .map(Regex::new)
-            .transpose()
-            .map_err(|e| format!("the kernel {what} regex is invalid: {e}"))
-    };
     let r = &config.request;
     let params = TraceParams {
         target_cu: r.target_cu,
@@ -94,14 +86,12 @@ pub fn instrument(config: TraceConfig) -> Result<&'static dyn Instrument, String
         occupancy_only: false,
     };
     let trace: &'static ThreadTrace = Box::leak(Box::new(ThreadTrace {
-        include: compile("include", &config.include)?,
-        exclude: compile("exclude", &config.exclude)?,
+        filter: KernelFilter::new(&config.include, &config.exclude)?,
         params,
         dir: PathBuf::from(&r.dir),
         gpu_index: r.gpu_index.clone(),
         agents: config.agents,
         kits: (0..MAX_AGENTS).map(|_| OnceLock::new()).collect(),
-        selected: Mutex::new(HashMap::new()),
         skipped: AtomicU64::new(0),
         data: Mutex::new(None),
     }));
@@ -121,14 +111,12 @@ static CODE_OBJECTS: RwLock<Vec<CodeObjectMarker>> = RwLock::new(Vec::new());
 static NEXT_CODE_OBJECT: AtomicU64 = AtomicU64::new(1);
 
 struct ThreadTrace {
-    include: Option<Regex>,
-    exclude: Option<Regex>,
+    filter: KernelFilter,
     params: TraceParams,
     dir: PathBuf,
     gpu_index: Option<Vec<u32>>,
     agents: Vec<Agent>,
     kits: Vec<OnceLock<Result<Kit, String>>>,
-    selected: Mutex<HashMap<u64, bool>>,
     /// Dispatches that found every slot in flight.
     skipped: AtomicU64,
     /// The process's data file (`<pid>_thread_trace.data`), its name and its end.
@@ -158,34 +146,6 @@ struct Slot {
 }
 
 impl ThreadTrace {
-    fn selects(&self, kernel_id: u64, name: Option<&str>) -> bool {
-        if self.include.is_none() && self.exclude.is_none() {
-            return true;
-        }
-        if kernel_id != 0
-            && let Some(known) = self
-                .selected
-                .lock()
-                .ok()
-                .and_then(|m| m.get(&kernel_id).copied())
-        {
-            return known;
-        }
-        let name = name.unwrap_or("");
-        let shown = cpp_demangle::Symbol::new(name.as_bytes())
-            .ok()
-            .and_then(|s| s.demangle().ok());
-        let shown = shown.as_deref().unwrap_or(name);
-        let verdict = self.include.as_ref().is_none_or(|re| re.is_match(shown))
-            && !self.exclude.as_ref().is_some_and(|re| re.is_match(shown));
-        if kernel_id != 0
-            && let Ok(mut m) = self.selected.lock()
-        {
-            m.insert(kernel_id, verdict);
-        }
-        verdict
-    }
-
     fn kit(&self, gpu: u64, node: u32) -> Option<(usize, &Kit)> {
         let index = self.agents.iter().position(|a| a.node_id == node)?;
         let agent = &self.agents[index];
@@ -476,7 +436,9 @@ impl Kit {
 impl Instrument for ThreadTrace {
     fn inject(&self, dispatch: &DispatchInfo<'_>, injection: &mut Injection) -> Option<u64> {
         if !crate::regions::allows()
-            || !self.selects(dispatch.record.kernel_id, dispatch.kernel_name)
+            || !self
+                .filter
+                .selects(dispatch.record.kernel_id, dispatch.kernel_name)
         {
             return None;
         }

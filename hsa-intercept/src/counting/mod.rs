@@ -25,14 +25,13 @@
 
 pub(crate) mod pool;
 
+use crate::dispatch::filter::KernelFilter;
 use crate::dispatch::instrument::{self, DispatchInfo, Injection, Instrument};
 use crate::hsa::fns;
 use crate::sink;
 use pmc_dxg::pm4::{self, PassBuffers, PassPackets};
 use pmc_dxg::{BaseEvent, Topology};
 use pool::PoolFns;
-use regex_lite::Regex;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use trace_records::agents::Agent;
@@ -66,23 +65,13 @@ pub fn install(config: CounterConfig) -> Result<(), String> {
 /// Builds counter collection as an instrument (to install alone with [`install`], or beside
 /// thread trace in an [`instrument::Pair`]). Fails if a filter is not a valid regex.
 pub fn instrument(config: CounterConfig) -> Result<&'static dyn Instrument, String> {
-    let compile = |what: &str, re: &Option<String>| {
-        re.as_deref()
-            .filter(|r| !r.is_empty())
-            .map(Regex::new)
-            .transpose()
-            .map_err(|e| format!("the kernel {what} regex is invalid: {e}"))
-    };
-    let include = compile("include", &config.include)?;
-    let exclude = compile("exclude", &config.exclude)?;
+    let filter = KernelFilter::new(&config.include, &config.exclude)?;
     let counting: &'static Counting = Box::leak(Box::new(Counting {
         events: config.events.iter().map(BaseEvent::named).collect(),
         setup_events: config.events,
-        include,
-        exclude,
+        filter,
         agents: config.agents,
         kits: (0..MAX_AGENTS).map(|_| OnceLock::new()).collect(),
-        selected: Mutex::new(HashMap::new()),
     }));
     Ok(counting)
 }
@@ -95,13 +84,10 @@ const BLOCK_SLOTS: usize = 16;
 struct Counting {
     events: Vec<(String, BaseEvent)>,
     setup_events: Vec<CounterEvent>,
-    include: Option<Regex>,
-    exclude: Option<Regex>,
+    filter: KernelFilter,
     agents: Vec<Agent>,
     /// By the agent's index in `agents`: its kit, or why it has none.
     kits: Vec<OnceLock<Result<Kit, String>>>,
-    /// Whether a kernel (by id) is counted; unknown kernels (id 0) are decided by name each time.
-    selected: Mutex<HashMap<u64, bool>>,
 }
 
 /// One agent's counter slots.
@@ -130,34 +116,6 @@ struct Slot {
 }
 
 impl Counting {
-    fn selects(&self, kernel_id: u64, name: Option<&str>) -> bool {
-        if self.include.is_none() && self.exclude.is_none() {
-            return true;
-        }
-        if kernel_id != 0
-            && let Some(known) = self
-                .selected
-                .lock()
-                .ok()
-                .and_then(|m| m.get(&kernel_id).copied())
-        {
-            return known;
-        }
-        let name = name.unwrap_or("");
-        let shown = cpp_demangle::Symbol::new(name.as_bytes())
-            .ok()
-            .and_then(|s| s.demangle().ok());
-        let shown = shown.as_deref().unwrap_or(name);
-        let verdict = self.include.as_ref().is_none_or(|re| re.is_match(shown))
-            && !self.exclude.as_ref().is_some_and(|re| re.is_match(shown));
-        if kernel_id != 0
-            && let Ok(mut m) = self.selected.lock()
-        {
-            m.insert(kernel_id, verdict);
-        }
-        verdict
-    }
-
     /// The kit of the agent with driver node `node`, built at first use.
     fn kit(&self, gpu: u64, node: u32) -> Option<(usize, &Kit)> {
         let index = self.agents.iter().position(|a| a.node_id == node)?;
@@ -298,7 +256,9 @@ impl Kit {
 impl Instrument for Counting {
     fn inject(&self, dispatch: &DispatchInfo<'_>, injection: &mut Injection) -> Option<u64> {
         if !crate::regions::allows()
-            || !self.selects(dispatch.record.kernel_id, dispatch.kernel_name)
+            || !self
+                .filter
+                .selects(dispatch.record.kernel_id, dispatch.kernel_name)
         {
             return None;
         }

@@ -31,6 +31,7 @@
 //! fork reset.
 
 mod correlation;
+pub mod filter;
 mod handler;
 mod harvest;
 pub mod instrument;
