@@ -2,10 +2,12 @@
 
 #![deny(unsafe_code)]
 
+mod analyze;
 mod att;
 mod avail;
 mod convert;
 mod counters;
+mod doctor;
 mod explain;
 mod input;
 mod merge;
@@ -72,7 +74,7 @@ struct Cli {
 }
 
 /// Subcommand names; any other invocation is run mode.
-const SUBCOMMANDS: [&str; 3] = ["avail", "convert", "merge"];
+const SUBCOMMANDS: [&str; 5] = ["avail", "convert", "merge", "doctor", "analyze"];
 
 /// Whether the command line names a subcommand (its first word that is neither an option nor
 /// an option's value, before `--`).
@@ -103,6 +105,12 @@ enum Command {
     Convert(convert::Args),
     /// Merge record directories and rocpd databases into one output (`convert -i`).
     Merge(MergeArgs),
+    /// Check this machine's (and an application's) setup for every known WSL2 profiling
+    /// pitfall, with the evidence and the fix.
+    Doctor(doctor::Args),
+    /// Check results (ours or rocprofv3's: CSV directories, rocpd databases, record
+    /// directories): timeline containment, counter trust, where time goes, what is missing.
+    Analyze(analyze::Args),
 }
 
 /// `rocprof merge INPUT… [output options]`.
@@ -164,6 +172,14 @@ fn run(args: Vec<OsString>) -> Result<ExitCode> {
             Command::Merge(a) => {
                 init_logging(cli.log_level, "warn");
                 merge::run(&a.inputs, &a.output)
+            }
+            Command::Doctor(a) => {
+                init_logging(cli.log_level, "off");
+                doctor::run(&a)
+            }
+            Command::Analyze(a) => {
+                init_logging(cli.log_level, "warn");
+                analyze::run(&a)
             }
         }
     } else {
