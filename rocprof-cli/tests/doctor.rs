@@ -397,7 +397,7 @@ fn preloading_librocdxg_by_path_loads_it_twice_and_by_name_does_not() {
         "error",
         &[
             "librocdxg.so.1 (its SONAME)",
-            "second copy",
+            "maps another copy",
             "sim/lib/librocdxg.so",
             "mapped 2 copies",
             "LD_PRELOAD=librocdxg.so",

@@ -312,7 +312,7 @@ fn pair(ctx: &Context, test: &SelfTest) -> Check {
                 return Check::error(
                     CHECK,
                     format!(
-                        "a mismatched pair — the seed's heap corruption: {runtime_words}, but {thunk_words}. hsaKmtGetNodeProperties has no size argument, so the thunk writes {thunk} bytes into storage the runtime sized for {expected}: it overruns the runtime's buffer and corrupts its heap, which typically surfaces later as a crash somewhere unrelated"
+                        "a mismatched pair — the seed's heap corruption: {runtime_words}, but {thunk_words}. hsaKmtGetNodeProperties has no size argument, so the thunk writes {thunk} bytes into storage the runtime sized for {expected}: the extra bytes land past the end of the runtime's record, in whatever the heap holds next, and the damage shows up later as a crash with no visible link to its cause"
                     ),
                     fix,
                 );
@@ -496,7 +496,7 @@ fn ld_preload(ctx: &Context, test: &SelfTest) -> Check {
                 return Check::error(
                     CHECK,
                     format!(
-                        "LD_PRELOAD={value}: the preload succeeds, but glibc registers the object as {registered}, and the HSA runtime and the profiler ask for librocdxg.so, which matches neither; the loader falls through to a path search and quietly loads a second copy, {}, alongside the preloaded one — two thunks with separate state in every profiled process{mapped_note}",
+                        "LD_PRELOAD={value}: the preload succeeds, but glibc registers the object as {registered}, and the HSA runtime and the profiler ask for librocdxg.so, which matches neither; the loader then searches the path and maps another copy, {}, next to the preloaded one, without any message — every profiled process ends up with two thunks, each with its own state{mapped_note}",
                         other.describe()
                     ),
                     fix,
