@@ -54,12 +54,12 @@ pub struct RunManifest {
 #[derive(Debug, thiserror::Error)]
 pub enum RecordDirError {
     /// Creating a new one failed.
-    #[error("{}", crate::messages::record_dir_create_failed(parent, source))]
+    #[error("{}", crate::messages::record_dir_create_failed(parent, cause))]
     Create {
         /// Where it was to be created.
         parent: PathBuf,
-        /// Why it failed.
-        source: io::Error,
+        /// Why it failed (not a `source`: the message says it already, once).
+        cause: io::Error,
     },
     /// The path is not a directory rocprof kept.
     #[error("{}", crate::messages::not_a_record_dir(path, why))]
@@ -98,7 +98,14 @@ pub fn kept_in(parent: &Path) -> Vec<Kept> {
     };
     let mut kept: Vec<Kept> = entries
         .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with(PREFIX))
+        .filter(|e| {
+            // `rocprof-<hex token>` only: other tools' and tests' `rocprof-…` entries are not
+            // record directories.
+            e.file_name()
+                .to_string_lossy()
+                .strip_prefix(PREFIX)
+                .is_some_and(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_hexdigit()))
+        })
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| {
             let path = e.path();
@@ -146,9 +153,9 @@ impl RecordDir {
         {
             parent = cwd.join(parent);
         }
-        let err = |source| RecordDirError::Create {
+        let err = |cause| RecordDirError::Create {
             parent: parent.clone(),
-            source,
+            cause,
         };
         for _ in 0..64 {
             let path = parent.join(format!("{PREFIX}{}", random_hex().map_err(err)?));
