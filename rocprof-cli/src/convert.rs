@@ -90,8 +90,14 @@ pub struct Outcome {
 
 impl Outcome {
     /// The directory the first file went to, for the summary line.
-    pub fn first_dir(&self) -> Option<&Path> {
-        self.written.first().and_then(|p| p.parent())
+    pub fn dirs(&self) -> Vec<&Path> {
+        let mut dirs: Vec<&Path> = Vec::new();
+        for d in self.written.iter().filter_map(|p| p.parent()) {
+            if !dirs.contains(&d) {
+                dirs.push(d);
+            }
+        }
+        dirs
     }
 }
 
@@ -524,7 +530,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
                 &path,
                 outcome.processes,
                 outcome.written.len(),
-                outcome.first_dir()
+                &outcome.dirs()
             )
         );
         if let Some(s) = outcome.interrupted {

@@ -432,14 +432,28 @@ pub fn run_summary(
     status: &crate::process::Status,
     processes: usize,
     files: usize,
-    dir: Option<&Path>,
+    dirs: &[&Path],
 ) -> String {
     format!(
         "the application {}; {processes} process(es) recorded, {files} file(s) written{}",
         status.describe(),
-        dir.map(|d| format!(" in {}", d.display()))
-            .unwrap_or_default()
+        in_dirs(dirs)
     )
+}
+
+/// ` in D`, ` in D1 and D2`, ` in D1, D2 and N more` (nothing for no directory).
+fn in_dirs(dirs: &[&Path]) -> String {
+    let shown: Vec<String> = dirs
+        .iter()
+        .take(2)
+        .map(|d| d.display().to_string())
+        .collect();
+    match dirs.len() {
+        0 => String::new(),
+        1 => format!(" in {}", shown[0]),
+        2 => format!(" in {} and {}", shown[0], shown[1]),
+        n => format!(" in {}, {} and {} more", shown[0], shown[1], n - 2),
+    }
 }
 
 /// The summary line of a conversion.
@@ -447,13 +461,12 @@ pub fn convert_summary(
     record_dir: &Path,
     processes: usize,
     files: usize,
-    dir: Option<&Path>,
+    dirs: &[&Path],
 ) -> String {
     format!(
         "converted {}: {processes} process(es), {files} file(s) written{}",
         record_dir.display(),
-        dir.map(|d| format!(" in {}", d.display()))
-            .unwrap_or_default()
+        in_dirs(dirs)
     )
 }
 

@@ -689,7 +689,7 @@ fn run_pass(
             &status,
             outcome.processes,
             outcome.written.len(),
-            outcome.first_dir()
+            &outcome.dirs()
         )
     );
     Ok(convert::run_exit_code(&status, &outcome))
