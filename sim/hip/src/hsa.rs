@@ -147,6 +147,7 @@ pub const QUEUE_TYPE_MULTI: u32 = 0;
 // hsa_signal_condition_t / hsa_wait_state_t
 pub const CONDITION_LT: u32 = 2;
 pub const WAIT_STATE_BLOCKED: u32 = 0;
+pub const WAIT_STATE_ACTIVE: u32 = 1;
 
 // hsa_executable_symbol_info_t
 pub const SYMBOL_INFO_KERNARG_SEGMENT_SIZE: u32 = 11;
@@ -170,6 +171,13 @@ type AgentCallback = unsafe extern "C" fn(Agent, *mut c_void) -> Status;
 type IsaCallback = unsafe extern "C" fn(Isa, *mut c_void) -> Status;
 type PoolCallback = unsafe extern "C" fn(MemoryPool, *mut c_void) -> Status;
 type QueueErrorCallback = unsafe extern "C" fn(Status, *mut HsaQueue, *mut c_void);
+/// `hsa_amd_signal_handler`: returns whether to stay registered.
+pub type SignalHandler = unsafe extern "C" fn(i64, *mut c_void) -> bool;
+
+/// `HSA_EXTENSION_AMD_LOADER`.
+pub const EXTENSION_AMD_LOADER: u16 = 0x201;
+/// Bytes of the `hsa_ven_amd_loader_1_03_pfn_t` table (seven function pointers).
+pub const LOADER_TABLE_BYTES: usize = 7 * size_of::<usize>();
 
 macro_rules! hsa_functions {
     ($( $name:ident : fn($($arg:ty),*) $(-> $ret:ty)?; )*) => {
@@ -241,6 +249,12 @@ hsa_functions! {
     hsa_executable_symbol_get_info: fn(ExecutableSymbol, u32, *mut c_void) -> Status;
     hsa_executable_destroy: fn(Executable) -> Status;
     hsa_status_string: fn(Status, *mut *const c_char) -> Status;
+    hsa_system_get_major_extension_table: fn(u16, u16, usize, *mut c_void) -> Status;
+    hsa_amd_profiling_set_profiler_enabled: fn(*mut HsaQueue, i32) -> Status;
+    hsa_amd_profiling_async_copy_enable: fn(bool) -> Status;
+    hsa_system_major_extension_supported: fn(u16, u16, *mut u16, *mut bool) -> Status;
+    hsa_amd_memory_copy_engine_status: fn(Agent, Agent, *mut u32) -> Status;
+    hsa_amd_signal_async_handler: fn(Signal, u32, i64, Option<SignalHandler>, *mut c_void) -> Status;
 }
 
 /// The SONAME HIP opens.

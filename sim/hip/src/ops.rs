@@ -293,7 +293,7 @@ fn blit(
     let launch = blit_launch(size as u64);
     let op = dispatch(rt, device, &mut state, key, kernel, &launch, kernarg)?;
     if blocking {
-        state.wait_op(rt, op)?;
+        state.complete_blocking(rt, device, op)?;
         clear_last(&mut state, key, op);
     }
     Ok(())
@@ -341,6 +341,12 @@ fn async_copy(
         .get(&stream)
         .and_then(|s| s.last)
         .and_then(|op| state.pending_signal(rt, op));
+    // The SDMA engines free for this pair of agents, as ROCclr's `hsaCopy` asks before picking
+    // an engine (the simulated runtime offers no engine choice, so the copy itself goes
+    // through `hsa_amd_memory_async_copy`, ROCclr's fallback).
+    let mut engines = 0u32;
+    // SAFETY: documented signature, valid out-pointer.
+    let _ = unsafe { (rt.hsa.hsa_amd_memory_copy_engine_status)(dst.1, src.1, &mut engines) };
     let (mut op, signal, _) = state.acquire(rt)?;
     op.is_copy = true;
     let deps = dep.as_slice();
@@ -444,13 +450,14 @@ pub unsafe fn memcpy(
                 size,
             )?;
             if blocking {
-                state.wait_op(rt, op)?;
+                state.complete_blocking(rt, device, op)?;
                 clear_last(&mut state, key, op);
             }
             Ok(())
         }
         (Side::Device(_), Side::Pageable) => staged_copy(
             rt,
+            device,
             &mut state,
             key,
             Staged::ToDevice,
@@ -460,6 +467,7 @@ pub unsafe fn memcpy(
         ),
         (Side::Pageable, Side::Device(_)) => staged_copy(
             rt,
+            device,
             &mut state,
             key,
             Staged::ToHost,
@@ -497,8 +505,10 @@ enum Staged {
 /// buffer, per chunk of at most [`STAGING_SIZE`]: to the device, a CPU `memcpy` into the
 /// buffer, one `hsa_amd_memory_async_copy` and a wait before the buffer is reused; to the
 /// host, the async copy into the buffer, a wait, then a CPU `memcpy` out.
+#[allow(clippy::too_many_arguments)] // the queue's device is needed for the markers
 fn staged_copy(
     rt: &Runtime,
+    queue_device: &Device,
     state: &mut DeviceState,
     stream: usize,
     direction: Staged,
@@ -524,7 +534,7 @@ fn staged_copy(
             Staged::ToHost => (buffer, chunk),
         };
         let op = async_copy(rt, state, stream, dst, src, n)?;
-        state.wait_op(rt, op)?;
+        state.complete_blocking(rt, queue_device, op)?;
         clear_last(state, stream, op);
         if direction == Staged::ToHost {
             // SAFETY: the host range is valid for `size` bytes (caller) and the staging buffer

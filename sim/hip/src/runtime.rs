@@ -13,6 +13,20 @@ use crate::hsa::{self, Agent, Hsa, HsaQueue, MemoryPool, Signal, Status};
 
 /// `ROC_SIGNAL_POOL_SIZE`: completion signals created with each hardware queue.
 pub const SIGNAL_POOL_SIZE: usize = 64;
+/// The most the signal pool grows to while the GPU is busy (the kernarg pool is sized for it).
+pub const MAX_SIGNAL_POOL: usize = 2 * SIGNAL_POOL_SIZE;
+/// Read-index polls a blocking command's marker makes, at most, waiting for the packet
+/// processor to take the queue's earlier packets before the marker is written: 1 (one poll,
+/// whatever it finds) unless `HIP_SIM_MARKER_POLLS` asks for up to [`MAX_MARKER_POLLS`].
+/// With one poll the record count is the same on every run, which run-to-run comparisons of
+/// traces rely on; with 4, how many polls each marker makes depends on how long the kernel
+/// before it still runs, which is the seed's run-to-run spread of HSA records.
+pub const DEFAULT_MARKER_POLLS: u32 = 1;
+/// The most read-index polls per marker `HIP_SIM_MARKER_POLLS` may ask for.
+pub const MAX_MARKER_POLLS: u32 = 4;
+/// The pause between two of those polls (a kernel of the reference workload runs ~0.2-4 ms
+/// on the simulated GPU, so whether the next poll finds the queue drained varies by run).
+const MARKER_POLL_INTERVAL: Duration = Duration::from_micros(2000);
 /// Kernarg bytes reserved per pool signal (the kernarg slot of the dispatch using it).
 pub const KERNARG_SLOT: usize = 4096;
 /// The staging buffer for pageable host memory (ROCclr's staged-transfer size).
@@ -127,6 +141,37 @@ pub struct Runtime {
     pub host_pool: MemoryPool,
     /// The devices, by ordinal.
     pub devices: Vec<Device>,
+    /// Whether timestamps are on (a tool is attached): queue profiling and SDMA copy
+    /// profiling enabled.
+    pub timestamps: bool,
+    /// Read-index polls per marker, at most (see [`DEFAULT_MARKER_POLLS`]).
+    pub marker_polls: u32,
+}
+
+/// `HIP_SIM_MARKER_POLLS` (1..=[`MAX_MARKER_POLLS`]), else [`DEFAULT_MARKER_POLLS`].
+fn marker_polls() -> u32 {
+    match std::env::var("HIP_SIM_MARKER_POLLS") {
+        Err(_) => DEFAULT_MARKER_POLLS,
+        Ok(v) => match v.trim().parse::<u32>() {
+            Ok(n) if (1..=MAX_MARKER_POLLS).contains(&n) => n,
+            _ => {
+                warn(&format!(
+                    "HIP_SIM_MARKER_POLLS={v:?} ignored (expected 1..={MAX_MARKER_POLLS})"
+                ));
+                DEFAULT_MARKER_POLLS
+            }
+        },
+    }
+}
+
+/// Blocking commands whose completion the async handler has seen.
+static MARKERS_COMPLETED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The async handler on a blocking command's marker signal (ROCclr's callback that marks the
+/// command complete); runs once, on the runtime's async-handler thread.
+unsafe extern "C" fn marker_completed(_value: i64, _arg: *mut c_void) -> bool {
+    MARKERS_COMPLETED.fetch_add(1, Ordering::Relaxed);
+    false
 }
 
 static RUNTIME: OnceLock<Result<Runtime, HipError>> = OnceLock::new();
@@ -361,6 +406,29 @@ fn initialise() -> Result<Runtime, HipError> {
     })?;
     // SAFETY: the documented entry point.
     check(&hsa, unsafe { (hsa.hsa_init)() }, "hsa_init")?;
+    // The AMD loader extension, as ROCclr checks for and fetches it right after hsa_init
+    // (code-object and host-address queries); its absence is not fatal here.
+    let (mut minor, mut supported) = (0u16, false);
+    // SAFETY: documented signature, valid out-pointers.
+    let _ = unsafe {
+        (hsa.hsa_system_major_extension_supported)(
+            hsa::EXTENSION_AMD_LOADER,
+            1,
+            &mut minor,
+            &mut supported,
+        )
+    };
+    let mut loader = [0usize; 7];
+    // SAFETY: `loader` holds LOADER_TABLE_BYTES writable bytes.
+    let _ = unsafe {
+        (hsa.hsa_system_get_major_extension_table)(
+            hsa::EXTENSION_AMD_LOADER,
+            1,
+            hsa::LOADER_TABLE_BYTES,
+            loader.as_mut_ptr().cast(),
+        )
+    };
+    let timestamps = crate::table::profiler_attached();
     for attribute in [
         hsa::SYSTEM_INFO_VERSION_MAJOR,
         hsa::SYSTEM_INFO_VERSION_MINOR,
@@ -391,6 +459,19 @@ fn initialise() -> Result<Runtime, HipError> {
     let _cpu_name = agent_info(&hsa, cpu_agent, hsa::AGENT_INFO_NAME);
     let _cpu_node = agent_info(&hsa, cpu_agent, hsa::AGENT_INFO_NODE);
     let _cpu_cus = agent_info(&hsa, cpu_agent, hsa::AMD_AGENT_INFO_COMPUTE_UNIT_COUNT);
+    // The rest of ROCclr's host-device record: vendor, feature and profile, the driver's node
+    // id, clock, caches and version.
+    for attribute in [
+        hsa::AGENT_INFO_VENDOR_NAME,
+        hsa::AGENT_INFO_FEATURE,
+        hsa::AGENT_INFO_PROFILE,
+        hsa::AMD_AGENT_INFO_DRIVER_NODE_ID,
+        hsa::AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY,
+        hsa::AGENT_INFO_CACHE_SIZE,
+        hsa::AGENT_INFO_VERSION_MAJOR,
+    ] {
+        let _ = agent_info(&hsa, cpu_agent, attribute);
+    }
     let system_pools = scan_pools(&hsa, cpu_agent);
     let Some(host_pool) = system_pools
         .iter()
@@ -406,6 +487,16 @@ fn initialise() -> Result<Runtime, HipError> {
         return Err(error::NO_DEVICE);
     };
 
+    if timestamps {
+        // SAFETY: the documented entry point.
+        let status = unsafe { (hsa.hsa_amd_profiling_async_copy_enable)(true) };
+        if status != hsa::STATUS_SUCCESS {
+            warn(&format!(
+                "hsa_amd_profiling_async_copy_enable failed: {}",
+                hsa.status_text(status)
+            ));
+        }
+    }
     let mut devices = Vec::new();
     for &(agent, _) in agents
         .iter()
@@ -445,6 +536,7 @@ fn initialise() -> Result<Runtime, HipError> {
             info,
             device_pool.pool,
             host_pool,
+            timestamps,
         )?);
     }
     let rt = Runtime {
@@ -452,6 +544,8 @@ fn initialise() -> Result<Runtime, HipError> {
         cpu_agent,
         host_pool,
         devices,
+        timestamps,
+        marker_polls: marker_polls(),
     };
     crate::modules::load_registered(&rt);
     Ok(rt)
@@ -481,6 +575,7 @@ fn create_device(
     info: DeviceInfo,
     device_pool: MemoryPool,
     host_pool: MemoryPool,
+    timestamps: bool,
 ) -> Result<Device, HipError> {
     let size = QUEUE_SIZE.max(info.queue_min_size);
     let mut queue: *mut HsaQueue = std::ptr::null_mut();
@@ -502,7 +597,17 @@ fn create_device(
         warn("hsa_queue_create returned no queue");
         return Err(error::NOT_INITIALIZED);
     }
-    let mut signals = Vec::with_capacity(SIGNAL_POOL_SIZE);
+    if timestamps {
+        // SAFETY: the queue just created.
+        let status = unsafe { (hsa.hsa_amd_profiling_set_profiler_enabled)(queue, 1) };
+        if status != hsa::STATUS_SUCCESS {
+            warn(&format!(
+                "hsa_amd_profiling_set_profiler_enabled failed: {}",
+                hsa.status_text(status)
+            ));
+        }
+    }
+    let mut signals = Vec::with_capacity(MAX_SIGNAL_POOL);
     for _ in 0..SIGNAL_POOL_SIZE {
         let mut signal = Signal::default();
         // SAFETY: documented signature, valid out-pointer.
@@ -514,7 +619,7 @@ fn create_device(
         hsa,
         host_pool,
         agent,
-        SIGNAL_POOL_SIZE * KERNARG_SLOT,
+        MAX_SIGNAL_POOL * KERNARG_SLOT,
         "kernarg pool",
     )?;
     let staging = allocate_host(hsa, host_pool, agent, STAGING_SIZE, "staging buffer")?;
@@ -556,6 +661,26 @@ impl Runtime {
         if unsafe { (self.hsa.hsa_signal_load_relaxed)(signal) } < 1 {
             return Ok(());
         }
+        self.wait_loop(signal, limit, hsa::WAIT_STATE_BLOCKED)
+    }
+
+    /// Waits for a blocking command's marker: the peek (`hsa_signal_load_relaxed`) picks the
+    /// wait state of the `hsa_signal_wait_scacquire` that follows either way, blocked while
+    /// the GPU is still busy and active (returning at once) when the marker is already done.
+    pub fn wait_marker(&self, signal: Signal, limit: Duration) -> Result<(), HipError> {
+        // SAFETY: a signal of the pool.
+        let busy = unsafe { (self.hsa.hsa_signal_load_relaxed)(signal) } >= 1;
+        let state = if busy {
+            hsa::WAIT_STATE_BLOCKED
+        } else {
+            hsa::WAIT_STATE_ACTIVE
+        };
+        self.wait_loop(signal, limit, state)
+    }
+
+    /// `hsa_signal_wait_scacquire` (at most 1 s at a time) until `signal` drops below 1 or
+    /// `limit` passes.
+    fn wait_loop(&self, signal: Signal, limit: Duration, wait_state: u32) -> Result<(), HipError> {
         let start = Instant::now();
         loop {
             let hint = limit
@@ -565,13 +690,7 @@ impl Runtime {
                 .max(1_000) as u64;
             // SAFETY: documented signature; the timeout hint is in ns (1 GHz timestamps).
             let value = unsafe {
-                (self.hsa.hsa_signal_wait_scacquire)(
-                    signal,
-                    hsa::CONDITION_LT,
-                    1,
-                    hint,
-                    hsa::WAIT_STATE_BLOCKED,
-                )
+                (self.hsa.hsa_signal_wait_scacquire)(signal, hsa::CONDITION_LT, 1, hint, wait_state)
             };
             if value < 1 {
                 return Ok(());
@@ -597,17 +716,40 @@ impl Device {
 }
 
 impl DeviceState {
-    /// Takes the next pool signal (waiting for its previous operation, as ROCclr's
-    /// `ActiveSignal` does), arms it with 1 and returns it with its kernarg slot.
+    /// Takes a pool signal as ROCclr's `ActiveSignal` does: peeks (`hsa_signal_load_relaxed`)
+    /// at the signal two ahead of the current one; if that one is still in flight the GPU is
+    /// busy and the pool grows by one fresh signal (`hsa_signal_create`, up to
+    /// [`MAX_SIGNAL_POOL`]) taken instead; otherwise the next signal is taken, waiting for its
+    /// previous operation. Arms the signal with 1 and returns it with its kernarg slot.
     pub fn acquire(&mut self, rt: &Runtime) -> Result<(OpRef, Signal, *mut u8), HipError> {
-        let slot = self.next_signal;
-        self.next_signal = (slot + 1) % self.signals.len();
+        let peek = self.signals[(self.next_signal + 1) % self.signals.len()];
+        // SAFETY: a signal of the pool.
+        let busy = unsafe { (rt.hsa.hsa_signal_load_relaxed)(peek) } > 0;
+        let mut grown = None;
+        if busy && self.signals.len() < MAX_SIGNAL_POOL {
+            let mut signal = Signal::default();
+            // SAFETY: documented signature, valid out-pointer.
+            let status = unsafe { (rt.hsa.hsa_signal_create)(0, 0, std::ptr::null(), &mut signal) };
+            if status == hsa::STATUS_SUCCESS {
+                self.signals.push(signal);
+                self.generations.push(0);
+                grown = Some(self.signals.len() - 1);
+            }
+        }
+        let slot = match grown {
+            Some(slot) => slot,
+            None => {
+                let slot = self.next_signal;
+                self.next_signal = (slot + 1) % self.signals.len();
+                slot
+            }
+        };
         let signal = self.signals[slot];
         rt.wait_signal(signal, WAIT_LIMIT)?;
         self.generations[slot] += 1;
         // SAFETY: a signal of the pool.
         unsafe { (rt.hsa.hsa_signal_silent_store_relaxed)(signal, 1) };
-        // SAFETY: the kernarg pool holds SIGNAL_POOL_SIZE slots.
+        // SAFETY: the kernarg pool holds MAX_SIGNAL_POOL slots, one per possible signal.
         let kernarg = unsafe { self.kernargs.0.add(slot * KERNARG_SLOT) };
         Ok((
             OpRef {
@@ -629,6 +771,46 @@ impl DeviceState {
         let signal = self.signals[op.slot];
         // SAFETY: a signal of the pool.
         (unsafe { (rt.hsa.hsa_signal_load_relaxed)(signal) } >= 1).then_some(signal)
+    }
+
+    /// The signal of `op` unless its slot was recycled (no HSA call).
+    fn signal_of(&self, op: OpRef) -> Option<Signal> {
+        (self.generations.get(op.slot) == Some(&op.generation)).then(|| self.signals[op.slot])
+    }
+
+    /// Completes a blocking command whose last operation is `op`, as ROCclr does: a marker
+    /// (a barrier-AND packet waiting for `op`, with a pool signal of its own) written once the
+    /// packet processor has taken the queue's earlier packets (see [`submit_marker`]), an
+    /// async handler registered on the marker's signal (`hsa_amd_signal_async_handler`), then
+    /// a wait for the marker.
+    pub fn complete_blocking(
+        &mut self,
+        rt: &Runtime,
+        device: &Device,
+        op: OpRef,
+    ) -> Result<(), HipError> {
+        let Some(dep) = self.signal_of(op) else {
+            return Ok(());
+        };
+        let (_, marker, _) = self.acquire(rt)?;
+        if submit_marker(rt, device, &barrier_packet_signalling(dep, marker)).is_err() {
+            // SAFETY: disarm the pool signal nobody will complete.
+            unsafe { (rt.hsa.hsa_signal_silent_store_relaxed)(marker, 0) };
+            // Fall back to waiting for the operation itself.
+            return self.wait_op(rt, op);
+        }
+        // SAFETY: a live pool signal; the handler has the hsa_amd_signal_handler signature
+        // and uses no argument.
+        let _ = unsafe {
+            (rt.hsa.hsa_amd_signal_async_handler)(
+                marker,
+                hsa::CONDITION_LT,
+                1,
+                Some(marker_completed),
+                std::ptr::null_mut(),
+            )
+        };
+        rt.wait_marker(marker, WAIT_LIMIT)
     }
 
     /// Waits for `op` (if still pending).
@@ -672,6 +854,24 @@ impl DeviceState {
 /// publishes the header last with a release store, and rings the doorbell
 /// (`hsa_signal_store_screlease`).
 pub fn submit_packet(rt: &Runtime, device: &Device, packet: &[u8; 64]) -> Result<(), HipError> {
+    write_packet(rt, device, packet, false)
+}
+
+/// Writes a blocking command's marker as [`submit_packet`] does, but first polls the read
+/// index (`hsa_queue_load_read_index_scacquire`, pausing [`MARKER_POLL_INTERVAL`] in between, at most
+/// [`Runtime::marker_polls`] times) until the packet processor has taken every earlier packet, so the
+/// number of polls depends on how busy the GPU still is (a kernel still running before a
+/// device-to-host copy keeps it polling).
+pub fn submit_marker(rt: &Runtime, device: &Device, packet: &[u8; 64]) -> Result<(), HipError> {
+    write_packet(rt, device, packet, true)
+}
+
+fn write_packet(
+    rt: &Runtime,
+    device: &Device,
+    packet: &[u8; 64],
+    drain: bool,
+) -> Result<(), HipError> {
     let hsa = &rt.hsa;
     let queue = device.queue.0;
     // SAFETY: the device's live queue.
@@ -686,6 +886,16 @@ pub fn submit_packet(rt: &Runtime, device: &Device, packet: &[u8; 64]) -> Result
     let index = unsafe { (hsa.hsa_queue_add_write_index_screlease)(queue, 1) };
     // SAFETY: as above.
     let mut read = unsafe { (hsa.hsa_queue_load_read_index_relaxed)(queue) };
+    if drain {
+        for poll in 1..=rt.marker_polls {
+            // SAFETY: as above.
+            read = unsafe { (hsa.hsa_queue_load_read_index_scacquire)(queue) };
+            if read >= index || poll == rt.marker_polls {
+                break;
+            }
+            std::thread::sleep(MARKER_POLL_INTERVAL);
+        }
+    }
     let start = Instant::now();
     while index.wrapping_sub(read) >= size {
         if start.elapsed() > WAIT_LIMIT {
@@ -723,6 +933,14 @@ pub fn barrier_packet(dep: Signal) -> [u8; 64] {
     let mut p = [0u8; 64];
     p[..4].copy_from_slice(&header_word(hsa::PACKET_TYPE_BARRIER_AND, 0).to_le_bytes());
     p[8..16].copy_from_slice(&dep.handle.to_le_bytes());
+    p
+}
+
+/// A barrier-AND packet waiting for `dep` that decrements `completion` when done (a blocking
+/// command's marker).
+pub fn barrier_packet_signalling(dep: Signal, completion: Signal) -> [u8; 64] {
+    let mut p = barrier_packet(dep);
+    p[56..64].copy_from_slice(&completion.handle.to_le_bytes());
     p
 }
 

@@ -248,6 +248,14 @@ macro_rules! api_exports {
 
 static RUNTIME_TABLE: HipDispatchTable = HipDispatchTable::stubs();
 static RUNTIME_REGISTERED: Once = Once::new();
+static PROFILER_ATTACHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether rocprofiler-register accepted the "hip" table (`ROCP_REG_SUCCESS`: a tool is
+/// attached), which is when the runtime turns timestamps on (ROCclr's profiler-on state).
+/// Known once [`runtime_table`] has run, which every runtime call does before initialising.
+pub fn profiler_attached() -> bool {
+    PROFILER_ATTACHED.load(std::sync::atomic::Ordering::Acquire)
+}
 
 /// The runtime table, registered as "hip" on first use.
 pub fn runtime_table() -> &'static HipDispatchTable {
@@ -258,6 +266,9 @@ pub fn runtime_table() -> &'static HipDispatchTable {
             rocprofiler_register_import_hip,
             (&raw const RUNTIME_TABLE).cast_mut().cast(),
         );
+        if status == Some(0) {
+            PROFILER_ATTACHED.store(true, std::sync::atomic::Ordering::Release);
+        }
         log_registration("hip", status);
     });
     &RUNTIME_TABLE

@@ -21,6 +21,7 @@
 // The C signatures are fixed by the HSA API.
 #![allow(clippy::too_many_arguments)]
 
+pub mod clock;
 pub mod copy;
 pub mod executable;
 pub mod guard;

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use wslsim_scenario::Generation;
 
+use crate::clock::Calibration;
 use crate::guard::{guard_status, monotonic_ns, say_once};
 use crate::signal::SignalObj;
 use crate::topology::{self, NodeRecord};
@@ -63,7 +64,8 @@ fn missing_gpu_export(name: &str) {
 
 impl Thunk {
     /// The node's GPU clock in ticks (100 MHz). Without `wslsim_gpu_ticks`, the documented
-    /// clock rule is applied here: `(CLOCK_MONOTONIC + [gpu] clock_offset_ns) / 10`.
+    /// clock rule is applied here: `(m + [gpu] clock_offset_ns − 2.2 ppm × m) / 10`, m being
+    /// `CLOCK_MONOTONIC`.
     pub fn ticks(&self, node: u32) -> u64 {
         match self.gpu_ticks {
             // SAFETY: the export of the loaded thunk with its documented signature.
@@ -166,7 +168,10 @@ impl Thunk {
 
 /// The documented GPU clock, computed locally (used only without `wslsim_gpu_ticks`).
 pub fn fallback_ticks() -> u64 {
-    (monotonic_ns() + wslsim_scenario::current().gpu.clock_offset_ns) / 10
+    let m = monotonic_ns();
+    let drift = (i128::from(m) * -2_200).div_euclid(1_000_000_000);
+    let ns = i128::from(m) + i128::from(wslsim_scenario::current().gpu.clock_offset_ns) + drift;
+    (ns.max(0) / 10) as u64
 }
 
 /// CPU or GPU.
@@ -174,15 +179,6 @@ pub fn fallback_ticks() -> u64 {
 pub enum AgentKind {
     Cpu,
     Gpu,
-}
-
-/// Two clock samples for converting GPU ticks to system nanoseconds (ROCr `TranslateTime`).
-#[derive(Clone, Copy, Debug)]
-pub struct ClockPair {
-    /// Taken at init.
-    pub first: (u64, u64),
-    /// Refreshed when a newer tick is converted.
-    pub last: (u64, u64),
 }
 
 /// One HSA agent.
@@ -198,8 +194,8 @@ pub struct AgentInfo {
     pub timestamp_hz: u64,
     /// Memory pools owned by this agent.
     pub pools: Vec<u64>,
-    /// Clock samples (GPU agents).
-    pub clock: Mutex<ClockPair>,
+    /// Calibrations of the agent's clock against the system domain (GPU agents).
+    pub clock: Mutex<Calibration>,
 }
 
 impl AgentInfo {
@@ -283,24 +279,11 @@ impl Runtime {
         ProfilingTime { start, end }
     }
 
-    /// Converts a GPU tick of `agent` to system nanoseconds: linear interpolation between the
-    /// sample taken at init and the latest one, refreshed when `tick` is newer than it.
+    /// Converts a GPU tick of `agent` to system nanoseconds (see [`crate::clock`]: the latest
+    /// calibration at or before it, recalibrated at 16 Hz).
     pub fn ticks_to_ns(&self, agent: &AgentInfo, tick: u64) -> u64 {
-        let mut pair = agent.clock.lock().unwrap_or_else(|e| e.into_inner());
-        if tick > pair.last.0 || pair.last.0 == pair.first.0 {
-            pair.last = self.thunk.clock_sample(agent.node);
-        }
-        let (gpu0, sys0) = pair.first;
-        let (gpu1, sys1) = pair.last;
-        let delta = i128::from(tick) - i128::from(gpu0);
-        let ns = if gpu1 > gpu0 + 1000 {
-            i128::from(sys0)
-                + delta * (i128::from(sys1) - i128::from(sys0))
-                    / (i128::from(gpu1) - i128::from(gpu0))
-        } else {
-            i128::from(sys0) + delta * 1_000_000_000 / i128::from(agent.timestamp_hz.max(1))
-        };
-        ns.clamp(0, i128::from(u64::MAX)) as u64
+        let mut calibration = agent.clock.lock().unwrap_or_else(|e| e.into_inner());
+        calibration.convert(tick, &mut || self.thunk.clock_sample(agent.node))
     }
 }
 
@@ -513,11 +496,14 @@ fn read_topology(thunk: Thunk, layout: u32) -> Result<Runtime, Status> {
             String::new()
         })
         .unwrap_or_default();
-        let sample = if is_gpu {
-            thunk.clock_sample(node)
-        } else {
-            (0, 0)
+        let mut sample = || {
+            if is_gpu {
+                thunk.clock_sample(node)
+            } else {
+                (0, 0)
+            }
         };
+        let calibration = Calibration::new(timestamp_hz, &mut sample);
         agents.push(Box::new(AgentInfo {
             node,
             kind: if is_gpu {
@@ -530,10 +516,7 @@ fn read_topology(thunk: Thunk, layout: u32) -> Result<Runtime, Status> {
             isa_name,
             timestamp_hz,
             pools: Vec::new(),
-            clock: Mutex::new(ClockPair {
-                first: sample,
-                last: sample,
-            }),
+            clock: Mutex::new(calibration),
         }));
     }
     let system_memory = {

@@ -490,7 +490,13 @@ fn gpu_clock_and_dispatch(library: &Library) -> Result<(), String> {
     }
     check("SystemClockCounter", system, cpu)?;
     check("SystemClockFrequencyHz", frequency, 1_000_000_000)?;
-    check("GPUClockCounter", gpu_ticks, (cpu + 1_000_000_000_000) / 10)?;
+    // The documented rule: (m + offset − ceil(m × 2.2 ppm)) / 10.
+    let drift = (cpu * 2_200).div_ceil(1_000_000_000);
+    check(
+        "GPUClockCounter",
+        gpu_ticks,
+        (cpu + 1_000_000_000_000 - drift) / 10,
+    )?;
     check("GPU clock of the CPU node", gpu.clock_counters(0).1[0], 0)?;
     check("hsaKmtGetClockCounters(2)", gpu.clock_counters(2).0, 5)?;
     // SAFETY: a null pointer is a documented input.
@@ -509,9 +515,10 @@ fn gpu_clock_and_dispatch(library: &Library) -> Result<(), String> {
             "dispatch [{start}, {end}] not inside [{first}, {last}]"
         ));
     }
-    if end - start < 7_463 {
+    // Modelled 7 463 ticks, within the cost model's ±3 % jitter: at least 7 239.
+    if end - start < 7_239 {
         return Err(format!(
-            "dispatch took {} ticks, modelled 7463",
+            "dispatch took {} ticks, modelled 7463 ± 3 %",
             end - start
         ));
     }

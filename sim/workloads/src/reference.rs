@@ -20,7 +20,9 @@
 //! | 1 | `__hipUnregisterFatBinary` (at exit) |
 //!
 //! There is no `hipDeviceSynchronize`: as in the seed, the blocking device-to-host copy is
-//! what synchronises each iteration.
+//! what synchronises each iteration. The seed's variant ([`run_synchronized`], the
+//! `reference-sync` binary) calls `hipDeviceSynchronize` after each launch (8 more records), so
+//! each dispatch is contained by its launch-to-synchronize interval.
 
 use std::ffi::{CStr, CString, c_int, c_void};
 
@@ -50,6 +52,17 @@ pub fn input(iter: u32, i: usize) -> f32 {
 /// completed. `label` prefixes the output lines. Returns the process exit code (0 verified, 1
 /// wrong result).
 pub fn run(label: &str, crash_after: Option<u32>) -> i32 {
+    run_with(label, crash_after, false)
+}
+
+/// The seed's variant: the reference workload with a `hipDeviceSynchronize` after each
+/// `hipLaunchKernel`. Returns the process exit code as [`run`].
+pub fn run_synchronized(label: &str) -> i32 {
+    run_with(label, None, true)
+}
+
+/// The reference workload; `synchronize`: call `hipDeviceSynchronize` after each launch.
+fn run_with(label: &str, crash_after: Option<u32>, synchronize: bool) -> i32 {
     crate::loader::load_runtimes();
     program::register(&[&AXPB]);
     let hip = hip();
@@ -109,6 +122,12 @@ pub fn run(label: &str, crash_after: Option<u32>) -> i32 {
         kernels::launch(Dim3::x(blocks), Dim3::x(WORKGROUP), || {
             kernels::axpb(x.cast_const().cast(), y.cast(), ELEMENTS as u64)
         });
+        if synchronize {
+            // SAFETY: plain call.
+            check("hipDeviceSynchronize", unsafe {
+                (hip.device_synchronize)()
+            });
+        }
         // SAFETY: 1 MiB device source and host destination.
         check("hipMemcpy D2H", unsafe {
             (hip.memcpy)(host_y.as_mut_ptr().cast(), y, BYTES, D2H)

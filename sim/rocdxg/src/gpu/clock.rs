@@ -1,6 +1,11 @@
-//! The GPU wall clock: `CLOCK_MONOTONIC` plus a fixed offset, counted at `WallClockKHz`.
+//! The GPU wall clock: `CLOCK_MONOTONIC` plus a fixed offset, running [`DRIFT_PPB`] slow, counted
+//! at `WallClockKHz`.
 //!
-//! With the default 100 000 kHz a tick is 10 ns: `ticks = (monotonic_ns + offset_ns) / 10`.
+//! The clock's nanoseconds at host time `m` are `g(m) = m + offset_ns + floor(m × drift / 10⁹)`
+//! (drift in parts per billion, −2 200 by default: the seed's 999.9978 MHz, measured against
+//! `CLOCK_MONOTONIC`). The drift is counted from `CLOCK_MONOTONIC`'s zero, so it is
+//! deterministic and every process of the machine sees the same clock. With the default
+//! 100 000 kHz a tick is 10 ns: `ticks = floor(g(m) / 10)`.
 
 use std::time::Duration;
 
@@ -12,28 +17,49 @@ pub use wslsim_scenario::monotonic_ns;
 pub struct GpuClock {
     offset_ns: u64,
     khz: u64,
+    drift_ppb: i64,
 }
 
 /// Frequency used when a scenario's node reports `WallClockKHz = 0`.
 pub const DEFAULT_WALLCLOCK_KHZ: u64 = 100_000;
 
+/// How far the GPU's oscillator runs from `CLOCK_MONOTONIC`'s rate, in parts per billion: 2.2
+/// ppm slow (the seed's 999.9978 MHz).
+pub const DRIFT_PPB: i64 = -2_200;
+
 impl GpuClock {
-    /// A clock `offset_ns` ahead of `CLOCK_MONOTONIC`, ticking at `khz` (0: 100 MHz).
+    /// A clock `offset_ns` ahead of `CLOCK_MONOTONIC`, ticking at `khz` (0: 100 MHz) and
+    /// drifting [`DRIFT_PPB`].
     pub fn new(offset_ns: u64, khz: u64) -> GpuClock {
+        GpuClock::with_drift(offset_ns, khz, DRIFT_PPB)
+    }
+
+    /// A clock as [`GpuClock::new`] drifting `drift_ppb` parts per billion (|drift| < 10⁸).
+    pub fn with_drift(offset_ns: u64, khz: u64, drift_ppb: i64) -> GpuClock {
         let khz = if khz == 0 { DEFAULT_WALLCLOCK_KHZ } else { khz };
-        GpuClock { offset_ns, khz }
+        let drift_ppb = drift_ppb.clamp(-99_999_999, 99_999_999);
+        GpuClock {
+            offset_ns,
+            khz,
+            drift_ppb,
+        }
+    }
+
+    /// The clock's own nanoseconds at host time `monotonic_ns`: `g(m)` above (never negative).
+    pub fn clock_ns_at(&self, monotonic_ns: u64) -> u128 {
+        let m = i128::from(monotonic_ns);
+        let drift = (m * i128::from(self.drift_ppb)).div_euclid(1_000_000_000);
+        (m + i128::from(self.offset_ns) + drift).max(0) as u128
     }
 
     /// The tick count at host time `monotonic_ns` (rounded down: the tick in progress).
     pub fn ticks_at(&self, monotonic_ns: u64) -> u64 {
-        let ns = u128::from(monotonic_ns) + u128::from(self.offset_ns);
-        (ns * u128::from(self.khz) / 1_000_000) as u64
+        (self.clock_ns_at(monotonic_ns) * u128::from(self.khz) / 1_000_000) as u64
     }
 
     /// The first tick that does not begin before host time `monotonic_ns` (rounded up).
     pub fn ticks_at_or_after(&self, monotonic_ns: u64) -> u64 {
-        let ns = u128::from(monotonic_ns) + u128::from(self.offset_ns);
-        (ns * u128::from(self.khz)).div_ceil(1_000_000) as u64
+        (self.clock_ns_at(monotonic_ns) * u128::from(self.khz)).div_ceil(1_000_000) as u64
     }
 
     /// The clock now.
@@ -41,11 +67,22 @@ impl GpuClock {
         self.ticks_at(monotonic_ns())
     }
 
-    /// The host time (`CLOCK_MONOTONIC` ns) at which tick `ticks` begins, saturating at 0.
+    /// The host time (`CLOCK_MONOTONIC` ns) at which tick `ticks` begins: the first host
+    /// nanosecond whose [`GpuClock::ticks_at`] reaches it, saturating at 0 and `u64::MAX`.
     pub fn monotonic_at(&self, ticks: u64) -> u64 {
-        let ns = u128::from(ticks) * 1_000_000 / u128::from(self.khz);
-        ns.saturating_sub(u128::from(self.offset_ns))
-            .min(u128::from(u64::MAX)) as u64
+        let clock_ns = (u128::from(ticks) * 1_000_000).div_ceil(u128::from(self.khz));
+        let target = i128::try_from(clock_ns).unwrap_or(i128::MAX / 4);
+        // g is non-decreasing with slope 1 + drift: invert it, then settle on the first nanosecond.
+        let estimate = (target - i128::from(self.offset_ns)) * 1_000_000_000
+            / (1_000_000_000 + i128::from(self.drift_ppb));
+        let mut m = estimate.clamp(0, i128::from(u64::MAX)) as u64;
+        while m > 0 && self.clock_ns_at(m - 1) >= clock_ns {
+            m -= 1;
+        }
+        while m < u64::MAX && self.clock_ns_at(m) < clock_ns {
+            m += 1;
+        }
+        m
     }
 
     /// GPU time of tick `ticks` in ns since the clock's zero (no host offset removed).

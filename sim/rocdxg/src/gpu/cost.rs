@@ -165,3 +165,20 @@ pub fn copy_ns(bytes: u64, knobs: &GpuKnobs) -> u64 {
         .sdma_overhead_ns
         .saturating_add(transfer.min(u128::from(u64::MAX)) as u64)
 }
+
+/// Run-to-run jitter of a modelled duration: at most this fraction either way (3 %).
+pub const JITTER: f64 = 0.03;
+
+/// `ns` with its run-to-run jitter: scaled by `1 + JITTER × (u₁ + u₂ − 1)` (a triangular draw in
+/// ±[`JITTER`], most durations near the model) from `draws`, at least 1 ns, at most
+/// [`MAX_DISPATCH_NS`] when `ns` is within it. The same draws give the same duration.
+pub fn jittered(ns: u64, draws: &mut super::rng::Rng) -> u64 {
+    let spread = draws.uniform() + draws.uniform() - 1.0;
+    let scaled = (ns as f64 * (1.0 + JITTER * spread)).round();
+    let cap = if ns <= MAX_DISPATCH_NS {
+        MAX_DISPATCH_NS
+    } else {
+        u64::MAX
+    };
+    (scaled as u64).clamp(1, cap)
+}

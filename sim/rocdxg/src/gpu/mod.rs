@@ -36,7 +36,7 @@ use std::time::Duration;
 use wslsim_scenario::{Gpu as GpuKnobs, Scenario};
 
 use self::clock::{GpuClock, monotonic_ns};
-use self::cost::{DispatchCost, Kernel, copy_ns};
+use self::cost::{DispatchCost, Kernel, copy_ns, jittered};
 use self::counters::{Geometry, PerfBlock, Session};
 use self::pm4::{Context, Failure, Memory, Reject};
 use self::regs::RegisterFile;
@@ -122,6 +122,19 @@ struct CommandProcessor {
 
 /// Stream id of the thread-trace draws (the counter session uses 1 to 4).
 const STREAM_THREAD_TRACE: u64 = 5;
+/// Stream id of the dispatch-duration jitter draws.
+const STREAM_DISPATCH_JITTER: u64 = 6;
+/// Stream id of the copy-duration jitter draws.
+const STREAM_COPY_JITTER: u64 = 7;
+
+/// The SDMA engine's timeline.
+#[derive(Debug, Default)]
+struct Sdma {
+    /// Tick at which the last copy ends.
+    busy_until: u64,
+    /// Copies executed.
+    copies: u64,
+}
 
 /// The simulated hardware of one GPU node.
 #[derive(Debug)]
@@ -131,9 +144,11 @@ pub struct NodeGpu {
     geometry: Geometry,
     shape: Shape,
     trace_seed: u64,
+    /// Seeds of the dispatch and copy jitter streams (one draw stream per dispatch or copy).
+    jitter_seeds: [u64; 2],
     knobs: GpuKnobs,
     cp: Mutex<CommandProcessor>,
-    sdma: Mutex<u64>,
+    sdma: Mutex<Sdma>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -162,19 +177,23 @@ impl NodeGpu {
             (u64::from(node_id) << 8) | STREAM_THREAD_TRACE,
         )
         .next_u64();
+        let jitter_seeds = [STREAM_DISPATCH_JITTER, STREAM_COPY_JITTER].map(|stream| {
+            rng::Rng::stream(seeding.seed, (u64::from(node_id) << 8) | stream).next_u64()
+        });
         Some(NodeGpu {
             node_id,
             clock: GpuClock::new(scenario.gpu.clock_offset_ns, node.wallclock_khz),
             geometry,
             shape: Shape::new(&geometry, node.simd_per_cu, node.max_waves_per_simd),
             trace_seed,
+            jitter_seeds,
             knobs: scenario.gpu.clone(),
             cp: Mutex::new(CommandProcessor {
                 busy_until: 0,
                 registers: RegisterFile::new(PerfBlock::new(geometry, session)),
                 dispatches: 0,
             }),
-            sdma: Mutex::new(0),
+            sdma: Mutex::new(Sdma::default()),
         })
     }
 
@@ -250,17 +269,23 @@ impl NodeGpu {
         }
         let cost = DispatchCost::of(kernel, &self.geometry, &self.knobs);
         let mut cp = lock(&self.cp);
+        let index = cp.dispatches;
+        let duration_ns = jittered(
+            cost.duration_ns,
+            &mut rng::Rng::stream(self.jitter_seeds[0], index),
+        );
         let timing = self
             .timed(&mut cp.busy_until, || {
                 let _inside = RunningOn::enter(self.node_id);
-                run().map(|()| cost.duration_ns)
+                run().map(|()| duration_ns)
             })
             .map_err(|()| DispatchError::Panicked)?;
         let start_ns = self.clock.gpu_ns(timing.start_tick);
+        // The counters see the modelled duration: the jitter moves the timestamps only, so a
+        // seed's counter values (other clients' work in the window included) stay as they were.
         cp.registers
             .perf
             .count_dispatch(start_ns, cost.duration_ns, &cost.activity);
-        let index = cp.dispatches;
         cp.dispatches += 1;
         if cp.registers.trace.capturing() {
             let program = program_steps(kernel);
@@ -277,12 +302,19 @@ impl NodeGpu {
         Ok(Dispatched { timing, cost })
     }
 
-    /// One SDMA copy of `bytes`: `copy` moves the bytes, the engine's timeline the time.
+    /// One SDMA copy of `bytes`: `copy` moves the bytes, the engine's timeline the time (the
+    /// modelled duration with the copy's own jitter).
     pub fn copy(&self, bytes: u64, copy: impl FnOnce()) -> Timing {
-        let mut busy_until = lock(&self.sdma);
-        let Ok(timing) = self.timed(&mut busy_until, || {
+        let mut sdma = lock(&self.sdma);
+        let sdma = &mut *sdma;
+        let duration_ns = jittered(
+            copy_ns(bytes, &self.knobs),
+            &mut rng::Rng::stream(self.jitter_seeds[1], sdma.copies),
+        );
+        sdma.copies += 1;
+        let Ok(timing) = self.timed(&mut sdma.busy_until, || {
             copy();
-            Ok::<_, Infallible>(copy_ns(bytes, &self.knobs))
+            Ok::<_, Infallible>(duration_ns)
         });
         timing
     }

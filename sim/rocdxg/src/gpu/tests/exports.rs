@@ -49,9 +49,11 @@ fn clock_counters_sample_gpu_and_host_together() {
     assert!((before..=after).contains(&counters.cpu_clock_counter));
     assert_eq!(counters.system_clock_counter, counters.cpu_clock_counter);
     assert_eq!(counters.system_clock_frequency_hz, 1_000_000_000);
+    // The documented rule: (m + offset − ceil(m × 2.2 ppm)) / 10.
+    let m = counters.cpu_clock_counter;
     assert_eq!(
         counters.gpu_clock_counter,
-        (counters.cpu_clock_counter + OFFSET_NS) / 10
+        (m + OFFSET_NS - (m * 2_200).div_ceil(1_000_000_000)) / 10
     );
     // The CPU node has no GPU clock; a node past the last fails; so does a null pointer.
     let (status, cpu) = clock_counters(0);
@@ -77,7 +79,11 @@ fn the_clock_follows_the_scenario() {
     scenario.nodes[0].wallclock_khz = 25_000;
     let _guard = install(scenario);
     let (_, counters) = clock_counters(1);
-    assert_eq!(counters.gpu_clock_counter, counters.cpu_clock_counter / 40);
+    let m = counters.cpu_clock_counter;
+    assert_eq!(
+        counters.gpu_clock_counter,
+        (m - (m * 2_200).div_ceil(1_000_000_000)) / 40
+    );
 }
 
 unsafe extern "C-unwind" fn count_calls(ctx: *mut c_void) {
@@ -132,8 +138,8 @@ fn a_dispatch_runs_its_kernel_inside_the_callers_interval() {
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert!(before <= timing.start_tick, "{before} {timing:?}");
     assert!(timing.end_tick <= after, "{timing:?} {after}");
-    // At least the modelled 74 621 ns (7 463 ticks).
-    assert!(timing.end_tick - timing.start_tick >= 7_463, "{timing:?}");
+    // At least the modelled 74 621 ns less its 3 % jitter (72 382 ns: 7 238 ticks).
+    assert!(timing.end_tick - timing.start_tick >= 7_238, "{timing:?}");
 
     // Invalid descriptors run nothing.
     let invalid = [

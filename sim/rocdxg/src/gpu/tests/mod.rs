@@ -7,6 +7,7 @@ mod exports;
 mod gfx11;
 mod pm4;
 mod sqtt;
+mod timing;
 
 use std::collections::{BTreeMap, HashMap};
 
