@@ -11,18 +11,11 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-use support::{exe_dir, scratch};
+use support::{STEERING, exe_dir, scratch};
 
-/// Variables of the caller's environment that would change what doctor finds.
-const CLEARED: [&str; 17] = [
-    "WSLSIM_SCENARIO",
-    "WSLSIM_SCENARIO_REPORTED",
-    "HSA_TOOLS_DISABLE_REGISTER",
-    "HSA_ENABLE_DXG_DETECTION",
-    "ROCPROF_HSAKMT_LAYOUT",
-    "ROCPROFILER_FORCE_GFX",
-    "ROCPROFILER_FORCE_PLATFORM",
-    "LD_PRELOAD",
+/// Variables of the caller's environment that would change what doctor finds, besides
+/// [`STEERING`] (which change what a run does).
+const CLEARED_TOO: [&str; 9] = [
     "LD_LIBRARY_PATH",
     "WSLKMT_VENDOR_PACKET",
     "ROCPROFILER_REGISTER_TOOL_ATTACHED",
@@ -117,7 +110,7 @@ fn doctor_with(tag: &str, env: &[(&str, &str)], args: &[&str], home: impl FnOnce
     let tmp = dir.join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
     let mut c = Command::new(env!("CARGO_BIN_EXE_rocprof"));
-    for v in CLEARED {
+    for v in STEERING.iter().chain(&CLEARED_TOO) {
         c.env_remove(v);
     }
     c.env("HOME", &home_dir).env("TMPDIR", &tmp);
@@ -232,7 +225,7 @@ fn the_text_report_is_one_line_per_check_and_a_summary() {
     staged();
     let dir = scratch("doctor", "text");
     let mut c = Command::new(env!("CARGO_BIN_EXE_rocprof"));
-    for v in CLEARED {
+    for v in STEERING.iter().chain(&CLEARED_TOO) {
         c.env_remove(v);
     }
     let out = c
