@@ -193,26 +193,13 @@ impl ComgrFns {
     /// comgr's entry point of that name, callable for as long as the table is used.
     pub unsafe fn load(
         library: &Path,
-        mut lookup: impl FnMut(&CStr) -> Option<NonNull<c_void>>,
+        lookup: impl FnMut(&CStr) -> Option<NonNull<c_void>>,
     ) -> Result<Self, Error> {
-        let found: [Option<NonNull<c_void>>; 4] = core::array::from_fn(|i| lookup(SYMBOLS[i]));
-        let [
-            Some(version),
-            Some(create),
-            Some(disassemble),
-            Some(destroy),
-        ] = found
-        else {
-            return Err(Error::ComgrMissingSymbols {
+        let [version, create, disassemble, destroy] = crate::library::resolve_all(&SYMBOLS, lookup)
+            .map_err(|symbols| Error::ComgrMissingSymbols {
                 library: library.to_owned(),
-                symbols: SYMBOLS
-                    .iter()
-                    .zip(&found)
-                    .filter(|(_, f)| f.is_none())
-                    .map(|(name, _)| name.to_str().unwrap_or("?"))
-                    .collect(),
-            });
-        };
+                symbols,
+            })?;
         // SAFETY: each pointer was returned for the symbol of the matching name, which the
         // caller guarantees has the C signature of the function-pointer type it becomes here;
         // data and function pointers have the same size and representation on the supported

@@ -183,6 +183,24 @@ pub fn probe_trusted(option_dirs: &[PathBuf], env: &SearchEnv) -> Result<PathBuf
     unsafe { probe(option_dirs, env) }
 }
 
+/// Looks every name of `symbols` up through `lookup`, in order: all the pointers, or every
+/// name that did not resolve (the all-or-nothing rule of the project's function tables).
+pub(crate) fn resolve_all<const N: usize>(
+    symbols: &[&'static CStr; N],
+    mut lookup: impl FnMut(&CStr) -> Option<NonNull<c_void>>,
+) -> Result<[NonNull<c_void>; N], Vec<&'static str>> {
+    let found: [Option<NonNull<c_void>>; N] = core::array::from_fn(|i| lookup(symbols[i]));
+    if found.iter().all(Option::is_some) {
+        return Ok(found.map(|f| f.expect("every entry checked above")));
+    }
+    Err(symbols
+        .iter()
+        .zip(&found)
+        .filter(|(_, f)| f.is_none())
+        .map(|(name, _)| name.to_str().unwrap_or("?"))
+        .collect())
+}
+
 /// The decoder's three entry points.
 #[derive(Debug, Clone, Copy)]
 pub struct DecoderFns {
@@ -207,21 +225,13 @@ impl DecoderFns {
     /// V1 entry point of that name, callable for as long as the table is used.
     pub unsafe fn load(
         library: &Path,
-        mut lookup: impl FnMut(&CStr) -> Option<NonNull<c_void>>,
+        lookup: impl FnMut(&CStr) -> Option<NonNull<c_void>>,
     ) -> Result<Self, Error> {
-        let found: [Option<NonNull<c_void>>; 3] = core::array::from_fn(|i| lookup(SYMBOLS[i]));
-        let missing: Vec<&'static str> = SYMBOLS
-            .iter()
-            .zip(&found)
-            .filter(|(_, f)| f.is_none())
-            .map(|(name, _)| name.to_str().unwrap_or("?"))
-            .collect();
-        let [Some(parse), Some(info), Some(status)] = found else {
-            return Err(Error::MissingSymbols {
+        let [parse, info, status] =
+            resolve_all(&SYMBOLS, lookup).map_err(|symbols| Error::MissingSymbols {
                 library: library.to_owned(),
-                symbols: missing,
-            });
-        };
+                symbols,
+            })?;
         // SAFETY: each pointer was returned for the symbol of the matching name, which the
         // caller guarantees has the C signature of the function-pointer type it becomes here;
         // data and function pointers have the same size and representation on the supported

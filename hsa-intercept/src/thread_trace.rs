@@ -577,12 +577,8 @@ pub(crate) fn executable_frozen(loader: &Loader, executable: u64) {
 }
 
 /// Dispatches that ran untraced because every slot of their agent stayed in flight for
-/// [`SLOT_WAIT`] (reported at exit).
-pub fn skipped() -> u64 {
-    skipped_and_slots().0
-}
-
-/// [`skipped`], and the slots per agent of the installed trace (0 without one).
+/// [`SLOT_WAIT`] (reported at exit), and the slots per agent of the installed trace (0 without
+/// one).
 pub fn skipped_and_slots() -> (u64, usize) {
     TRACE.get().map_or((0, 0), |t| {
         (

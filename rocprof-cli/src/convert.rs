@@ -215,7 +215,9 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
                 files.push(path);
             }
             if let Some(plan) = &manifest.thread_trace {
-                let final_dir = Placement::final_path(&staged.file("x", "x"))
+                // Where the staged prefix's files land (the dispatch directories go there
+                // directly: directories are not staged).
+                let final_dir = Placement::final_path(&staged.0)
                     .parent()
                     .map(Path::to_owned)
                     .unwrap_or_default();

@@ -17,6 +17,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use support::{rocprof, scratch, stderr, workload};
 
+#[path = "../../trace-export/tests/rocpd_views/mod.rs"]
+mod rocpd_views;
+use rocpd_views::PLAIN;
+
 type Row = HashMap<String, String>;
 
 /// One run of `rocprof --sim <options> -f csv,rocpd -d <dir> -o run -- reference-workload`.
@@ -285,30 +289,6 @@ const VIEWS: [(&str, &str); 10] = [
          FROM rocpd_info_process P
          JOIN rocpd_info_node N ON N.id = P.nid AND N.guid = P.guid",
     ),
-];
-
-/// The plain views readers select from.
-const PLAIN: [&str; 20] = [
-    "rocpd_metadata",
-    "rocpd_string",
-    "rocpd_info_node",
-    "rocpd_info_process",
-    "rocpd_info_thread",
-    "rocpd_info_agent",
-    "rocpd_info_queue",
-    "rocpd_info_stream",
-    "rocpd_info_pmc",
-    "rocpd_info_code_object",
-    "rocpd_info_kernel_symbol",
-    "rocpd_track",
-    "rocpd_event",
-    "rocpd_arg",
-    "rocpd_pmc_event",
-    "rocpd_region",
-    "rocpd_sample",
-    "rocpd_kernel_dispatch",
-    "rocpd_memory_copy",
-    "rocpd_memory_allocate",
 ];
 
 fn sys_trace() -> &'static Run {

@@ -10,6 +10,10 @@ use trace_records::agents::{Agent, AgentIndex, AgentKind, AgentLabels, GpuProper
 use trace_records::docs::AgentsList;
 use trace_records::*;
 
+// The plain views upstream's readers need (shared with rocprof-cli).
+mod rocpd_views;
+use rocpd_views::PLAIN;
+
 fn scratch(test: &str) -> PathBuf {
     let dir =
         std::env::temp_dir().join(format!("trace-export-rocpd-{}-{test}", std::process::id()));
@@ -225,29 +229,6 @@ fn processes(c: &Connection) -> Vec<(String, String)> {
     );
     guids.into_iter().zip(uuids).collect()
 }
-
-const PLAIN: [&str; 20] = [
-    "rocpd_metadata",
-    "rocpd_string",
-    "rocpd_info_node",
-    "rocpd_info_process",
-    "rocpd_info_thread",
-    "rocpd_info_agent",
-    "rocpd_info_queue",
-    "rocpd_info_stream",
-    "rocpd_info_pmc",
-    "rocpd_info_code_object",
-    "rocpd_info_kernel_symbol",
-    "rocpd_track",
-    "rocpd_event",
-    "rocpd_arg",
-    "rocpd_pmc_event",
-    "rocpd_region",
-    "rocpd_sample",
-    "rocpd_kernel_dispatch",
-    "rocpd_memory_copy",
-    "rocpd_memory_allocate",
-];
 
 #[test]
 fn strings_are_numbered_in_byte_order_from_one() {
