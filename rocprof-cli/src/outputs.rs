@@ -54,6 +54,127 @@ pub struct OutputOptions {
     /// How Agent_Id cells name agents.
     #[arg(short = 'A', long = "agent-index", value_enum)]
     pub agent_index: Option<AgentIndexChoice>,
+    /// Name each dispatch after the innermost ROCTx range (roctxRangePush) open on its
+    /// thread when it was launched.
+    #[arg(long = "kernel-rename", num_args = 0..=1, default_missing_value = "true",
+          value_parser = parse_bool, value_name = "BOOL", help_heading = "Naming")]
+    pub kernel_rename: Option<bool>,
+    /// The summary split per domain (one table per domain), after the run.
+    #[arg(short = 'D', long = "summary-per-domain", num_args = 0..=1,
+          default_missing_value = "true", value_parser = parse_bool, value_name = "BOOL",
+          help_heading = "Summary")]
+    pub summary_per_domain: Option<bool>,
+    /// Summary tables of the domains whose label a regex matches in full (one table per
+    /// regex; `KERNEL_DISPATCH|MEMORY_COPY` joins two).
+    #[arg(long = "summary-groups", num_args = 1.., value_name = "REGEX",
+          help_heading = "Summary")]
+    pub summary_groups: Vec<String>,
+    /// Where the summary goes: stdout, stderr (the default) or `<prefix>_<FILE>.txt`.
+    #[arg(long = "summary-output-file", value_name = "FILE", help_heading = "Summary")]
+    pub summary_output_file: Option<String>,
+    /// The summary's time unit.
+    #[arg(short = 'u', long = "summary-units", value_enum, help_heading = "Summary")]
+    pub summary_units: Option<SummaryUnits>,
+    /// Write the run's configuration to `<prefix>_config.json`.
+    #[arg(long = "output-config", num_args = 0..=1, default_missing_value = "true",
+          value_parser = parse_bool, value_name = "BOOL")]
+    pub output_config: Option<bool>,
+    /// Write no output file smaller than KB kilobytes.
+    #[arg(long = "minimum-output-data", value_name = "KB")]
+    pub minimum_output_data: Option<u64>,
+    /// Perfetto tracks per HSA queue instead of per HIP stream.
+    #[arg(long = "group-by-queue", num_args = 0..=1, default_missing_value = "true",
+          value_parser = parse_bool, value_name = "BOOL", help_heading = "Perfetto")]
+    pub group_by_queue: Option<bool>,
+    /// Perfetto backend: `inprocess` (the trace is written by rocprof) or `system`
+    /// (a traced daemon; refused: there is none under WSL2's rocprof).
+    #[arg(long = "perfetto-backend", value_enum, help_heading = "Perfetto")]
+    pub perfetto_backend: Option<PerfettoBackend>,
+    /// Perfetto trace buffer size in KB (1..4194303; default 1 GiB).
+    #[arg(long = "perfetto-buffer-size", value_name = "KB", help_heading = "Perfetto",
+          value_parser = clap::value_parser!(u64).range(1..=4_194_303))]
+    pub perfetto_buffer_size: Option<u64>,
+    /// Perfetto shared-memory size hint in KB (default 64).
+    #[arg(long = "perfetto-shmem-size-hint", value_name = "KB", help_heading = "Perfetto")]
+    pub perfetto_shmem_size_hint: Option<u64>,
+    /// What happens when the Perfetto buffer is full: discard newer events or overwrite
+    /// older ones.
+    #[arg(long = "perfetto-buffer-fill-policy", value_enum, help_heading = "Perfetto")]
+    pub perfetto_buffer_fill_policy: Option<FillPolicy>,
+}
+
+/// `-u/--summary-units`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SummaryUnits {
+    /// Seconds.
+    Sec,
+    /// Milliseconds.
+    Msec,
+    /// Microseconds.
+    Usec,
+    /// Nanoseconds (the default).
+    #[default]
+    Nsec,
+}
+
+/// `--perfetto-backend`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PerfettoBackend {
+    /// The trace file is written by rocprof itself (the default).
+    #[default]
+    Inprocess,
+    /// Events go to a system `traced` daemon.
+    System,
+}
+
+/// `--perfetto-buffer-fill-policy`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FillPolicy {
+    /// Events past a full buffer are dropped (the default).
+    #[default]
+    Discard,
+    /// A full buffer overwrites its oldest events.
+    RingBuffer,
+}
+
+/// The Perfetto options of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PerfettoSettings {
+    /// `--group-by-queue`.
+    pub group_by_queue: bool,
+    /// `--perfetto-buffer-size` in KB.
+    pub buffer_size_kb: u64,
+    /// `--perfetto-shmem-size-hint` in KB.
+    pub shmem_size_hint_kb: u64,
+    /// `--perfetto-buffer-fill-policy`.
+    pub fill_policy: FillPolicy,
+}
+
+impl Default for PerfettoSettings {
+    fn default() -> Self {
+        Self {
+            group_by_queue: false,
+            buffer_size_kb: 1024 * 1024,
+            shmem_size_hint_kb: 64,
+            fill_policy: FillPolicy::Discard,
+        }
+    }
+}
+
+/// The summary options of a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummarySettings {
+    /// `-D`.
+    pub per_domain: bool,
+    /// `--summary-groups`.
+    pub groups: Vec<String>,
+    /// `--summary-output-file` (`None`: stderr).
+    pub output_file: Option<String>,
+    /// `-u`.
+    pub units: SummaryUnits,
 }
 
 /// `-A/--agent-index`.
@@ -128,6 +249,21 @@ pub struct OutputSettings {
     pub truncate_kernels: bool,
     /// `-A`.
     pub agent_index: AgentIndexChoice,
+    /// `--kernel-rename`.
+    #[serde(default)]
+    pub kernel_rename: bool,
+    /// `-D`, `--summary-groups`, `--summary-output-file`, `-u`.
+    #[serde(default)]
+    pub summary_options: SummarySettings,
+    /// `--output-config`.
+    #[serde(default)]
+    pub output_config: bool,
+    /// `--minimum-output-data` in bytes (0: every file is written).
+    #[serde(default)]
+    pub minimum_output_bytes: u64,
+    /// `--group-by-queue` and the `--perfetto-*` options.
+    #[serde(default)]
+    pub perfetto: PerfettoSettings,
 }
 
 /// `-d` when not given.
@@ -181,7 +317,13 @@ impl OutputOptions {
             mangled_kernels: self.mangled_kernels == Some(true),
             truncate_kernels: self.truncate_kernels == Some(true),
             agent_index: self.agent_index.unwrap_or_default(),
-        })
+            kernel_rename: self.kernel_rename == Some(true),
+            summary_options: SummarySettings::default(),
+            output_config: self.output_config == Some(true),
+            minimum_output_bytes: 0,
+            perfetto: PerfettoSettings::default(),
+        }
+        .with_extras(self))
     }
 
     /// `run`'s settings with the options given here (on a command line run in `cwd`) in
@@ -203,7 +345,33 @@ impl OutputOptions {
         s.mangled_kernels = self.mangled_kernels.unwrap_or(s.mangled_kernels);
         s.truncate_kernels = self.truncate_kernels.unwrap_or(s.truncate_kernels);
         s.agent_index = self.agent_index.unwrap_or(s.agent_index);
-        Ok(s)
+        s.kernel_rename = self.kernel_rename.unwrap_or(s.kernel_rename);
+        s.output_config = self.output_config.unwrap_or(s.output_config);
+        Ok(s.with_extras(self))
+    }
+}
+
+impl OutputSettings {
+    /// The summary, minimum-size and Perfetto options `o` gives, over these settings.
+    fn with_extras(mut self, o: &OutputOptions) -> Self {
+        let sum = &mut self.summary_options;
+        sum.per_domain = o.summary_per_domain.unwrap_or(sum.per_domain);
+        if !o.summary_groups.is_empty() {
+            sum.groups = o.summary_groups.clone();
+        }
+        if o.summary_output_file.is_some() {
+            sum.output_file = o.summary_output_file.clone();
+        }
+        sum.units = o.summary_units.unwrap_or(sum.units);
+        if let Some(kb) = o.minimum_output_data {
+            self.minimum_output_bytes = kb.saturating_mul(1024);
+        }
+        let p = &mut self.perfetto;
+        p.group_by_queue = o.group_by_queue.unwrap_or(p.group_by_queue);
+        p.buffer_size_kb = o.perfetto_buffer_size.unwrap_or(p.buffer_size_kb);
+        p.shmem_size_hint_kb = o.perfetto_shmem_size_hint.unwrap_or(p.shmem_size_hint_kb);
+        p.fill_policy = o.perfetto_buffer_fill_policy.unwrap_or(p.fill_policy);
+        self
     }
 }
 

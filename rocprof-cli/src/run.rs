@@ -79,6 +79,29 @@ macro_rules! flags {
             /// PC sampling and SPM (refused on WSL2).
             #[command(flatten)]
             pub sampling: crate::att::SamplingOptions,
+            /// Iteration ranges, collection periods.
+            #[command(flatten)]
+            pub scope: crate::scope::ScopeOptions,
+            /// Domains of libraries this stack does not ship.
+            #[command(flatten)]
+            pub domains: crate::domains::DomainOptions,
+            /// Preloads, signal handlers, MPI ranks, attach.
+            #[command(flatten)]
+            pub launch: crate::launch_options::LaunchOptions,
+            /// Counter definitions to add to (or override) the installed ones: a YAML file in
+            /// counter_defs.yaml's form.
+            #[arg(short = 'E', long = "extra-counters", value_name = "YAML",
+                  help_heading = "Counters")]
+            pub extra_counters: Option<PathBuf>,
+            /// How several counter groups are collected: `application` runs the application
+            /// once per group (the default); `kernel` replays each kernel (refused here).
+            #[arg(long = "replay-mode", value_enum, help_heading = "Counters")]
+            pub replay_mode: Option<ReplayMode>,
+            /// rocprofv3's switch for kernel replay (refused here, as `--replay-mode kernel`).
+            #[arg(long = "kernel-replay-beta-enabled", num_args = 0..=1,
+                  default_missing_value = "true", value_parser = parse_bool, value_name = "BOOL",
+                  help_heading = "Counters")]
+            pub kernel_replay_beta_enabled: Option<bool>,
         }
     };
 }
@@ -106,8 +129,24 @@ flags! {
     memory_copy_trace: "memory-copy-trace";
     /// ROCTx marks and ranges.
     marker_trace: "marker-trace";
-    /// Everything above.
+    /// HSA memory-pool and virtual-memory allocations and frees.
+    memory_allocation_trace: "memory-allocation-trace";
+    /// The runtime's scratch-memory allocations, frees and reclaims.
+    scratch_memory_trace: "scratch-memory-trace";
+    /// HIP, HSA, markers, kernels, copies, allocations, scratch (and the domains of
+    /// libraries this stack does not ship).
     sys_trace: "sys-trace", short = 's';
+    /// As --sys-trace with the HIP runtime only and no HSA.
+    runtime_trace: "runtime-trace", short = 'r';
+}
+
+/// `--replay-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReplayMode {
+    /// One run of the application per counter group.
+    Application,
+    /// Each kernel replayed once per counter group.
+    Kernel,
 }
 
 /// The resolved selection of what to trace.
@@ -122,24 +161,33 @@ pub struct Selection {
     pub kernels: bool,
     pub copies: bool,
     pub markers: bool,
+    #[serde(default)]
+    pub memory_allocations: bool,
+    #[serde(default)]
+    pub scratch_memory: bool,
 }
 
 impl RunOptions {
-    /// Aggregates fill only the sub-options the user left unset.
+    /// Aggregates fill only the sub-options the user left unset: `-s` all of them, `-r` all
+    /// but HSA (and the HIP runtime only).
     pub fn selection(&self) -> Selection {
         let sys = self.sys_trace.unwrap_or(false);
+        let runtime = self.runtime_trace.unwrap_or(false);
+        let all = sys || runtime;
         let hip = self.hip_trace.unwrap_or(sys);
         let hsa = self.hsa_trace.unwrap_or(sys);
         Selection {
-            hip_runtime: self.hip_runtime_trace.unwrap_or(hip),
+            hip_runtime: self.hip_runtime_trace.unwrap_or(hip || runtime),
             hip_compiler: self.hip_compiler_trace.unwrap_or(hip),
             hsa_core: self.hsa_core_trace.unwrap_or(hsa),
             hsa_amd: self.hsa_amd_trace.unwrap_or(hsa),
             hsa_image: self.hsa_image_trace.unwrap_or(hsa),
             hsa_finalizer: self.hsa_finalizer_trace.unwrap_or(hsa),
-            kernels: self.kernel_trace.unwrap_or(sys),
-            copies: self.memory_copy_trace.unwrap_or(sys),
-            markers: self.marker_trace.unwrap_or(sys),
+            kernels: self.kernel_trace.unwrap_or(all),
+            copies: self.memory_copy_trace.unwrap_or(all),
+            markers: self.marker_trace.unwrap_or(all),
+            memory_allocations: self.memory_allocation_trace.unwrap_or(all),
+            scratch_memory: self.scratch_memory_trace.unwrap_or(all),
         }
     }
 
@@ -180,6 +228,7 @@ impl RunOptions {
         }
         self.output.formats()?;
         self.sampling.refuse_on_wsl()?;
+        self.scope.validate()?;
         let counting = !self.pmc.is_empty() || self.input.is_some();
         if self.att.config(counting)?.is_none() && self.att.any() {
             eprintln!(
@@ -219,6 +268,7 @@ impl RunOptions {
         if self.selected_regions == Some(true) {
             v.push((env::SELECTED_REGIONS, "1".to_owned()));
         }
+        v.extend(self.scope.env());
         v
     }
 }
@@ -236,6 +286,8 @@ impl Selection {
             (env::KERNEL_TRACE, self.kernels),
             (env::MEMORY_COPY_TRACE, self.copies),
             (env::MARKER_API_TRACE, self.markers),
+            (env::MEMORY_ALLOCATION_TRACE, self.memory_allocations),
+            (env::SCRATCH_MEMORY_TRACE, self.scratch_memory),
         ]
         .into_iter()
         .map(|(k, v)| (k, if v { "1" } else { "0" }))

@@ -46,6 +46,8 @@ impl Config {
                 kernels: flag(env::KERNEL_TRACE),
                 copies: flag(env::MEMORY_COPY_TRACE),
                 markers: flag(env::MARKER_API_TRACE),
+                memory_allocations: flag(env::MEMORY_ALLOCATION_TRACE),
+                scratch_memory: flag(env::SCRATCH_MEMORY_TRACE),
             },
             record_dir: get(env::RECORD_DIR)
                 .filter(|v| !v.is_empty())

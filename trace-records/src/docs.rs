@@ -268,6 +268,8 @@ pub struct TracingConfig {
     pub kernels: bool,
     pub copies: bool,
     pub markers: bool,
+    pub memory_allocations: bool,
+    pub scratch_memory: bool,
 }
 
 /// How discovery went in the process.

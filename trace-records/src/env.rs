@@ -23,6 +23,22 @@ pub const KERNEL_TRACE: &str = "ROCPROF_KERNEL_TRACE";
 pub const MEMORY_COPY_TRACE: &str = "ROCPROF_MEMORY_COPY_TRACE";
 /// ROCTx marker tracing.
 pub const MARKER_API_TRACE: &str = "ROCPROF_MARKER_API_TRACE";
+/// Memory allocation tracing (HSA pool and VMEM allocations and frees).
+pub const MEMORY_ALLOCATION_TRACE: &str = "ROCPROF_MEMORY_ALLOCATION_TRACE";
+/// Scratch memory tracing (the runtime's scratch events, through the tools table).
+pub const SCRATCH_MEMORY_TRACE: &str = "ROCPROF_SCRATCH_MEMORY_TRACE";
+/// `--kernel-iteration-range`: which launches of each kernel are counted or traced in detail
+/// (rocprofv3's form: `[`, `]`, `,` and blanks separate integers or inclusive `A-B` ranges).
+pub const KERNEL_FILTER_RANGE: &str = "ROCPROF_KERNEL_FILTER_RANGE";
+/// `-P/--collection-period`: `;`-separated `delay_ns:duration_ns:repeat` (repeat 0 = forever),
+/// counted from the tool's start.
+pub const COLLECTION_PERIOD: &str = "ROCPROF_COLLECTION_PERIOD";
+/// `--disable-signal-handlers` sets it to false: the tool installs no fatal-signal handlers.
+pub const SIGNAL_HANDLERS: &str = "ROCPROF_SIGNAL_HANDLERS";
+/// Domains whose libraries this stack may never load: each names the library whose table
+/// the tool wraps if it registers one (`--rccl-trace`, …), a comma-separated list of
+/// rocprofiler-register library names (`rccl`, `rocdecode`, …).
+pub const FOREIGN_DOMAINS: &str = "ROCPROF_WSL_FOREIGN_DOMAINS";
 
 /// Only kernels whose (demangled) name matches are counted (rocprofv3's variable).
 pub const KERNEL_FILTER_INCLUDE_REGEX: &str = "ROCPROF_KERNEL_FILTER_INCLUDE_REGEX";
