@@ -20,6 +20,7 @@ fn main() {
         ("AmdExtTable", "HSA_AMD_EXT"),
         ("ImageExtTable", "HSA_IMAGE_EXT"),
         ("FinalizerExtTable", "HSA_FINALIZER_EXT"),
+        ("ToolsApiTable", "HSA_TOOLS"),
     ] {
         let mut names = Vec::new();
         let mut size = 0;

@@ -23,6 +23,9 @@ struct CallStack {
     tid: u32,
     next_id: u64,
     ids_left: u64,
+    /// The message of the innermost ROCTx range open on this thread (0 = none), kept by the
+    /// tool's ROCTx wrappers for `--kernel-rename`.
+    region: u32,
     local: sink::Local,
 }
 
@@ -54,6 +57,7 @@ thread_local! {
             tid: 0,
             next_id: 0,
             ids_left: 0,
+            region: 0,
             local: sink::Local::EMPTY,
         })
     };
@@ -90,6 +94,18 @@ pub fn new_correlation_id() -> u64 {
 /// inside `hipLaunchKernel` (even through nested HSA calls) carries the HIP call's id.
 pub fn current_correlation_id() -> Option<u64> {
     with_stack(|s| (s.depth > 0).then(|| s.frames[0].0)).flatten()
+}
+
+/// Sets the message (an interned string id; 0 = none) of the innermost ROCTx range open on
+/// this thread: work this thread enqueues from now on is noted under it (`--kernel-rename`).
+pub fn set_region(region: u32) {
+    let _ = with_stack(|s| s.region = region);
+}
+
+/// The message of the innermost ROCTx range open on this thread (0 = none).
+#[inline]
+pub fn current_region() -> u32 {
+    with_stack(|s| s.region).unwrap_or(0)
 }
 
 /// Packs a domain and operation into a trampoline tag.
@@ -154,6 +170,9 @@ pub(crate) fn on_exit(tag: u32, state: *mut c_void) {
         return;
     }
     let (correlation_id, start) = s.frames[s.depth];
+    if !crate::scope::collecting(start) {
+        return;
+    }
     let record = ApiRecord {
         correlation_id,
         start,

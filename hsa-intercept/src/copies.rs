@@ -165,6 +165,10 @@ fn traced_copy(
     completion: u64,
     forward: impl FnOnce(u64) -> Status,
 ) -> Status {
+    // Outside `--collection-period`'s windows the copy runs as the application asked.
+    if !crate::scope::collecting_now() {
+        return forward(completion);
+    }
     let traced = std::panic::catch_unwind(|| begin(dst_agent, src_agent, size, completion))
         .ok()
         .flatten();

@@ -447,6 +447,8 @@ entries! {
     memory_pool_get_info: AMD_EXT."hsa_amd_memory_pool_get_info" => unsafe extern "C" fn(u64, u32, *mut c_void) -> Status;
     memory_pool_allocate: AMD_EXT."hsa_amd_memory_pool_allocate" => unsafe extern "C" fn(u64, usize, u32, *mut *mut c_void) -> Status;
     agents_allow_access: AMD_EXT."hsa_amd_agents_allow_access" => unsafe extern "C" fn(u32, *const u64, *const u32, *const c_void) -> Status;
+    agent_iterate_regions: CORE."hsa_agent_iterate_regions" => unsafe extern "C" fn(u64, unsafe extern "C" fn(u64, *mut c_void) -> Status, *mut c_void) -> Status;
+    queue_get_info: AMD_EXT."hsa_amd_queue_get_info" => unsafe extern "C" fn(*mut HsaQueue, u32, *mut c_void) -> Status;
     }
 }
 

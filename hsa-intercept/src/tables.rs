@@ -161,6 +161,15 @@ pub const FINALIZER_EXT: ApiTable = ApiTable {
     names: &HSA_FINALIZER_EXT,
     header: Header::Version,
 };
+/// `ToolsApiTable`: the runtime's tool events (scratch), which the runtime calls, not the
+/// application. Never wrapped for API tracing; the domain only satisfies [`ApiTable`] (the
+/// events are `hsa_amd_tool_*` functions).
+pub const TOOLS: ApiTable = ApiTable {
+    c_name: "ToolsApiTable",
+    domain: ApiDomain::HsaAmdExt,
+    names: &HSA_TOOLS,
+    header: Header::Version,
+};
 /// `HipDispatchTable`.
 pub const HIP: ApiTable = ApiTable {
     c_name: "HipDispatchTable",
@@ -210,6 +219,7 @@ pub fn layouts() -> Vec<LayoutInfo> {
         info(&AMD_EXT, &HSA_AMD_EXT_FIELDS),
         info(&IMAGE_EXT, &HSA_IMAGE_EXT_FIELDS),
         info(&FINALIZER_EXT, &HSA_FINALIZER_EXT_FIELDS),
+        info(&TOOLS, &HSA_TOOLS_FIELDS),
         info(&HIP, &HIP_RUNTIME_FIELDS),
         info(&HIP_COMPILER_TABLE, &HIP_COMPILER_FIELDS),
         info(&ROCTX_CORE_TABLE, &ROCTX_CORE_FIELDS),
@@ -246,6 +256,20 @@ mod tests {
         );
         assert_eq!(HIP.operation("hipGetDevicePropertiesR0600"), Some(105));
         assert_eq!(HIP_COMPILER_TABLE.size(), 80);
+        assert_eq!(TOOLS.size(), 64);
+        assert_eq!(
+            TOOLS.operation("hsa_amd_tool_scratch_event_alloc_start"),
+            Some(0)
+        );
+        assert_eq!(
+            TOOLS.operation("hsa_amd_tool_scratch_event_async_reclaim_end"),
+            Some(5)
+        );
+        assert_eq!(AMD_EXT.operation("hsa_amd_memory_pool_allocate"), Some(13));
+        assert_eq!(AMD_EXT.operation("hsa_amd_memory_pool_free"), Some(14));
+        assert_eq!(AMD_EXT.operation("hsa_amd_vmem_handle_create"), Some(57));
+        assert_eq!(CORE.operation("hsa_memory_allocate"), Some(33));
+        assert_eq!(CORE.operation("hsa_memory_free"), Some(34));
         assert_eq!(ROCTX_CORE_TABLE.size(), 56);
     }
 

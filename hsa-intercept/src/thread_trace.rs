@@ -69,6 +69,8 @@ pub struct TraceConfig {
     pub include: Option<String>,
     /// Dispatches of kernels whose name matches are not (applied after `include`).
     pub exclude: Option<String>,
+    /// `--kernel-iteration-range`: which launches of each selected kernel are traced.
+    pub iterations: Option<trace_records::ranges::IterationRanges>,
     /// The agents discovery published.
     pub agents: Vec<Agent>,
 }
@@ -86,7 +88,8 @@ pub fn instrument(config: TraceConfig) -> Result<&'static dyn Instrument, String
         occupancy_only: false,
     };
     let trace: &'static ThreadTrace = Box::leak(Box::new(ThreadTrace {
-        filter: KernelFilter::new(&config.include, &config.exclude)?,
+        filter: KernelFilter::new(&config.include, &config.exclude)?
+            .with_iterations(config.iterations.clone()),
         params,
         dir: PathBuf::from(&r.dir),
         gpu_index: r.gpu_index.clone(),

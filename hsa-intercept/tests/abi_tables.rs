@@ -38,6 +38,7 @@ fn hsa_layouts_match_the_compiled_headers() {
         "AmdExtTable",
         "ImageExtTable",
         "FinalizerExtTable",
+        "ToolsApiTable",
         "hsa_kernel_dispatch_packet_t",
         "hsa_barrier_and_packet_t",
         "amd_signal_t",

@@ -263,6 +263,38 @@ impl Definitions {
         })
     }
 
+    /// Reads extra definitions (rocprofv3's `-E/--extra-counters`) from the file at `path`,
+    /// in either schema; a missing, unreadable or malformed file fails naming it.
+    pub fn load_extra(path: &Path) -> Result<Definitions, Error> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Definitions {
+            origin: origin.clone(),
+            message: format!("cannot be read: {e}"),
+        })?;
+        let extra = Definitions::parse(&origin, &text)?;
+        if extra.counters.is_empty() {
+            return Err(Error::Definitions {
+                origin,
+                message: "defines no counter".into(),
+            });
+        }
+        Ok(extra)
+    }
+
+    /// These definitions with `extra`'s added: a counter `extra` defines replaces the one of
+    /// the same name entirely (all its architectures), a new one is appended in `extra`'s
+    /// order. The origin names both.
+    pub fn extended(mut self, extra: &Definitions) -> Definitions {
+        for c in &extra.counters {
+            match self.counters.iter_mut().find(|o| o.name == c.name) {
+                Some(old) => *old = c.clone(),
+                None => self.counters.push(c.clone()),
+            }
+        }
+        self.origin = format!("{} + {}", self.origin, extra.origin);
+        self
+    }
+
     /// Where they came from (a path, or `built-in`).
     pub fn origin(&self) -> &str {
         &self.origin

@@ -1078,3 +1078,60 @@ fn sources_are_chosen_in_order() {
     assert_eq!(DefsSource::BuiltIn.path(), None);
     let _ = std::fs::remove_dir_all(&root);
 }
+
+// ----------------------------------------------------------------------------------------------
+// Extra definitions (-E/--extra-counters)
+// ----------------------------------------------------------------------------------------------
+
+#[test]
+fn extra_definitions_add_counters_and_replace_same_named_ones() {
+    let root = scratch_dir("extra");
+    let extra_file = root.join("extra.yaml");
+    // The older schema, a derived counter over a built-in base counter, and a replacement of a
+    // built-in derived one.
+    std::fs::write(
+        &extra_file,
+        "MY_WAVES_X2:\n  architectures:\n    gfx11:\n      expression: SQ_WAVES*2\n  description: twice\n\
+         GPU_UTIL:\n  architectures:\n    gfx11:\n      expression: GRBM_COUNT*0+7\n  description: seven\n",
+    )
+    .unwrap();
+    let extra = Definitions::load_extra(&extra_file).unwrap();
+    let base = Definitions::built_in().unwrap();
+    let before = base.counters().len();
+    let had_util = base.counters().iter().any(|c| c.name == "GPU_UTIL");
+    let merged = base.extended(&extra);
+    assert_eq!(
+        merged.counters().len(),
+        before + 1 + usize::from(!had_util),
+        "one counter added, a same-named one replaced"
+    );
+    assert!(merged.origin().ends_with(&extra_file.display().to_string()));
+    let ac = merged.for_agent(&radeon_890m());
+    assert_eq!(names(&ac.expand("MY_WAVES_X2").unwrap()), ["SQ_WAVES"]);
+    let util = merged
+        .counters()
+        .iter()
+        .find(|c| c.name == "GPU_UTIL")
+        .unwrap();
+    assert_eq!(util.description, "seven");
+    assert_eq!(util.definitions.len(), 1);
+
+    // Missing, malformed and empty files are refused naming the file.
+    for (name, text) in [
+        ("missing.yaml", None),
+        ("bad.yaml", Some("MY: [unclosed")),
+        ("empty.yaml", Some("{}")),
+    ] {
+        let path = root.join(name);
+        if let Some(t) = text {
+            std::fs::write(&path, t).unwrap();
+        }
+        match Definitions::load_extra(&path) {
+            Err(Error::Definitions { origin, .. }) => {
+                assert_eq!(origin, path.display().to_string())
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -89,6 +89,26 @@ pub struct AttOptions {
     /// gfx9 only: the activity counters at a sampling period of 1..=16.
     #[arg(long = "att-activity", value_parser = parse_int, value_name = "N")]
     pub activity: Option<u64>,
+    /// gfx9 only: the SQ counters of the target CU only.
+    #[arg(long = "att-perfcounter-target-only", num_args = 0..=1, default_missing_value = "true",
+          value_parser = parse_bool, value_name = "BOOL")]
+    pub perfcounter_target_only: Option<bool>,
+    /// Trace N consecutive dispatches in one capture (refused: each traced dispatch has its
+    /// own capture here).
+    #[arg(long = "att-consecutive-kernels", value_parser = parse_int, value_name = "N")]
+    pub consecutive_kernels: Option<u64>,
+    /// Where the decoder's code objects come from: `code-object` (the default), `hsa` or
+    /// `default`; rocprof always reads them through the HSA loader extension.
+    #[arg(long = "att-resource-mode", value_parser = ["default", "hsa", "code-object"])]
+    pub resource_mode: Option<String>,
+    /// Do not intercept code-object loads (refused: the decoder needs the code objects).
+    #[arg(long = "att-no-intercept", num_args = 0..=1, default_missing_value = "true",
+          value_parser = parse_bool, value_name = "BOOL")]
+    pub no_intercept: Option<bool>,
+    /// Trace no compute unit in detail (refused: see the message).
+    #[arg(long = "att-no-detail", num_args = 0..=1, default_missing_value = "true",
+          value_parser = parse_bool, value_name = "BOOL")]
+    pub no_detail: Option<bool>,
 }
 
 /// rocprofv3's PC-sampling and SPM options (accepted, refused on WSL2).
@@ -160,6 +180,11 @@ impl AttOptions {
             || self.perfcounters.is_some()
             || self.perfcounter_ctrl.is_some()
             || self.activity.is_some()
+            || self.perfcounter_target_only.is_some()
+            || self.consecutive_kernels.is_some()
+            || self.resource_mode.is_some()
+            || self.no_intercept.is_some()
+            || self.no_detail.is_some()
     }
 
     /// The checked request; `Ok(None)` without `--att`. `counting`: whether `--pmc` is given.
@@ -168,6 +193,10 @@ impl AttOptions {
             ("--att-perfcounters", self.perfcounters.is_some()),
             ("--att-perfcounter-ctrl", self.perfcounter_ctrl.is_some()),
             ("--att-activity", self.activity.is_some()),
+            (
+                "--att-perfcounter-target-only",
+                self.perfcounter_target_only == Some(true),
+            ),
         ];
         if let Some((name, _)) = gfx9_only.iter().find(|(_, given)| *given) {
             let with_pmc = if counting {
@@ -178,6 +207,17 @@ impl AttOptions {
             return Err(format!(
                 "{name} is for gfx9 GPUs only: on gfx10 and later (every GPU WSL2 reaches is gfx11) the thread trace carries no SQ counters{with_pmc}; collect counters with --pmc instead"
             ));
+        }
+        if let Some(n) = self.consecutive_kernels.filter(|&n| n > 1) {
+            return Err(format!(
+                "--att-consecutive-kernels {n}: rocprof gives every traced dispatch its own capture (its own buffer and decoded output); select the dispatches with --kernel-include-regex or --kernel-iteration-range instead"
+            ));
+        }
+        if self.no_intercept == Some(true) {
+            return Err("--att-no-intercept: without the code objects the decoder cannot name a single instruction, and rocprof reads them through the HSA loader when the trace ends, not by intercepting loads; leave the option out".into());
+        }
+        if self.no_detail == Some(true) {
+            return Err("--att-no-detail: on gfx11 the thread trace's instruction tokens come only from the target compute unit; a trace without it holds no instructions. Choose the unit with --att-target-cu".into());
         }
         if self.att != Some(true) {
             return Ok(None);

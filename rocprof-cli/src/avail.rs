@@ -133,12 +133,16 @@ pub fn collect() -> Result<Report> {
         bail!("{bad}");
     }
     let selection = wsl_topology::platform::select(&settings);
+    let decision = choose_layout(&settings, selection.platform);
+    // Before anything is launched: would this runtime and thunk even work together?
+    let pairing = crate::pairing::warning(&decision);
     let LayoutDecision {
         probe,
         probe_error,
         choice: layout,
         mut warnings,
-    } = choose_layout(&settings, selection.platform);
+    } = decision;
+    warnings.extend(pairing);
     if let Some(choice) = &layout {
         settings.layout = NodeLayout::from_size(choice.size);
     }

@@ -150,6 +150,7 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
     let mut other_runs = other_runs;
     for t in traces.iter_mut().chain(other_runs.iter_mut().flatten()) {
         rename_kernels(t, !settings.mangled_kernels, settings.truncate_kernels);
+        trace_export::rename::apply(t, settings.kernel_rename);
     }
     let hygiene = match &manifest.counters {
         Some(plan) => counter_values(&mut traces, &other_runs, plan),
@@ -162,6 +163,8 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
         kernels: sel.kernels,
         copies: sel.copies,
         markers: sel.markers,
+        allocations: sel.memory_allocations,
+        scratch: sel.scratch_memory,
         counters: manifest.counters.is_some(),
         stats: settings.stats,
     };
@@ -171,6 +174,11 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
     };
     let mut placement = Placement::new(since);
     let mut prefixes_used = HashSet::new();
+    let summary_dest = crate::summary::Destination::of(&settings.summary_options);
+    let mut said_summary: HashSet<String> = HashSet::new();
+    let perfetto = perfetto_options(settings);
+    // Files left out by --minimum-output-data, with their sizes.
+    let mut too_small: Vec<(PathBuf, u64)> = Vec::new();
     for (index, t) in traces.iter().enumerate() {
         if out.interrupted.is_none() {
             out.interrupted = signals.interrupted();
@@ -188,6 +196,16 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
             }
         };
         let labels = AgentLabels::new(t.docs.agents().to_vec(), settings.agent_index.index());
+        let (summary_text, summary_warnings) = if settings.summary_wanted() {
+            crate::summary::render(t, settings, summary_dest.indent())
+        } else {
+            Default::default()
+        };
+        for w in summary_warnings {
+            if said_summary.insert(w.clone()) {
+                eprintln!("rocprof: warning: {w}");
+            }
+        }
         let rows = hygiene.get(index).map_or(&[][..], Vec::as_slice);
         let mut decoded: Vec<PathBuf> = Vec::new();
         let staged = placement.stage(&prefix).and_then(|staged| {
@@ -207,7 +225,10 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
                 let views = std::slice::from_ref(view);
                 match format {
                     OutputFormat::Json => trace_export::json::write(&path, &run, views),
-                    OutputFormat::Pftrace => trace_export::perfetto::write(&path, &run, views),
+                    OutputFormat::Pftrace => {
+                        trace_export::perfetto::write_with(&path, &run, views, &perfetto)
+                            .map(|w| perfetto_notes(&w, &path, &perfetto))
+                    }
                     OutputFormat::Rocpd => trace_export::rocpd::write(&path, &run, views),
                     OutputFormat::Csv => Ok(()),
                 }
@@ -228,6 +249,35 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
                 files.extend(w.staged);
                 decoded.extend(w.decoded);
             }
+            if let crate::summary::Destination::File(name) = &summary_dest
+                && !summary_text.is_empty()
+            {
+                let path = staged.file(name, "txt");
+                trace_export::csv::write_whole(&path, |out| {
+                    std::io::Write::write_all(out, summary_text.as_bytes())
+                })
+                .map_err(|e| write_failure(e, &prefix))?;
+                files.push(path);
+            }
+            if settings.output_config {
+                let path = staged.file("config", "json");
+                let doc = crate::output_config::document(
+                    &manifest,
+                    t,
+                    settings
+                        .base
+                        .join(ctx.expand(&settings.directory))
+                        .display()
+                        .to_string(),
+                    ctx.expand(&settings.file),
+                );
+                trace_export::csv::write_whole(&path, |out| {
+                    serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
+                    std::io::Write::write_all(out, b"\n")
+                })
+                .map_err(|e| write_failure(e, &prefix))?;
+                files.push(path);
+            }
             if manifest.counters.is_some() {
                 let path = staged.file("counter_hygiene", "csv");
                 trace_export::csv::write_whole(&path, |out| pmc_dxg::hygiene::write_csv(out, rows))
@@ -237,7 +287,20 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
             Ok(files)
         });
         match staged {
-            Ok(files) => {
+            Ok(mut files) => {
+                let config = staged_prefix_file(&files, "config", "json");
+                files.retain(|f| {
+                    let small = settings.minimum_output_bytes > 0
+                        && Some(f) != config.as_ref()
+                        && std::fs::metadata(f)
+                            .is_ok_and(|m| m.is_file() && m.len() < settings.minimum_output_bytes);
+                    if small {
+                        let size = std::fs::metadata(f).map_or(0, |m| m.len());
+                        too_small.push((Placement::final_path(f), size));
+                        let _ = std::fs::remove_file(f);
+                    }
+                    !small
+                });
                 if let Some(s) = signals.interrupted() {
                     placement.discard(&files);
                     out.interrupted = Some(s);
@@ -259,9 +322,22 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
                 out.write_failed = true;
             }
         }
-        if settings.summary && !out.write_failed {
-            crate::summary::print(t);
+        if !out.write_failed && !summary_text.is_empty() {
+            if traces.len() > 1 && !matches!(summary_dest, crate::summary::Destination::File(_)) {
+                eprintln!("rocprof: summary of process {}:", t.pid);
+            }
+            match summary_dest {
+                crate::summary::Destination::Stdout => print!("{summary_text}"),
+                crate::summary::Destination::Stderr => eprint!("{summary_text}"),
+                crate::summary::Destination::File(_) => {}
+            }
         }
+    }
+    if !too_small.is_empty() {
+        eprintln!(
+            "rocprof: note: {}",
+            messages::below_minimum_output(settings.minimum_output_bytes, &too_small)
+        );
     }
     for r in placement.finish() {
         eprintln!(
@@ -280,6 +356,9 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
     }
     for line in crate::report::after_run(&traces) {
         eprintln!("rocprof: {line}");
+    }
+    for line in crate::domains::after_run(&manifest.foreign_domains, &traces) {
+        eprintln!("rocprof: note: {line}");
     }
     let all_rows: Vec<pmc_dxg::hygiene::HygieneRow> = hygiene.into_iter().flatten().collect();
     for line in pmc_dxg::hygiene::summary(&all_rows) {
@@ -318,7 +397,7 @@ pub(crate) fn counter_values(
     other_runs: &[Vec<ProcessTrace>],
     plan: &crate::pmc::CounterPlan,
 ) -> Vec<Vec<pmc_dxg::hygiene::HygieneRow>> {
-    let defs = match crate::pmc::definitions() {
+    let defs = match crate::pmc::definitions_for(plan) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("rocprof: warning: no counter values: {e:#}");
@@ -375,6 +454,42 @@ pub(crate) fn counter_values(
         rows.push(r);
     }
     rows
+}
+
+/// The staged file `<prefix>_<name>.<ext>` among `files`, if one is.
+fn staged_prefix_file(files: &[PathBuf], name: &str, ext: &str) -> Option<PathBuf> {
+    let suffix = format!("_{name}.{ext}");
+    files
+        .iter()
+        .find(|f| f.to_string_lossy().ends_with(&suffix))
+        .cloned()
+}
+
+/// The Perfetto writer's options from the run's settings.
+pub(crate) fn perfetto_options(s: &outputs::OutputSettings) -> trace_export::perfetto::Options {
+    use trace_export::perfetto::{FillPolicy, Options};
+    Options {
+        group_by_queue: s.perfetto.group_by_queue,
+        buffer_bytes: s.perfetto.buffer_size_kb.map(|kb| kb.saturating_mul(1024)),
+        fill_policy: match s.perfetto.fill_policy {
+            outputs::FillPolicy::Discard => FillPolicy::Discard,
+            outputs::FillPolicy::RingBuffer => FillPolicy::RingBuffer,
+        },
+    }
+}
+
+/// Says on stderr what `--perfetto-buffer-size` left out of a trace.
+pub(crate) fn perfetto_notes(
+    w: &trace_export::perfetto::Written,
+    path: &Path,
+    o: &trace_export::perfetto::Options,
+) {
+    if w.dropped_events > 0 {
+        eprintln!(
+            "rocprof: warning: {}",
+            messages::perfetto_buffer_full(&Placement::final_path(path), w, o)
+        );
+    }
 }
 
 /// A write error of the CSV writer, named by the file's final path (`prefix`, the outputs'
@@ -498,6 +613,9 @@ pub fn run(args: &Args) -> Result<ExitCode> {
     let signals = Signals::install().map_err(|e| anyhow!(messages::signals_unavailable(&e)))?;
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     // Every directory and its output paths are checked before anything is converted.
+    for w in args.output.check_for_conversion().map_err(|e| anyhow!(e))? {
+        eprintln!("rocprof: warning: {w}");
+    }
     let mut jobs = Vec::new();
     for d in &args.dirs {
         let (dir, mut manifest) = RecordDir::open(&cwd.join(d))?;

@@ -87,9 +87,20 @@ pub fn runtime_lib_dir() -> Option<PathBuf> {
 
 /// The definitions and every GPU agent discovery publishes, with its counters.
 pub fn gpus(device: Option<u32>) -> Result<(DefsSource, Vec<Gpu>)> {
+    gpus_with(device, None)
+}
+
+/// [`gpus`] with extra definitions (`-E/--extra-counters`) added to the installed ones.
+pub fn gpus_with(
+    device: Option<u32>,
+    extra: Option<&Definitions>,
+) -> Result<(DefsSource, Vec<Gpu>)> {
     let source = DefsSource::from_process(runtime_lib_dir().as_deref());
-    let defs = Definitions::load(&source)
+    let mut defs = Definitions::load(&source)
         .with_context(|| format!("cannot read the counter definitions ({})", source.origin()))?;
+    if let Some(extra) = extra {
+        defs = defs.extended(extra);
+    }
     let discovery = wsl_topology::discover(&wsl_topology::Settings::from_env());
     let mut out = Vec::new();
     for agent in discovery.agents().iter().filter(|a| a.is_gpu()) {

@@ -29,14 +29,14 @@
 //! loads the HSA runtime the application would load. Its arguments are not used.
 
 mod app;
-mod check;
+pub(crate) mod check;
 mod decoder;
 mod elf;
-mod libraries;
-mod loader;
+pub(crate) mod libraries;
+pub(crate) mod loader;
 mod platform;
 pub mod protocol;
-mod selftest;
+pub(crate) mod selftest;
 mod shell;
 mod variables;
 

@@ -102,7 +102,9 @@ pub fn explain_with(
         || sel.hsa_image
         || sel.hsa_finalizer
         || sel.kernels
-        || sel.copies;
+        || sel.copies
+        || sel.memory_allocations
+        || sel.scratch_memory;
     // Every table any process received.
     let tables: Vec<Runtime> = traces.iter().flat_map(tables_received).collect();
     let received = |r: Runtime| tables.contains(&r);
@@ -138,6 +140,19 @@ pub fn explain_with(
             sel.copies,
             got.copies,
             "--memory-copy-trace: no asynchronous memory copy was recorded",
+        ),
+        (
+            sel.memory_allocations,
+            got.memory_allocations,
+            "--memory-allocation-trace: no memory allocation or free through the HSA runtime was recorded",
+        ),
+        (
+            // Most kernels need no scratch: with a bundle (-s, -r) its absence is normal and
+            // not worth a line; asked for on its own, it is explained.
+            sel.scratch_memory
+                && !(sel.kernels && sel.copies && sel.markers && sel.memory_allocations),
+            got.scratch_memory,
+            "--scratch-memory-trace: no scratch memory event was recorded (the runtime reports one when a kernel needs more private segment memory than its queue holds)",
         ),
         (
             sel.hip_runtime || sel.hip_compiler,
@@ -249,6 +264,35 @@ mod tests {
 
     fn logs() -> Vec<PathBuf> {
         vec![PathBuf::from("1.rplog")]
+    }
+
+    #[test]
+    fn empty_memory_traces_are_explained_and_scratch_only_when_asked_alone() {
+        let hsa = r#"{"kind":"table","runtime":"hsa","instance":0,"wrapped":1}"#;
+        let t = trace(&[WSL, AGENTS, hsa]);
+        let alone = Selection {
+            memory_allocations: true,
+            scratch_memory: true,
+            ..Default::default()
+        };
+        let out = explain_with(&alone, &OK, std::slice::from_ref(&t), &logs(), &[], |_| {
+            None
+        });
+        assert!(
+            out.iter()
+                .any(|l| l.starts_with("--memory-allocation-trace: no memory")),
+            "{out:?}"
+        );
+        assert!(
+            out.iter()
+                .any(|l| l.starts_with("--scratch-memory-trace: no scratch")),
+            "{out:?}"
+        );
+        let out = explain_with(&sys(), &OK, &[t], &logs(), &[], |_| None);
+        assert!(
+            !out.iter().any(|l| l.contains("--scratch-memory-trace")),
+            "a bundle's missing scratch is normal: {out:?}"
+        );
     }
 
     #[test]

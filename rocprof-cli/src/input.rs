@@ -151,6 +151,28 @@ pub struct Job {
     pub truncate_kernels: Option<bool>,
     /// `-A/--agent-index`.
     pub agent_index: Option<AgentIndex>,
+    /// `--memory-allocation-trace`.
+    pub memory_allocation_trace: Option<bool>,
+    /// `--scratch-memory-trace`.
+    pub scratch_memory_trace: Option<bool>,
+    /// `-r/--runtime-trace`.
+    pub runtime_trace: Option<bool>,
+    /// `--kernel-rename`.
+    pub kernel_rename: Option<bool>,
+    /// `-D/--summary-per-domain`.
+    pub summary_per_domain: Option<bool>,
+    /// `--summary-groups` (a list of regexes).
+    pub summary_groups: Option<Vec<String>>,
+    /// `--summary-output-file`.
+    pub summary_output_file: Option<String>,
+    /// `-u/--summary-units`.
+    pub summary_units: Option<crate::outputs::SummaryUnits>,
+    /// `--output-config`.
+    pub output_config: Option<bool>,
+    /// `--minimum-output-data` (KB).
+    pub minimum_output_data: Option<u64>,
+    /// `--group-by-queue`.
+    pub group_by_queue: Option<bool>,
 }
 
 /// `output_format`: format names as given (the tool tokenizes on ` \t,;:`).
@@ -575,6 +597,23 @@ mod tests {
         assert_eq!(k.pmc_group_interval, Some(10));
         assert_eq!(k.output_format.as_ref().unwrap().0, names(&["csv", "json"]));
         assert_eq!(k.pmc, None);
+    }
+
+    #[test]
+    fn the_newer_options_are_job_keys_too() {
+        let yaml = "jobs:\n  - memory_allocation_trace: true\n    runtime_trace: true\n    kernel_rename: true\n    summary_per_domain: true\n    summary_groups: ['KERNEL_DISPATCH|MEMORY_COPY']\n    summary_units: msec\n    minimum_output_data: 4\n";
+        let j = &parse(Path::new("r.yaml"), yaml).unwrap().jobs[0];
+        assert_eq!(j.memory_allocation_trace, Some(true));
+        assert_eq!(j.runtime_trace, Some(true));
+        assert_eq!(j.kernel_rename, Some(true));
+        assert_eq!(j.summary_units, Some(crate::outputs::SummaryUnits::Msec));
+        assert_eq!(j.minimum_output_data, Some(4));
+        assert_eq!(
+            j.summary_groups.as_deref(),
+            Some(&["KERNEL_DISPATCH|MEMORY_COPY".to_owned()][..])
+        );
+        let e = parse(Path::new("r.yaml"), "jobs:\n  - summary_units: minutes\n").unwrap_err();
+        assert!(e.to_string().contains("summary_units"), "{e}");
     }
 
     #[test]

@@ -7,14 +7,16 @@ mod att;
 mod avail;
 mod convert;
 mod counters;
-mod domains;
 mod doctor;
+mod domains;
 mod explain;
 mod input;
 mod launch_options;
 mod merge;
 mod messages;
+mod output_config;
 mod outputs;
+mod pairing;
 mod placeholders;
 mod pmc;
 mod process;
@@ -134,6 +136,8 @@ enum LogLevel {
     Info,
     Trace,
     Env,
+    /// Print the resolved options (rocprofv3's script configuration) to stderr, then run.
+    Config,
 }
 
 fn init_logging(level: Option<LogLevel>, default: &str) {
@@ -144,6 +148,7 @@ fn init_logging(level: Option<LogLevel>, default: &str) {
         Some(LogLevel::Warning) => EnvFilter::new("warn"),
         Some(LogLevel::Info) => EnvFilter::new("info"),
         Some(LogLevel::Trace) => EnvFilter::new("trace"),
+        Some(LogLevel::Config) => EnvFilter::new("warn"),
         Some(LogLevel::Env) => {
             EnvFilter::try_from_env("ROCPROF_LOG").unwrap_or_else(|_| EnvFilter::new("warn"))
         }
@@ -215,6 +220,9 @@ fn run(args: Vec<OsString>) -> Result<ExitCode> {
             return Ok(code);
         }
         init_logging(cli.log_level, "warn");
+        if matches!(cli.log_level, Some(LogLevel::Config)) {
+            eprintln!("rocprof: config: {:#?}", cli.run);
+        }
         run::run(&cli.run, &cli.app)
     }
 }

@@ -71,6 +71,9 @@ fn read_input(path: &Path) -> Result<Input> {
 /// Merges `inputs` into the outputs `output` asks for.
 pub fn run(inputs: &[PathBuf], output: &OutputOptions) -> Result<ExitCode> {
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    for w in output.check_for_conversion().map_err(|e| anyhow!(e))? {
+        eprintln!("rocprof: warning: {w}");
+    }
     let mut settings = output.settings(&cwd).map_err(|e| anyhow!(e))?;
     if output.output_file.is_none() {
         settings.file = DEFAULT_MERGED.into();
@@ -97,6 +100,7 @@ pub fn run(inputs: &[PathBuf], output: &OutputOptions) -> Result<ExitCode> {
     // demangler leaves as they are).
     for t in traces.iter_mut() {
         rename_kernels(t, !settings.mangled_kernels, settings.truncate_kernels);
+        trace_export::rename::apply(t, settings.kernel_rename);
     }
     let mut seen = HashSet::new();
     for t in &traces {
@@ -131,6 +135,8 @@ pub fn run(inputs: &[PathBuf], output: &OutputOptions) -> Result<ExitCode> {
             kernels: true,
             copies: true,
             markers: true,
+            allocations: true,
+            scratch: true,
             counters: true,
             stats: settings.stats,
         };
@@ -167,7 +173,11 @@ pub fn run(inputs: &[PathBuf], output: &OutputOptions) -> Result<ExitCode> {
             let path = staged.file(name, ext);
             match format {
                 OutputFormat::Json => trace_export::json::write(&path, &run, &views),
-                OutputFormat::Pftrace => trace_export::perfetto::write(&path, &run, &views),
+                OutputFormat::Pftrace => {
+                    let o = crate::convert::perfetto_options(&settings);
+                    trace_export::perfetto::write_with(&path, &run, &views, &o)
+                        .map(|w| crate::convert::perfetto_notes(&w, &path, &o))
+                }
                 OutputFormat::Rocpd => trace_export::rocpd::write(&path, &run, &views),
                 OutputFormat::Csv => Ok(()),
             }

@@ -488,6 +488,47 @@ pub fn nothing_kept(tmp: &Path) -> String {
     )
 }
 
+/// `--replay-mode kernel` / `--kernel-replay-beta-enabled`.
+pub fn kernel_replay_refused() -> String {
+    "kernel replay (--replay-mode kernel, --kernel-replay-beta-enabled) is not available: replaying a kernel means saving and restoring every buffer it writes between replays, which rocprof does not do; several --pmc groups are collected by running the application once per group (application replay, the default), or give --pmc-repeat for repeated runs".into()
+}
+
+/// `--minimum-output-data`: the files left out, with their sizes.
+pub fn below_minimum_output(minimum: u64, files: &[(std::path::PathBuf, u64)]) -> String {
+    let list: Vec<String> = files
+        .iter()
+        .map(|(p, n)| format!("{} ({n} B)", p.display()))
+        .collect();
+    format!(
+        "--minimum-output-data {} KB: {} file(s) smaller than {minimum} bytes not written: {}",
+        minimum / 1024,
+        files.len(),
+        list.join(", ")
+    )
+}
+
+/// `--perfetto-buffer-size`: what did not fit a trace.
+pub fn perfetto_buffer_full(
+    path: &Path,
+    w: &trace_export::perfetto::Written,
+    o: &trace_export::perfetto::Options,
+) -> String {
+    let which = match o.fill_policy {
+        trace_export::perfetto::FillPolicy::Discard => "the latest",
+        trace_export::perfetto::FillPolicy::RingBuffer => "the earliest",
+    };
+    format!(
+        "{}: the trace holds at most --perfetto-buffer-size {} KB of events, so {which} {} events were left out ({} slices, {} counter values; {} bytes written of {} at full size); give a larger --perfetto-buffer-size (up to 4194303) to keep them",
+        path.display(),
+        o.buffer_bytes.unwrap_or(0) / 1024,
+        w.dropped_events,
+        w.dropped_slices,
+        w.dropped_counters,
+        w.bytes,
+        w.full_bytes
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

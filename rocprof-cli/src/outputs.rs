@@ -70,10 +70,19 @@ pub struct OutputOptions {
           help_heading = "Summary")]
     pub summary_groups: Vec<String>,
     /// Where the summary goes: stdout, stderr (the default) or `<prefix>_<FILE>.txt`.
-    #[arg(long = "summary-output-file", value_name = "FILE", help_heading = "Summary")]
+    #[arg(
+        long = "summary-output-file",
+        value_name = "FILE",
+        help_heading = "Summary"
+    )]
     pub summary_output_file: Option<String>,
     /// The summary's time unit.
-    #[arg(short = 'u', long = "summary-units", value_enum, help_heading = "Summary")]
+    #[arg(
+        short = 'u',
+        long = "summary-units",
+        value_enum,
+        help_heading = "Summary"
+    )]
     pub summary_units: Option<SummaryUnits>,
     /// Write the run's configuration to `<prefix>_config.json`.
     #[arg(long = "output-config", num_args = 0..=1, default_missing_value = "true",
@@ -95,11 +104,19 @@ pub struct OutputOptions {
           value_parser = clap::value_parser!(u64).range(1..=4_194_303))]
     pub perfetto_buffer_size: Option<u64>,
     /// Perfetto shared-memory size hint in KB (default 64).
-    #[arg(long = "perfetto-shmem-size-hint", value_name = "KB", help_heading = "Perfetto")]
+    #[arg(
+        long = "perfetto-shmem-size-hint",
+        value_name = "KB",
+        help_heading = "Perfetto"
+    )]
     pub perfetto_shmem_size_hint: Option<u64>,
     /// What happens when the Perfetto buffer is full: discard newer events or overwrite
     /// older ones.
-    #[arg(long = "perfetto-buffer-fill-policy", value_enum, help_heading = "Perfetto")]
+    #[arg(
+        long = "perfetto-buffer-fill-policy",
+        value_enum,
+        help_heading = "Perfetto"
+    )]
     pub perfetto_buffer_fill_policy: Option<FillPolicy>,
 }
 
@@ -137,6 +154,7 @@ pub enum FillPolicy {
     #[default]
     Discard,
     /// A full buffer overwrites its oldest events.
+    #[value(name = "ring_buffer", alias = "ring-buffer")]
     RingBuffer,
 }
 
@@ -145,8 +163,9 @@ pub enum FillPolicy {
 pub struct PerfettoSettings {
     /// `--group-by-queue`.
     pub group_by_queue: bool,
-    /// `--perfetto-buffer-size` in KB.
-    pub buffer_size_kb: u64,
+    /// `--perfetto-buffer-size` in KB (`None`: not given, the trace is not limited; an
+    /// older run.json's number reads as given).
+    pub buffer_size_kb: Option<u64>,
     /// `--perfetto-shmem-size-hint` in KB.
     pub shmem_size_hint_kb: u64,
     /// `--perfetto-buffer-fill-policy`.
@@ -157,7 +176,7 @@ impl Default for PerfettoSettings {
     fn default() -> Self {
         Self {
             group_by_queue: false,
-            buffer_size_kb: 1024 * 1024,
+            buffer_size_kb: None,
             shmem_size_hint_kb: 64,
             fill_policy: FillPolicy::Discard,
         }
@@ -351,7 +370,94 @@ impl OutputOptions {
     }
 }
 
+impl OutputOptions {
+    /// Checks the summary and Perfetto options before anything runs (`tracing`: a tracing or
+    /// counter option was given). Returns the warnings to print; an error refuses the run.
+    ///
+    /// - `-D`, `--summary-groups`, `--summary-output-file` and `-u` need tracing, as
+    ///   rocprofv3's script requires; a group that is not a valid regular expression is
+    ///   refused.
+    /// - `--perfetto-backend system` is refused: rocprof writes the trace file itself after
+    ///   the run, there is no `traced` daemon to send events to.
+    /// - `--perfetto-shmem-size-hint` sizes the shared memory between an in-process producer
+    ///   and the tracing service, which this writer does not have: accepted, not used.
+    /// - The Perfetto options without `-f pftrace` have nothing to act on.
+    pub fn check_extras(&self, tracing: bool) -> Result<Vec<String>, String> {
+        self.check(tracing, true)
+    }
+
+    /// [`OutputOptions::check_extras`] for `rocprof convert` and `merge`, whose formats
+    /// default to the run's.
+    pub fn check_for_conversion(&self) -> Result<Vec<String>, String> {
+        self.check(true, !self.output_format.is_empty())
+    }
+
+    fn check(&self, tracing: bool, formats_known: bool) -> Result<Vec<String>, String> {
+        let mut warnings = Vec::new();
+        if !tracing {
+            let given = [
+                (
+                    "-D/--summary-per-domain",
+                    self.summary_per_domain == Some(true),
+                ),
+                ("--summary-groups", !self.summary_groups.is_empty()),
+                ("--summary-output-file", self.summary_output_file.is_some()),
+                ("-u/--summary-units", self.summary_units.is_some()),
+            ];
+            if let Some((name, _)) = given.iter().find(|g| g.1) {
+                return Err(format!(
+                    "{name} needs a tracing option (e.g. --sys-trace or --kernel-trace): the summary is made of traced records"
+                ));
+            }
+        }
+        crate::summary::check_groups(&self.summary_groups)?;
+        if let Some(f) = &self.summary_output_file
+            && (f.is_empty() || f.contains('/'))
+        {
+            return Err(format!(
+                "--summary-output-file {f:?}: give stdout, stderr or a name (the file is <prefix>_<name>.txt beside the other outputs)"
+            ));
+        }
+        if self.perfetto_backend == Some(PerfettoBackend::System) {
+            return Err(
+                "--perfetto-backend system is not available: rocprof writes the Perfetto trace itself from the records after the run, there is no traced daemon to hand events to; the inprocess backend (the default) is the only one".into(),
+            );
+        }
+        if let Some(kb) = self.perfetto_shmem_size_hint {
+            warnings.push(format!(
+                "--perfetto-shmem-size-hint {kb} is accepted and not used: it sizes the shared memory between an in-process Perfetto producer and its tracing service, and rocprof writes the trace file directly"
+            ));
+        }
+        if self.perfetto_buffer_fill_policy.is_some() && self.perfetto_buffer_size.is_none() {
+            warnings.push(
+                "--perfetto-buffer-fill-policy acts only when the trace exceeds --perfetto-buffer-size, and no size was given (rocprof does not limit the trace otherwise)".into(),
+            );
+        }
+        let pftrace = self
+            .formats()
+            .map(|f| f.contains(&OutputFormat::Pftrace))
+            .unwrap_or(false);
+        let perfetto_given = self.group_by_queue.is_some()
+            || self.perfetto_backend.is_some()
+            || self.perfetto_buffer_size.is_some()
+            || self.perfetto_shmem_size_hint.is_some()
+            || self.perfetto_buffer_fill_policy.is_some();
+        if perfetto_given && !pftrace && formats_known {
+            warnings.push(
+                "the --group-by-queue and --perfetto-* options shape the Perfetto trace, and -f has no pftrace: they have no effect".into(),
+            );
+        }
+        Ok(warnings)
+    }
+}
+
 impl OutputSettings {
+    /// Whether a summary is printed or written: `-S`, `-D` or `--summary-groups` (as the
+    /// rocprofv3 tool decides).
+    pub fn summary_wanted(&self) -> bool {
+        self.summary || self.summary_options.per_domain || !self.summary_options.groups.is_empty()
+    }
+
     /// The summary, minimum-size and Perfetto options `o` gives, over these settings.
     fn with_extras(mut self, o: &OutputOptions) -> Self {
         let sum = &mut self.summary_options;
@@ -368,7 +474,9 @@ impl OutputSettings {
         }
         let p = &mut self.perfetto;
         p.group_by_queue = o.group_by_queue.unwrap_or(p.group_by_queue);
-        p.buffer_size_kb = o.perfetto_buffer_size.unwrap_or(p.buffer_size_kb);
+        if o.perfetto_buffer_size.is_some() {
+            p.buffer_size_kb = o.perfetto_buffer_size;
+        }
         p.shmem_size_hint_kb = o.perfetto_shmem_size_hint.unwrap_or(p.shmem_size_hint_kb);
         p.fill_policy = o.perfetto_buffer_fill_policy.unwrap_or(p.fill_policy);
         self
@@ -421,17 +529,21 @@ const NAME_MAX: usize = 255;
 /// The longest path the system accepts (with its terminating NUL).
 const PATH_MAX: usize = 4096;
 /// The names of the files rocprof writes after the prefix (`<prefix>_<name>.csv`).
-pub const OUTPUT_NAMES: [&str; 12] = [
+pub const OUTPUT_NAMES: [&str; 16] = [
     "agent_info",
     "hip_api_trace",
     "hsa_api_trace",
     "kernel_trace",
     "memory_copy_trace",
+    "memory_allocation_trace",
+    "scratch_memory_trace",
     "marker_api_trace",
     "hip_api_stats",
     "hsa_api_stats",
     "kernel_stats",
     "memory_copy_stats",
+    "memory_allocation_stats",
+    "scratch_memory_stats",
     "marker_api_stats",
     "domain_stats",
 ];
@@ -866,6 +978,62 @@ mod tests {
             "staging removed"
         );
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn summary_and_perfetto_options_are_checked_before_the_run() {
+        let o = |f: &dyn Fn(&mut OutputOptions)| {
+            let mut o = OutputOptions::default();
+            f(&mut o);
+            o
+        };
+        let e = o(&|o| o.perfetto_backend = Some(PerfettoBackend::System))
+            .check_extras(true)
+            .unwrap_err();
+        assert!(e.contains("traced") && e.contains("inprocess"), "{e}");
+        let e = o(&|o| o.summary_units = Some(SummaryUnits::Msec))
+            .check_extras(false)
+            .unwrap_err();
+        assert!(
+            e.contains("-u/--summary-units needs a tracing option"),
+            "{e}"
+        );
+        assert!(
+            o(&|o| o.summary_groups = vec!["(".into()])
+                .check_extras(true)
+                .is_err()
+        );
+        assert!(
+            o(&|o| o.summary_output_file = Some("a/b".into()))
+                .check_extras(true)
+                .is_err()
+        );
+        let w = o(&|o| o.perfetto_shmem_size_hint = Some(128))
+            .check_extras(true)
+            .unwrap();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w[0].contains("not used") && w[1].contains("no pftrace"),
+            "{w:?}"
+        );
+        // A conversion without -f writes the run's formats: no pftrace warning.
+        let w = o(&|o| o.group_by_queue = Some(true))
+            .check_for_conversion()
+            .unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        let w = o(&|o| {
+            o.group_by_queue = Some(true);
+            o.output_format = vec!["pftrace".into()];
+        })
+        .check_extras(true)
+        .unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        // The resolved settings keep the buffer size only when given.
+        let s = o(&|o| o.perfetto_buffer_size = Some(8))
+            .settings(Path::new("/"))
+            .unwrap();
+        assert_eq!(s.perfetto.buffer_size_kb, Some(8));
+        assert_eq!(settings("o", "r").perfetto.buffer_size_kb, None);
     }
 
     #[test]

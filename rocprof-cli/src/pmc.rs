@@ -31,6 +31,45 @@ pub struct CounterPlan {
     /// milliseconds of the process's first counted dispatch are discarded.
     #[serde(default)]
     pub discard_warmup_ms: Option<u64>,
+    /// `-E/--extra-counters`: the extra definitions the counters were resolved with (kept
+    /// whole, so `rocprof convert` evaluates them as the run did).
+    #[serde(default)]
+    pub extra_counters: Option<ExtraCounters>,
+}
+
+/// `-E/--extra-counters YAML`: counter definitions (either counter_defs.yaml schema) added to
+/// the installed or built-in ones for one run; a counter of the same name is replaced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtraCounters {
+    /// The file as given.
+    pub path: std::path::PathBuf,
+    /// Its contents when the run started.
+    pub text: String,
+}
+
+impl ExtraCounters {
+    /// Reads and checks the file (before anything runs): a missing, unreadable or malformed
+    /// file, or one that defines no counter, is refused naming it.
+    pub fn read(path: &std::path::Path) -> Result<ExtraCounters> {
+        let refuse = |e: pmc_dxg::Error| {
+            anyhow::anyhow!(
+                "-E/--extra-counters: {e} (expected counter definitions in counter_defs.yaml's form)"
+            )
+        };
+        Definitions::load_extra(path).map_err(refuse)?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("-E/--extra-counters: {}: {e}", path.display()))?;
+        Ok(ExtraCounters {
+            path: path.to_owned(),
+            text,
+        })
+    }
+
+    /// The definitions it holds.
+    pub fn definitions(&self) -> Result<Definitions> {
+        Definitions::parse(&self.path.display().to_string(), &self.text)
+            .map_err(|e| anyhow::anyhow!("-E/--extra-counters: {e}"))
+    }
 }
 
 impl CounterPlan {
@@ -45,9 +84,16 @@ impl CounterPlan {
 /// Resolves one `--pmc` group on every GPU and checks it fits one pass. A name no GPU defines,
 /// a counter this build cannot program, or a group that needs several passes is refused, with
 /// what to do (for a split: the `--pmc` groups that fit).
-pub fn plan(group: &[String], discard_warmup_ms: Option<u64>) -> Result<CounterPlan> {
-    let (_, gpus) = counters::gpus(None)?;
-    plan_on(&gpus, group, discard_warmup_ms)
+pub fn plan(
+    group: &[String],
+    discard_warmup_ms: Option<u64>,
+    extra: Option<&ExtraCounters>,
+) -> Result<CounterPlan> {
+    let extra_defs = extra.map(ExtraCounters::definitions).transpose()?;
+    let (_, gpus) = counters::gpus_with(None, extra_defs.as_ref())?;
+    let mut plan = plan_on(&gpus, group, discard_warmup_ms)?;
+    plan.extra_counters = extra.cloned();
+    Ok(plan)
 }
 
 /// [`plan`] on given GPUs.
@@ -124,6 +170,7 @@ pub fn plan_on(
             .map(|(name, e)| e.to_counter_event(name))
             .collect(),
         discard_warmup_ms,
+        extra_counters: None,
     })
 }
 
@@ -185,6 +232,15 @@ pub fn definitions() -> Result<Definitions> {
             "cannot read the counter definitions ({}): {e}",
             source.origin()
         )
+    })
+}
+
+/// [`definitions`] with a plan's `-E` definitions added.
+pub fn definitions_for(plan: &CounterPlan) -> Result<Definitions> {
+    let defs = definitions()?;
+    Ok(match &plan.extra_counters {
+        Some(extra) => defs.extended(&extra.definitions()?),
+        None => defs,
     })
 }
 

@@ -48,6 +48,10 @@ pub struct RunManifest {
     pub launch: Launch,
     /// How the application ended; `None` while it runs, or if rocprof did not see its end.
     pub status: Option<Status>,
+    /// Domains of libraries this stack does not ship, asked for by name (reported after the
+    /// run).
+    #[serde(default)]
+    pub foreign_domains: Vec<crate::domains::ForeignDomain>,
 }
 
 /// Why a directory cannot be used as a record directory.

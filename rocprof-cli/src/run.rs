@@ -32,27 +32,28 @@ macro_rules! flags {
             $(
                 $(#[$m])*
                 #[arg(long = $long, $(short = $short,)? num_args = 0..=1, default_missing_value = "true",
-                      value_parser = parse_bool, value_name = "BOOL")]
+                      value_parser = parse_bool, value_name = "BOOL", help_heading = "Tracing")]
                 pub $field: Option<bool>,
             )*
             /// Where and how the outputs are written.
-            #[command(flatten)]
+            #[command(flatten, next_help_heading = "Output")]
             pub output: OutputOptions,
             /// Only kernels whose name matches are counted or traced in detail.
-            #[arg(long = "kernel-include-regex")]
+            #[arg(long = "kernel-include-regex", help_heading = "Filtering")]
             pub kernel_include_regex: Option<String>,
             /// Kernels whose name matches are excluded (applied after the include filter).
-            #[arg(long = "kernel-exclude-regex")]
+            #[arg(long = "kernel-exclude-regex", help_heading = "Filtering")]
             pub kernel_exclude_regex: Option<String>,
             /// Counters and thread trace only between roctxProfilerResume(0) and
             /// roctxProfilerPause(0) (starting paused).
             #[arg(long = "selected-regions", num_args = 0..=1, default_missing_value = "true",
-                  value_parser = parse_bool, value_name = "BOOL")]
+                  value_parser = parse_bool, value_name = "BOOL", help_heading = "Filtering")]
             pub selected_regions: Option<bool>,
             /// Hardware counters around every dispatch (base or derived, space or comma
             /// separated). Each `--pmc` is one group, collected in its own run of the
             /// application (outputs in `pass_<N>/` when there are several).
-            #[arg(long = "pmc", num_args = 1.., value_name = "COUNTER", action = clap::ArgAction::Append)]
+            #[arg(long = "pmc", num_args = 1.., value_name = "COUNTER", action = clap::ArgAction::Append,
+                  help_heading = "Counters")]
             pub pmc: Vec<String>,
             /// The `--pmc` values grouped by occurrence (filled from the parsed matches:
             /// [`RunOptions::group_pmc`]).
@@ -60,33 +61,33 @@ macro_rules! flags {
             pub pmc_occurrences: Vec<Vec<String>>,
             /// A run configuration: `pmc:` lines (.txt) or rocprofv3's `jobs` (.json, .yaml);
             /// each pass or job is one run of the application.
-            #[arg(short = 'i', long = "input", value_name = "FILE")]
+            #[arg(short = 'i', long = "input", value_name = "FILE", help_heading = "Input")]
             pub input: Option<PathBuf>,
             /// Run the application N times per counter group and report, per dispatch and
             /// counter, the smallest non-zero value (other GPU clients only ever add counts);
             /// the spread goes to `<prefix>_counter_hygiene.csv`.
             #[arg(long = "pmc-repeat", value_name = "N", default_value_t = 1,
-                  value_parser = clap::value_parser!(u32).range(1..=1000))]
+                  value_parser = clap::value_parser!(u32).range(1..=1000), help_heading = "Counters")]
             pub pmc_repeat: u32,
             /// Discard the counters of dispatches that start within MS milliseconds of the
             /// first counted one (GRBM counters can read 0 at the start of a GPU session on
             /// WSL2; 300 is a safe window).
-            #[arg(long = "pmc-discard-warmup", value_name = "MS")]
+            #[arg(long = "pmc-discard-warmup", value_name = "MS", help_heading = "Counters")]
             pub pmc_discard_warmup: Option<u64>,
             /// Thread trace (`--att…`).
-            #[command(flatten)]
+            #[command(flatten, next_help_heading = "Thread trace")]
             pub att: crate::att::AttOptions,
             /// PC sampling and SPM (refused on WSL2).
-            #[command(flatten)]
+            #[command(flatten, next_help_heading = "PC sampling and SPM (refused on WSL2)")]
             pub sampling: crate::att::SamplingOptions,
             /// Iteration ranges, collection periods.
-            #[command(flatten)]
+            #[command(flatten, next_help_heading = "Filtering")]
             pub scope: crate::scope::ScopeOptions,
             /// Domains of libraries this stack does not ship.
-            #[command(flatten)]
+            #[command(flatten, next_help_heading = "Other domains")]
             pub domains: crate::domains::DomainOptions,
             /// Preloads, signal handlers, MPI ranks, attach.
-            #[command(flatten)]
+            #[command(flatten, next_help_heading = "Launch")]
             pub launch: crate::launch_options::LaunchOptions,
             /// Counter definitions to add to (or override) the installed ones: a YAML file in
             /// counter_defs.yaml's form.
@@ -185,7 +186,7 @@ impl RunOptions {
             hsa_finalizer: self.hsa_finalizer_trace.unwrap_or(hsa),
             kernels: self.kernel_trace.unwrap_or(all),
             copies: self.memory_copy_trace.unwrap_or(all),
-            markers: self.marker_trace.unwrap_or(all),
+            markers: self.marker_trace.unwrap_or(all || self.domains.kokkos()),
             memory_allocations: self.memory_allocation_trace.unwrap_or(all),
             scratch_memory: self.scratch_memory_trace.unwrap_or(all),
         }
@@ -227,8 +228,18 @@ impl RunOptions {
             return Err(messages::stats_without_tracing());
         }
         self.output.formats()?;
+        for w in self.output.check_extras(any)? {
+            eprintln!("rocprof: warning: {w}");
+        }
         self.sampling.refuse_on_wsl()?;
-        self.scope.validate()?;
+        self.scope.validate(self.selected_regions == Some(true))?;
+        self.domains.validate()?;
+        self.launch.validate(&|k| std::env::var(k).ok())?;
+        if self.replay_mode == Some(ReplayMode::Kernel)
+            || self.kernel_replay_beta_enabled == Some(true)
+        {
+            return Err(messages::kernel_replay_refused());
+        }
         let counting = !self.pmc.is_empty() || self.input.is_some();
         if self.att.config(counting)?.is_none() && self.att.any() {
             eprintln!(
@@ -269,6 +280,11 @@ impl RunOptions {
             v.push((env::SELECTED_REGIONS, "1".to_owned()));
         }
         v.extend(self.scope.env());
+        let aggregate = self.sys_trace == Some(true) || self.runtime_trace == Some(true);
+        v.extend(self.domains.env(aggregate));
+        if self.launch.disable_signal_handlers == Some(true) {
+            v.push((env::SIGNAL_HANDLERS, "0".to_owned()));
+        }
         v
     }
 }
@@ -354,6 +370,12 @@ struct Pass {
 /// is none), or one per job of the `-i` file, each job's settings over the command line's.
 fn passes(opts: &RunOptions) -> Result<Vec<Pass>> {
     let warmup = opts.pmc_discard_warmup;
+    let extra = opts
+        .extra_counters
+        .as_deref()
+        .map(pmc::ExtraCounters::read)
+        .transpose()?;
+    let extra = extra.as_ref();
     let Some(path) = &opts.input else {
         let groups = opts.pmc_groups();
         let several = groups.len() > 1;
@@ -370,7 +392,7 @@ fn passes(opts: &RunOptions) -> Result<Vec<Pass>> {
             .map(|(k, g)| {
                 Ok(Pass {
                     opts: opts.clone(),
-                    counters: Some(pmc::plan(g, warmup)?),
+                    counters: Some(pmc::plan(g, warmup, extra)?),
                     subdir: several.then(|| format!("pass_{}", k + 1)),
                 })
             })
@@ -409,7 +431,7 @@ fn passes(opts: &RunOptions) -> Result<Vec<Pass>> {
         for g in groups {
             out.push(Pass {
                 opts: merged.clone(),
-                counters: Some(pmc::plan(&g, warmup)?),
+                counters: Some(pmc::plan(&g, warmup, extra)?),
                 subdir: Some(format!("{prefix}_{}", out.len() + 1)),
             });
         }
@@ -471,6 +493,61 @@ fn job_options(opts: &RunOptions, job: &crate::input::Job) -> Result<RunOptions,
         &job.memory_copy_trace,
     )?;
     take("marker_trace", &mut o.marker_trace, &job.marker_trace)?;
+    take(
+        "memory_allocation_trace",
+        &mut o.memory_allocation_trace,
+        &job.memory_allocation_trace,
+    )?;
+    take(
+        "scratch_memory_trace",
+        &mut o.scratch_memory_trace,
+        &job.scratch_memory_trace,
+    )?;
+    take("runtime_trace", &mut o.runtime_trace, &job.runtime_trace)?;
+    take(
+        "kernel_rename",
+        &mut o.output.kernel_rename,
+        &job.kernel_rename,
+    )?;
+    take(
+        "summary_per_domain",
+        &mut o.output.summary_per_domain,
+        &job.summary_per_domain,
+    )?;
+    take(
+        "summary_output_file",
+        &mut o.output.summary_output_file,
+        &job.summary_output_file,
+    )?;
+    take(
+        "summary_units",
+        &mut o.output.summary_units,
+        &job.summary_units,
+    )?;
+    take(
+        "output_config",
+        &mut o.output.output_config,
+        &job.output_config,
+    )?;
+    take(
+        "minimum_output_data",
+        &mut o.output.minimum_output_data,
+        &job.minimum_output_data,
+    )?;
+    take(
+        "group_by_queue",
+        &mut o.output.group_by_queue,
+        &job.group_by_queue,
+    )?;
+    if let Some(groups) = &job.summary_groups {
+        if !o.output.summary_groups.is_empty() && &o.output.summary_groups != groups {
+            return Err(format!(
+                "summary_groups is {groups:?} in the file and {:?} on the command line",
+                o.output.summary_groups
+            ));
+        }
+        o.output.summary_groups = groups.clone();
+    }
     take("sys_trace", &mut o.sys_trace, &job.sys_trace)?;
     take(
         "kernel_include_regex",
@@ -509,8 +586,26 @@ fn job_options(opts: &RunOptions, job: &crate::input::Job) -> Result<RunOptions,
         }
         o.output.output_format = f.0.clone();
     }
-    if job.kernel_iteration_range.is_some() {
-        return Err("kernel_iteration_range is not supported yet".into());
+    if let Some(ranges) = &job.kernel_iteration_range {
+        let text = ranges
+            .0
+            .iter()
+            .map(|r| match r.first == r.last {
+                true => r.first.to_string(),
+                false => format!("{}-{}", r.first, r.last),
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        let file = trace_records::ranges::IterationRanges::parse(&text)
+            .map_err(|e| format!("kernel_iteration_range: {e}"))?;
+        match o.scope.iterations()? {
+            Some(cli) if cli != file => {
+                return Err(format!(
+                    "kernel_iteration_range is {file} in the file and {cli} on the command line"
+                ));
+            }
+            _ => o.scope.kernel_iteration_range = vec![file.to_string()],
+        }
     }
     if job.agent_index.is_some() {
         return Err("agent_index: give -A/--agent-index on the command line".into());
@@ -527,6 +622,17 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
     opts.validate().map_err(|e| anyhow!(e))?;
     if app.is_empty() {
         bail!(messages::nothing_to_run());
+    }
+    let lookup = |k: &str| std::env::var(k).ok();
+    let (decision, warnings) = opts.launch.decide(&lookup);
+    for w in warnings {
+        eprintln!("rocprof: warning: {w}");
+    }
+    if let crate::launch_options::RankDecision::Unprofiled(rank) = decision {
+        return run_unprofiled(&opts.launch, app, &rank);
+    }
+    for n in opts.launch.notes() {
+        eprintln!("rocprof: note: {n}");
     }
     let signals = Signals::install().map_err(|e| anyhow!(messages::signals_unavailable(&e)))?;
     let tool = tool_library()?;
@@ -559,6 +665,11 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
         eprintln!(
             "rocprof: warning: --pmc-repeat repeats counter runs only, and no counters were asked for"
         );
+    }
+    for d in opts.domains.requested() {
+        if let Some(why) = d.before_run() {
+            eprintln!("rocprof: warning: {why}");
+        }
     }
     let total = passes.len();
     let mut code = ExitCode::SUCCESS;
@@ -632,6 +743,10 @@ fn run_pass(
         env: Default::default(),
     };
     let mut output = opts.output.settings(&cwd).map_err(|e| anyhow!(e))?;
+    // rocprofv3's --kokkos-trace implies --kernel-rename unless it is given.
+    if opts.domains.kokkos() && opts.output.kernel_rename.is_none() {
+        output.kernel_rename = true;
+    }
     launch.capture_env(&[&output.directory, &output.file]);
     if let Some(sub) = &pass.subdir {
         output.directory = format!("{}/{sub}", output.directory.trim_end_matches('/'));
@@ -643,12 +758,24 @@ fn run_pass(
     for w in &layout.warnings {
         eprintln!("rocprof: warning: {w}");
     }
+    // Said once, before the first launch: the application is about to run with a runtime and a
+    // thunk that are not a matched pair.
+    static PAIRING: std::sync::Once = std::sync::Once::new();
+    PAIRING.call_once(|| {
+        if let Some(w) = crate::pairing::warning(&layout) {
+            eprintln!("rocprof: warning: {w}");
+        }
+    });
     let mut env_extra: Vec<(&'static str, String)> = sel
         .env()
         .into_iter()
         .map(|(k, v)| (k, v.to_owned()))
         .collect();
     env_extra.extend(opts.filter_env());
+    // --kernel-rename: the tool notes each dispatch's ROCTx range (markers recorded or not).
+    if output.kernel_rename {
+        env_extra.push((env::KERNEL_RENAME, "1".to_owned()));
+    }
     if let Some(c) = &pass.counters {
         env_extra.push((env::COUNTERS, serde_json::to_string(&c.request())?));
     }
@@ -665,7 +792,7 @@ fn run_pass(
     for r in 1..repeat {
         eprintln!("rocprof: counter run {r}/{repeat}");
         let dir = RecordDir::create()?;
-        match launch_app(app, tool, &dir, &env_extra, signals) {
+        match launch_app(&opts.launch, app, tool, &dir, &env_extra, signals) {
             Ok(status) if status.success() => {}
             Ok(status) => {
                 let path = dir.path().to_owned();
@@ -707,6 +834,7 @@ fn run_pass(
         outputs: output,
         launch,
         status: None,
+        foreign_domains: opts.domains.requested(),
     };
     if let Err(e) = dir.write_manifest(&manifest) {
         let path = dir.path().to_owned();
@@ -714,7 +842,7 @@ fn run_pass(
         bail!(messages::manifest_write_failed(&path, &e));
     }
     let since = dir.fs_now();
-    let status = match launch_app(app, tool, &dir, &env_extra, signals) {
+    let status = match launch_app(&opts.launch, app, tool, &dir, &env_extra, signals) {
         Ok(status) => status,
         Err(code) => {
             let _ = dir.remove();
@@ -747,23 +875,74 @@ fn run_pass(
     Ok(convert::run_exit_code(&status, &outcome))
 }
 
+/// An MPI rank `--profile-mpi-ranks` does not select: replaced by the application itself
+/// (same pid, arguments and environment), so `mpirun` sees its own process run unprofiled.
+fn run_unprofiled(
+    launch: &crate::launch_options::LaunchOptions,
+    app: &[OsString],
+    rank: &crate::launch_options::MpiRank,
+) -> Result<ExitCode> {
+    use std::os::unix::process::CommandExt as _;
+    // One write, so the lines of ranks sharing the terminal do not interleave.
+    let line = format!(
+        "rocprof: rank {} ({}) is not in --profile-mpi-ranks: running the application unprofiled\n",
+        rank.rank, rank.variable
+    );
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+    let program = launch.resolve_app(&app[0]);
+    let err = std::process::Command::new(&program).args(&app[1..]).exec();
+    let name = program.to_string_lossy();
+    let message = match err.kind() {
+        std::io::ErrorKind::NotFound => messages::app_not_found(&name),
+        _ => messages::app_not_executable(&name, &err),
+    };
+    eprintln!("rocprof: error: {message}");
+    Ok(ExitCode::from(
+        if err.kind() == std::io::ErrorKind::NotFound {
+            127
+        } else {
+            126
+        },
+    ))
+}
+
 /// Launches the application with the tool preloaded, recording into `dir`; an `Err` is the
 /// exit code for a launch that failed (said on stderr).
 fn launch_app(
+    opts: &crate::launch_options::LaunchOptions,
     app: &[OsString],
     tool: &std::path::Path,
     dir: &RecordDir,
     env_extra: &[(&'static str, String)],
     signals: &'static Signals,
 ) -> std::result::Result<Status, ExitCode> {
-    let app_name = app[0].to_string_lossy().into_owned();
-    let mut cmd = std::process::Command::new(&app[0]);
+    let program = opts.resolve_app(&app[0]);
+    let app_name = program.to_string_lossy().into_owned();
+    let mut cmd = std::process::Command::new(&program);
     cmd.args(&app[1..]);
-    cmd.env(
-        "LD_PRELOAD",
-        prepended("LD_PRELOAD", tool.as_os_str().to_owned()),
-    )
-    .env(env::RECORD_DIR, dir.path());
+    let mut preload = tool.as_os_str().to_owned();
+    for lib in opts.preloads(&|k| std::env::var(k).ok()) {
+        preload.push(":");
+        preload.push(lib);
+    }
+    let preload = prepended("LD_PRELOAD", preload);
+    if opts.echo == Some(true) {
+        eprintln!("rocprof: echo: LD_PRELOAD={}", preload.to_string_lossy());
+        eprintln!(
+            "rocprof: echo: {}={}",
+            env::RECORD_DIR,
+            dir.path().display()
+        );
+        for (k, v) in env_extra {
+            eprintln!("rocprof: echo: {k}={v}");
+        }
+        let args: Vec<String> = std::iter::once(app_name.clone())
+            .chain(app[1..].iter().map(|a| a.to_string_lossy().into_owned()))
+            .collect();
+        eprintln!("rocprof: echo: {}", args.join(" "));
+    }
+    cmd.env("LD_PRELOAD", preload)
+        .env(env::RECORD_DIR, dir.path());
     for (k, v) in env_extra {
         cmd.env(k, v);
     }
@@ -796,6 +975,8 @@ pub fn recorded(traces: &[ProcessTrace]) -> Selection {
         s.kernels |= !t.dispatches.is_empty();
         s.copies |= !t.copies.is_empty();
         s.markers |= !t.markers.is_empty();
+        s.memory_allocations |= !t.allocations.is_empty();
+        s.scratch_memory |= !t.scratch.is_empty();
     }
     s
 }

@@ -52,7 +52,8 @@ const KINDS: [&str; 5] = [
 /// teardown a normal exit adds afterwards, such as `__hipUnregisterFatBinary`, is not GPU work
 /// and does not happen after `_exit`), API calls counted on the application's main thread only
 /// (the runtime's own threads call HSA on their own schedule) and without the polls whose
-/// number depends on timing (`hsa_signal_wait_*`, `hsa_signal_load_*`). Summed over every
+/// number depends on timing (`hsa_signal_wait_*`, `hsa_signal_load_*`, and the read-index
+/// polls of HIP's markers, `hsa_queue_load_read_index_*`). Summed over every
 /// process image's files in `dir`.
 fn rows(dir: &Path) -> BTreeMap<String, usize> {
     let mut by_prefix: BTreeMap<String, Files> = BTreeMap::new();
@@ -75,7 +76,9 @@ fn rows(dir: &Path) -> BTreeMap<String, usize> {
         let (pid, tid, function) = (find("Process_Id"), find("Thread_Id"), find("Function"));
         let poll = |r: &csv::StringRecord| {
             function.is_some_and(|f| {
-                r[f].starts_with("hsa_signal_wait") || r[f].starts_with("hsa_signal_load")
+                r[f].starts_with("hsa_signal_wait")
+                    || r[f].starts_with("hsa_signal_load")
+                    || r[f].starts_with("hsa_queue_load_read_index")
             })
         };
         let spans = reader

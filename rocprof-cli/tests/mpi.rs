@@ -141,3 +141,83 @@ fn processes_in(db: &Path) -> usize {
     assert!(o.status.success(), "{}", stderr(&o));
     String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
 }
+
+/// `--profile-mpi-ranks 0,2` under the real `mpirun`: ranks 0 and 2 are profiled, ranks 1 and
+/// 3 run the application unprofiled (it still runs: its exit status is the job's) and write
+/// nothing; a rank variable named with `--mpi-world-rank-variable` is used instead of Open
+/// MPI's own.
+#[test]
+fn only_the_selected_ranks_are_profiled() {
+    let Some(mut mpi) = mpirun() else { return };
+    let app = workload("reference-workload");
+    let tmp = scratch("mpi", "selected");
+    let out = tmp.join("out");
+    let template = rocprof(&tmp);
+    mpi.env("TMPDIR", &tmp)
+        .args(["-np", &RANKS.to_string()])
+        .arg(template.get_program())
+        .args([
+            "--sim",
+            "--kernel-trace",
+            "--profile-mpi-ranks",
+            "0,2",
+            "-d",
+        ])
+        .arg(&out)
+        .args(["-o", "%rank%/run", "--"])
+        .arg(&app);
+    for v in STEERING {
+        mpi.env_remove(v);
+    }
+    let o = mpi.output().unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    for rank in 0..RANKS {
+        let file = out.join(rank.to_string()).join("run_kernel_trace.csv");
+        if rank % 2 == 0 {
+            assert_eq!(csv_rows(&file), 8, "rank {rank}: {err}");
+        } else {
+            assert!(!file.exists(), "rank {rank} is not selected: {err}");
+            assert!(
+                err.contains(&format!(
+                    "rank {rank} (OMPI_COMM_WORLD_RANK) is not in --profile-mpi-ranks"
+                )),
+                "{err}"
+            );
+        }
+    }
+    assert_eq!(err.matches("1 process(es) recorded").count(), 2, "{err}");
+
+    // Ranks named by another variable: every rank is 7 here, and 7 is not selected.
+    let Some(mut mpi) = mpirun() else { return };
+    let out = tmp.join("named");
+    mpi.env("TMPDIR", &tmp)
+        .args(["-np", "2", "-x", "MY_RANK=7", "-x", "MY_SIZE=8"])
+        .arg(template.get_program())
+        .args([
+            "--sim",
+            "--kernel-trace",
+            "--profile-mpi-ranks",
+            "0-3",
+            "--mpi-world-rank-variable",
+            "MY_RANK",
+            "--mpi-world-size-variable",
+            "MY_SIZE",
+            "-d",
+        ])
+        .arg(&out)
+        .args(["--"])
+        .arg(&app);
+    for v in STEERING {
+        mpi.env_remove(v);
+    }
+    let o = mpi.output().unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(
+        err.matches("rank 7 (MY_RANK) is not in").count(),
+        2,
+        "{err}"
+    );
+    assert!(!out.exists(), "no rank was profiled: {err}");
+}

@@ -519,12 +519,16 @@ fn the_seeds_records_are_in_the_database_as_in_the_csv_files() {
             ["HSA_CORE_API"],
             ["KERNEL_DISPATCH"],
             ["MARKER_CORE_RANGE_API"],
+            ["MEMORY_ALLOCATION"],
             ["MEMORY_COPY"]
         ]
     );
+    // -s includes --memory-allocation-trace: HIP's allocations and frees are events too.
+    let allocations = r.csv("memory_allocation_trace").len();
+    assert!(allocations > 0);
     assert_eq!(
         one(&c, "SELECT COUNT(*) FROM rocpd_event"),
-        (hip.len() + hsa.len() + 8 + 8 + 16) as i64
+        (hip.len() + hsa.len() + 8 + 8 + 16 + allocations) as i64
     );
 
     // A dispatch's stack id is its hipLaunchKernel's region id, the call the CSV correlates.

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use trace_records::docs::{CounterRequest, ThreadTraceRequest, TracingConfig};
 use trace_records::env;
+use trace_records::ranges::{IterationRanges, Periods};
 
 /// What to trace (the log's typed form, so the discovery document carries it as is) and where
 /// the records go.
@@ -24,6 +25,14 @@ pub struct Config {
     pub kernel_include: Option<String>,
     /// See `kernel_include`.
     pub kernel_exclude: Option<String>,
+    /// `--selected-regions-ref-count`: nested resume/pause pairs count.
+    pub selected_regions_ref_count: bool,
+    /// `--kernel-iteration-range` (`Err` says why the value is unreadable).
+    pub iterations: Option<Result<IterationRanges, String>>,
+    /// `-P/--collection-period` (`Err` says why the value is unreadable).
+    pub periods: Option<Result<Periods, String>>,
+    /// `--kernel-rename`: each dispatch notes the ROCTx range open on its launching thread.
+    pub kernel_rename: bool,
 }
 
 /// rocprofv3's truth strings (surrounding blanks ignored); anything else is false.
@@ -65,6 +74,20 @@ impl Config {
             selected_regions: flag(env::SELECTED_REGIONS),
             kernel_include: get(env::KERNEL_FILTER_INCLUDE_REGEX),
             kernel_exclude: get(env::KERNEL_FILTER_EXCLUDE_REGEX),
+            selected_regions_ref_count: flag(env::SELECTED_REGIONS_REF_COUNT),
+            iterations: get(env::KERNEL_FILTER_RANGE)
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| {
+                    IterationRanges::parse(&v)
+                        .map_err(|e| format!("{} is unreadable: {e}", env::KERNEL_FILTER_RANGE))
+                }),
+            periods: get(env::COLLECTION_PERIOD)
+                .filter(|v| !v.trim().is_empty())
+                .map(|v| {
+                    Periods::parse_env(&v)
+                        .map_err(|e| format!("{} is unreadable: {e}", env::COLLECTION_PERIOD))
+                }),
+            kernel_rename: flag(env::KERNEL_RENAME),
         }
     }
 
@@ -123,5 +146,25 @@ mod tests {
         let why = bad.counters.unwrap().unwrap_err();
         assert!(why.contains("ROCPROF_WSL_COUNTERS"), "{why}");
         assert!(!bad.tracing.kernels);
+    }
+
+    #[test]
+    fn scope_values_are_parsed_as_the_cli_wrote_them() {
+        let c = Config::from_lookup(|k| match k {
+            "ROCPROF_KERNEL_FILTER_RANGE" => Some("[2-3, 7]".into()),
+            "ROCPROF_COLLECTION_PERIOD" => Some("0:1000:1;5:10:0".into()),
+            "ROCPROF_KERNEL_RENAME" => Some("1".into()),
+            "ROCPROF_SELECTED_REGIONS_REF_COUNT" => Some("yes".into()),
+            _ => None,
+        });
+        let r = c.iterations.unwrap().unwrap();
+        assert!(r.contains(2) && r.contains(3) && r.contains(7) && !r.contains(4));
+        assert_eq!(c.periods.unwrap().unwrap().periods().len(), 2);
+        assert!(c.kernel_rename && c.selected_regions_ref_count);
+        let bad = Config::from_lookup(|k| (k == "ROCPROF_KERNEL_FILTER_RANGE").then(|| "0".into()));
+        let why = bad.iterations.unwrap().unwrap_err();
+        assert!(why.contains("ROCPROF_KERNEL_FILTER_RANGE"), "{why}");
+        let none = Config::from_lookup(|_| None);
+        assert!(none.iterations.is_none() && none.periods.is_none() && !none.kernel_rename);
     }
 }

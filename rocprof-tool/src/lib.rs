@@ -28,8 +28,8 @@ use std::path::Path;
 use std::sync::OnceLock;
 use trace_records::OperationName;
 use trace_records::docs::{
-    AgentMapping, AgentsList, DiscoveryFacts, Document, ExitFacts, OmissionFact, Runtime,
-    RuntimeLibrary, TableReceived, ThunkFacts, WarningKind,
+    AgentMapping, AgentsList, DiscoveryFacts, Document, DomainLibrary, ExitFacts, OmissionFact,
+    Runtime, RuntimeLibrary, TableReceived, ThunkFacts, WarningKind,
 };
 use trace_records::log::FileHeader;
 
@@ -69,7 +69,7 @@ fn constructor_body() {
     if !config.any() && std::env::var_os(trace_records::env::RECORD_DIR).is_none() {
         return;
     }
-    if loaded_runtimes().is_empty() {
+    if loaded_libraries().0.is_empty() {
         note_untraced_process(&config.record_dir);
         DEFERRED.store(true, std::sync::atomic::Ordering::Release);
         return;
@@ -177,6 +177,8 @@ fn discovery_facts(d: &wsl_topology::Discovery, config: &Config) -> DiscoveryFac
 
 fn init(config: Config) {
     hsa_intercept::clock::start();
+    // Collection periods count from here.
+    let started = hsa_intercept::api::now_ns();
     let settings = wsl_topology::Settings::from_env();
     let discovery = wsl_topology::discover(&settings);
     match open_log(&config.record_dir) {
@@ -199,7 +201,11 @@ fn init(config: Config) {
     hsa_intercept::dispatch::on_first_queue(pair_agents);
     if config.selected_regions {
         hsa_intercept::regions::enable();
+        if config.selected_regions_ref_count {
+            hsa_intercept::regions::count_references();
+        }
     }
+    install_scope(&config, started);
     install_instruments(&config, discovery.agents());
     let _ = STATE.set(State {
         config,
@@ -213,6 +219,26 @@ fn init(config: Config) {
     }
 }
 
+/// `-P/--collection-period` (counted from `started`) and how ROCTx ranges are used; an
+/// unreadable value is a tool warning and collection goes on without it.
+fn install_scope(config: &Config, started: u64) {
+    match &config.periods {
+        Some(Ok(periods)) => hsa_intercept::scope::install(started, periods.clone()),
+        Some(Err(why)) => sink::warn(
+            WarningKind::Internal,
+            format!("the collection periods are ignored: {why}"),
+        ),
+        None => {}
+    }
+    if let Some(Err(why)) = &config.iterations {
+        sink::warn(
+            WarningKind::Internal,
+            format!("the kernel iteration range is ignored: {why}"),
+        );
+    }
+    markers::configure(config.tracing.markers, config.kernel_rename);
+}
+
 /// A forked child records into a log of its own (the parent's chunks stay the parent's).
 /// Installs what runs around dispatches: counters, thread trace, or both (thread trace's window
 /// outermost, so the counters' flushes stay next to the kernel).
@@ -224,6 +250,7 @@ fn install_instruments(config: &Config, agents: &[trace_records::agents::Agent])
                 events: request.events.clone(),
                 include: config.kernel_include.clone(),
                 exclude: config.kernel_exclude.clone(),
+                iterations: config.iterations.clone().and_then(Result::ok),
                 agents: agents.to_vec(),
             })
             .map_err(|why| {
@@ -249,6 +276,7 @@ fn install_instruments(config: &Config, agents: &[trace_records::agents::Agent])
                 request: request.clone(),
                 include: config.kernel_include.clone(),
                 exclude: config.kernel_exclude.clone(),
+                iterations: config.iterations.clone().and_then(Result::ok),
                 agents: agents.to_vec(),
             })
             .map_err(|why| {
@@ -350,33 +378,57 @@ extern "C" fn at_exit() {
                 ),
             );
         }
+        if let Some((ran, opens)) =
+            hsa_intercept::scope::before_first_window(hsa_intercept::api::now_ns())
+        {
+            sink::warn(
+                WarningKind::Internal,
+                format!(
+                    "nothing was collected: the application ended {:.3} s after the profiler \
+                     started, before the first --collection-period window opened ({:.3} s \
+                     after the start); shorten the delay or use a finer \
+                     --collection-period-unit",
+                    ran as f64 / 1e9,
+                    opens as f64 / 1e9
+                ),
+            );
+        }
         if STATE.get().is_some() {
+            let (runtimes_loaded, domain_libraries_loaded) = loaded_libraries();
             sink::emit_doc(&Document::Exit(ExitFacts {
-                runtimes_loaded: loaded_runtimes(),
+                runtimes_loaded,
+                domain_libraries_loaded,
             }));
         }
         sink::seal_all();
     });
 }
 
-/// Which ROCm runtimes are mapped into the process (by file name).
-fn loaded_runtimes() -> Vec<RuntimeLibrary> {
-    let mut found: Vec<RuntimeLibrary> = Vec::new();
+/// Which ROCm runtimes, and which libraries of other tracing domains, are mapped into the
+/// process (by file name).
+fn loaded_libraries() -> (Vec<RuntimeLibrary>, Vec<DomainLibrary>) {
+    type Found = (Vec<RuntimeLibrary>, Vec<DomainLibrary>);
+    let mut found: Found = (Vec::new(), Vec::new());
     unsafe extern "C" fn visit(
         info: *mut libc::dl_phdr_info,
         _: usize,
         data: *mut c_void,
     ) -> c_int {
         // SAFETY: the loader passes a valid info whose dlpi_name is null or a C string; `data`
-        // is the Vec passed below.
+        // is the pair of Vecs passed below.
         unsafe {
-            let found = &mut *data.cast::<Vec<RuntimeLibrary>>();
+            let (runtimes, domains) = &mut *data.cast::<Found>();
             let name = (*info).dlpi_name;
             if !name.is_null() {
                 let name = CStr::from_ptr(name).to_bytes();
                 for lib in RuntimeLibrary::named_in(name) {
-                    if !found.contains(&lib) {
-                        found.push(lib);
+                    if !runtimes.contains(&lib) {
+                        runtimes.push(lib);
+                    }
+                }
+                for lib in DomainLibrary::named_in(name) {
+                    if !domains.contains(&lib) {
+                        domains.push(lib);
                     }
                 }
             }
@@ -399,6 +451,21 @@ fn emit_operation_names(table: &ApiTable) {
             reserved: 0,
         });
     }
+}
+
+/// The root table's `tools_` member, or null if the runtime's root table ends before it.
+///
+/// # Safety
+/// `root` must be the runtime's `HsaApiTable` (at least its version header readable).
+unsafe fn tools_table(root: *const HsaApiTable) -> *mut u8 {
+    let holds = std::mem::offset_of!(HsaApiTable, tools_) + size_of::<*mut c_void>();
+    // SAFETY: the header is always there; minor_id is the table's size.
+    let size = unsafe { (&raw const (*root).version.minor_id).read() } as usize;
+    if size < holds {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: within the runtime's table, as its size says.
+    unsafe { (&raw const (*root).tools_).read().cast() }
 }
 
 /// Wraps one table for API tracing if `enabled`.
@@ -476,11 +543,30 @@ pub unsafe extern "C" fn rocprofiler_set_api_table(
                         if c.copies {
                             hsa_intercept::copies::install(amd_ext, fns);
                         }
+                        if c.memory_allocations {
+                            hsa_intercept::memory::install_allocations(core, amd_ext, fns);
+                        }
+                        if c.scratch_memory {
+                            // The root table's size says whether it holds `tools_`.
+                            let tools = tools_table(root);
+                            if hsa_intercept::memory::install_scratch(tools, fns) == 0 {
+                                sink::warn(
+                                    WarningKind::IncompleteTable,
+                                    "the HSA runtime hands over no scratch events (ToolsApiTable); scratch memory is not traced",
+                                );
+                            }
+                        }
                     },
-                    None if state.config.dispatches() || c.copies => sink::warn(
-                        WarningKind::IncompleteTable,
-                        "the HSA runtime's table lacks entries kernel or copy tracing needs; kernels and copies are not traced",
-                    ),
+                    None if state.config.dispatches()
+                        || c.copies
+                        || c.memory_allocations
+                        || c.scratch_memory =>
+                    {
+                        sink::warn(
+                            WarningKind::IncompleteTable,
+                            "the HSA runtime's table lacks entries kernel, copy or memory tracing needs; kernels, copies and memory operations are not traced",
+                        )
+                    }
                     None => {}
                 }
                 // SAFETY: each sub-table is the runtime's, not yet in use.
@@ -509,7 +595,8 @@ pub unsafe extern "C" fn rocprofiler_set_api_table(
                 .wrapped;
             }
             "roctx" => {
-                if c.markers {
+                // --kernel-rename needs the ranges even when markers are not recorded.
+                if c.markers || state.config.kernel_rename {
                     // SAFETY: ROCTx's core table, not yet in use.
                     wrapped += unsafe { markers::wrap_core(tables[0].cast()) };
                 }

@@ -1,14 +1,23 @@
 //! ROCTx markers: typed wrappers around the core ROCTx entries that turn marks, push/pop ranges
 //! (per thread) and start/stop ranges (per process) into [`MarkerRecord`]s named by the user's
 //! message.
+//!
+//! With `--kernel-rename` the push/pop wrappers also keep the innermost open range's message
+//! in the thread's call state ([`hsa_intercept::api::set_region`]), where the doorbell
+//! wrapper finds it for each dispatch the thread enqueues; then the core table is wrapped
+//! even when markers are not recorded ([`configure`]). Decision: the name is taken when the
+//! dispatch is enqueued, in the application, as upstream does (through external correlation
+//! ids), because after the run the records cannot say it: a dispatch carries no enqueue time
+//! when API calls are not traced, and a range pushed and popped before a launch looks the same
+//! as one around it.
 
-use hsa_intercept::api::{new_correlation_id, now_ns, thread_id};
+use hsa_intercept::api::{new_correlation_id, now_ns, set_region, thread_id};
 use hsa_intercept::hsa::replace_entry;
 use hsa_intercept::{sink, tables};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_int, c_void};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use trace_records::{MarkerKind, MarkerRecord, StringId};
 
@@ -18,6 +27,25 @@ const PUSH: usize = 1;
 const POP: usize = 2;
 const START: usize = 3;
 const STOP: usize = 4;
+
+/// Whether markers are recorded (`--marker-trace`).
+static RECORD: AtomicBool = AtomicBool::new(true);
+/// Whether dispatches note the innermost open range (`--kernel-rename`).
+static RENAME: AtomicBool = AtomicBool::new(false);
+
+/// Whether the wrappers record markers and whether they keep the open range for
+/// `--kernel-rename` (set before the table is wrapped).
+pub fn configure(record: bool, rename: bool) {
+    RECORD.store(record, Ordering::Release);
+    RENAME.store(rename, Ordering::Release);
+}
+
+/// Keeps the thread's innermost open range for the doorbell (with `--kernel-rename`).
+fn note_region(ranges: &[OpenRange]) {
+    if RENAME.load(Ordering::Acquire) {
+        set_region(ranges.last().map_or(0, |r| r.0));
+    }
+}
 
 /// An open range: its message, start time and correlation id.
 type OpenRange = (StringId, u64, u64);
@@ -39,6 +67,10 @@ unsafe fn message(message: *const c_char) -> StringId {
 }
 
 fn emit(kind: MarkerKind, message: StringId, correlation_id: u64, start: u64, end: u64) {
+    // Not recorded without --marker-trace, nor when it opened outside the collection periods.
+    if !RECORD.load(Ordering::Acquire) || !hsa_intercept::scope::collecting(start) {
+        return;
+    }
     sink::emit(&MarkerRecord {
         correlation_id,
         start,
@@ -83,7 +115,11 @@ unsafe extern "C" fn range_push_a(msg: *const c_char) -> c_int {
         // SAFETY: the caller passes a C string (or null).
         let id = unsafe { message(msg) };
         let start = now_ns();
-        let _ = THREAD_RANGES.try_with(|r| r.borrow_mut().push((id, start, new_correlation_id())));
+        let _ = THREAD_RANGES.try_with(|r| {
+            let mut r = r.borrow_mut();
+            r.push((id, start, new_correlation_id()));
+            note_region(&r);
+        });
         // SAFETY: the runtime's own entry with the caller's argument.
         original::<unsafe extern "C" fn(*const c_char) -> c_int>(PUSH)
             .map_or(0, |f| unsafe { f(msg) })
@@ -95,7 +131,13 @@ unsafe extern "C" fn range_pop() -> c_int {
         // SAFETY: the runtime's own entry.
         let r = original::<unsafe extern "C" fn() -> c_int>(POP).map_or(-1, |f| unsafe { f() });
         let end = now_ns();
-        if let Ok(Some((id, start, corr))) = THREAD_RANGES.try_with(|r| r.borrow_mut().pop()) {
+        let popped = THREAD_RANGES.try_with(|r| {
+            let mut r = r.borrow_mut();
+            let top = r.pop();
+            note_region(&r);
+            top
+        });
+        if let Ok(Some((id, start, corr))) = popped {
             emit(MarkerKind::ThreadRange, id, corr, start, end);
         }
         r

@@ -23,7 +23,10 @@
 //!   shows and the one its dispatches and copies name; a nested call gets a fresh id above
 //!   every id of the process, and `ancestor` names its enclosing call's id. Markers keep
 //!   theirs (a fresh one only on a clash). These are the view's ids ([`crate::view::Api::id`]),
-//!   the ones the rocpd and Perfetto files use too. `external` is 0.
+//!   the ones the rocpd and Perfetto files use too. `external` is 0, except for a dispatch
+//!   renamed by `--kernel-rename`: as upstream, its `external` names its region, whose name is
+//!   the `strings.correlation_id.external` entry of that key (`{key, value}`, like
+//!   `marker_api`'s; the key is the log's id of the range's message).
 //! - `metadata.init_time` is the log's creation (when the tool was loaded, on the records'
 //!   clock) and `fini_time` the latest timestamp of any record written, both widened so that
 //!   every record of the process lies within them. `metadata.node` describes this machine
@@ -252,6 +255,8 @@ impl<'a, 'v> Process<'a, 'v> {
         v.trace.api.iter().for_each(|r| see(r.start, r.end));
         v.copies.iter().for_each(|c| see(c.start, c.end));
         v.markers.iter().for_each(|m| see(m.start, m.end));
+        v.trace.allocations.iter().for_each(|a| see(a.start, a.end));
+        v.trace.scratch.iter().for_each(|e| see(e.start, e.end));
         if self.kernel_trace {
             v.dispatches.iter().for_each(|d| see(d.start, d.end));
         }
@@ -325,7 +330,10 @@ impl<'a, 'v> Process<'a, 'v> {
             kind: names::BUFFER_KERNEL_DISPATCH,
             operation: names::KERNEL_DISPATCH_COMPLETE,
             thread_id: d.thread_id.into(),
-            correlation_id: CorrelationId::of_async(d.correlation_id),
+            correlation_id: CorrelationId {
+                external: crate::rename::region(self.view.trace, d).map_or(0, |_| d.region.into()),
+                ..CorrelationId::of_async(d.correlation_id)
+            },
             start_timestamp: d.start,
             end_timestamp: d.end,
             dispatch_info: DispatchInfo::of(d),
@@ -346,6 +354,42 @@ impl<'a, 'v> Process<'a, 'v> {
             src_agent_id: Handle::agent(c.src_node_id),
             bytes: c.bytes,
             stream_id: Handle::of(c.stream_id),
+        }
+    }
+
+    fn allocation_record(&self, a: &MemoryAllocationRecord) -> AllocationOut {
+        AllocationOut {
+            size: size::MEMORY_ALLOCATION_RECORD,
+            kind: names::BUFFER_MEMORY_ALLOCATION,
+            operation: a.operation.into(),
+            thread_id: a.thread_id.into(),
+            correlation_id: CorrelationId::of_async(a.correlation_id),
+            start_timestamp: a.start,
+            end_timestamp: a.end,
+            // A free names no agent (rocprofiler's null handle, 0).
+            agent_id: if a.has_agent != 0 {
+                Handle::agent(a.agent_node_id)
+            } else {
+                Handle::of(0)
+            },
+            address: crate::csv::address_cell(a.address),
+            allocation_size: a.size,
+        }
+    }
+
+    fn scratch_record(&self, e: &ScratchMemoryRecord) -> ScratchOut {
+        ScratchOut {
+            size: size::SCRATCH_MEMORY_RECORD,
+            kind: names::BUFFER_SCRATCH_MEMORY,
+            operation: e.operation.into(),
+            thread_id: e.thread_id.into(),
+            correlation_id: CorrelationId::of_async(e.correlation_id),
+            start_timestamp: e.start,
+            end_timestamp: e.end,
+            agent_id: Handle::agent(e.agent_node_id),
+            queue_id: Handle::of(e.queue_id),
+            flags: e.flags,
+            allocation_size: e.size,
         }
     }
 
@@ -476,6 +520,8 @@ impl<'a, 'v> Process<'a, 'v> {
             21 | 22 => self.operation_names(kind as u8 - 16),
             10 => names::MEMORY_COPY_OPERATIONS.to_vec(),
             11 => names::KERNEL_DISPATCH_OPERATIONS.to_vec(),
+            12 => names::SCRATCH_MEMORY_OPERATIONS.to_vec(),
+            16 => names::MEMORY_ALLOCATION_OPERATIONS.to_vec(),
             32 => names::MARKER_RANGE_OPERATIONS.to_vec(),
             _ => Vec::new(),
         }
@@ -485,8 +531,10 @@ impl<'a, 'v> Process<'a, 'v> {
     fn callback_operations(&self, kind: usize) -> Vec<&'v str> {
         match kind {
             1..=9 => self.operation_names(kind as u8),
+            11 => names::SCRATCH_MEMORY_OPERATIONS.to_vec(),
             12 => names::KERNEL_DISPATCH_OPERATIONS.to_vec(),
             13 => names::MEMORY_COPY_OPERATIONS.to_vec(),
+            16 => names::MEMORY_ALLOCATION_OPERATIONS.to_vec(),
             21 => names::MARKER_RANGE_OPERATIONS.to_vec(),
             _ => Vec::new(),
         }
@@ -831,11 +879,11 @@ struct MarkerMessage<'v> {
     value: &'v str,
 }
 
-/// `{"external": []}`, `{"dimension_ids": []}`.
+/// `{"external": [{key, value}…]}`, `{"dimension_ids": []}`.
 #[derive(Serialize)]
-struct Only {
+struct Only<E: Serialize> {
     #[serde(skip_serializing_if = "Option::is_none")]
-    external: Option<[u8; 0]>,
+    external: Option<E>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dimension_ids: Option<[u8; 0]>,
 }
@@ -875,12 +923,25 @@ impl Serialize for Strings<'_, '_, '_> {
                 })
         });
         m.serialize_entry("marker_api", &messages)?;
+        // The regions of --kernel-rename, once each, by key.
+        let regions: std::collections::BTreeMap<u64, &str> = p
+            .view
+            .dispatches
+            .iter()
+            .filter_map(|d| {
+                crate::rename::region(p.view.trace, d).map(|r| (u64::from(d.region), r))
+            })
+            .collect();
         let external = Only {
-            external: Some(EMPTY),
+            external: Some(Seq(|| {
+                regions
+                    .iter()
+                    .map(|(&key, &value)| MarkerMessage { key, value })
+            })),
             dimension_ids: None,
         };
         m.serialize_entry("correlation_id", &external)?;
-        let dimensions = Only {
+        let dimensions = Only::<[u8; 0]> {
             external: None,
             dimension_ids: Some(EMPTY),
         };
@@ -1016,6 +1077,37 @@ struct CopyOut {
     stream_id: Handle,
 }
 
+/// A `buffer_records.memory_allocation` record.
+#[derive(Serialize)]
+struct AllocationOut {
+    size: u64,
+    kind: u32,
+    operation: u32,
+    thread_id: u64,
+    correlation_id: CorrelationId,
+    start_timestamp: u64,
+    end_timestamp: u64,
+    agent_id: Handle,
+    address: String,
+    allocation_size: u64,
+}
+
+/// A `buffer_records.scratch_memory` record.
+#[derive(Serialize)]
+struct ScratchOut {
+    size: u64,
+    kind: u32,
+    operation: u32,
+    thread_id: u64,
+    correlation_id: CorrelationId,
+    start_timestamp: u64,
+    end_timestamp: u64,
+    agent_id: Handle,
+    queue_id: Handle,
+    flags: u32,
+    allocation_size: u64,
+}
+
 /// A `callback_records.counter_collection` entry.
 #[derive(Serialize)]
 struct CounterEntry<'g, 'v> {
@@ -1099,9 +1191,15 @@ impl Serialize for BufferRecords<'_, '_, '_> {
             "memory_copy",
             &Seq(|| v.copies.iter().map(|c| p.copy_record(c))),
         )?;
-        for empty in [
+        m.serialize_entry(
             "memory_allocation",
+            &Seq(|| v.trace.allocations.iter().map(|a| p.allocation_record(a))),
+        )?;
+        m.serialize_entry(
             "scratch_memory",
+            &Seq(|| v.trace.scratch.iter().map(|e| p.scratch_record(e))),
+        )?;
+        for empty in [
             "rocdecode_api",
             "rocjpeg_api",
             "pc_sample_host_trap",

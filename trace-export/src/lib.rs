@@ -11,6 +11,7 @@
 pub mod csv;
 pub mod json;
 pub mod perfetto;
+pub mod rename;
 pub mod rocpd;
 pub mod rocpd_read;
 pub mod stats;

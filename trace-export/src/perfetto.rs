@@ -29,11 +29,18 @@
 //!   that uses HIP (HIP calls recorded, HIP's table received, or a non-zero stream id); in
 //!   other processes `COMPUTE <label> [<idx>] QUEUE [<n>] <type>` tracks for kernels (n = the
 //!   queue's ordinal on its agent) and `COPY to AGENT [<logical id>] THREAD [<i>] (<type>)`
-//!   tracks for copies (i = the issuing thread's ordinal in the process);
+//!   tracks for copies (i = the issuing thread's ordinal in the process); with
+//!   [`Options::group_by_queue`] (`--group-by-queue`) every process gets the queue and copy
+//!   tracks;
 //! - counter tracks `COPY BYTES to <label> [<idx>] (<type>)` (bytes in flight to an agent, in
 //!   KiB: `UNIT_SIZE_BYTES`, `unit_multiplier` 1024, a value at every copy's start and end)
 //!   and `<label> [<idx>] PMC <counter>` (a counter's value from its dispatch's start, 0 from
-//!   its end).
+//!   its end);
+//! - memory counter tracks: `ALLOCATE BYTES on <label> [<idx>] (<type>)` (bytes allocated and
+//!   not yet freed on an agent, stepping at each allocation's end and at the end of the free
+//!   of its address), `FREE BYTES` (bytes freed so far, process-wide: a free names no agent)
+//!   and `SCRATCH MEMORY on <label> [<idx>] (<type>)` (scratch held by the agent's queues,
+//!   stepping at each scratch event's end), all in bytes.
 //!
 //! **Slices.** Names: API = function, marker = its message, copy = `MEMORY_COPY_<DIR>`,
 //! kernel = the demangled name + ` [clone .kd]` (upstream demangles the `.kd` symbol; a name
@@ -61,7 +68,7 @@ use crate::view::{Api, ProcessView, RunInfo, tracing_kind};
 use proto::{
     CounterDescriptor, CounterValue, ProcessDescriptor, ThreadDescriptor, TrackDescriptor,
 };
-use sequence::{Ann, Begin, Category, Sequence, Value};
+use sequence::{Ann, Begin, Budget, Category, Sequence, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 use std::path::Path;
@@ -73,9 +80,64 @@ const KIND_MARKER_RANGE: u64 = 32;
 const KIND_MEMORY_COPY: u64 = 10;
 const KIND_KERNEL_DISPATCH: u64 = 11;
 
+/// What happens to events past `--perfetto-buffer-size`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FillPolicy {
+    /// The trace keeps the earliest events; later ones are left out (upstream's default: a
+    /// full in-process buffer stops taking events).
+    #[default]
+    Discard,
+    /// The trace keeps the latest events; the earliest are left out (a ring buffer
+    /// overwrites its oldest events).
+    RingBuffer,
+}
+
+/// How the trace is laid out and limited (rocprofv3's `--group-by-queue` and
+/// `--perfetto-buffer-size`/`--perfetto-buffer-fill-policy`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Kernels on `COMPUTE … QUEUE […]` tracks and copies on `COPY to AGENT […] THREAD […]`
+    /// tracks even in a process that uses HIP (which otherwise gets `STREAM` tracks).
+    pub group_by_queue: bool,
+    /// The most bytes the file may hold (`None`: unlimited). Upstream's in-process buffer
+    /// holds the trace while the application runs; this writer writes the file after the
+    /// run, so the limit is applied to the file: when the complete trace is larger, it is
+    /// written again with only the events of a time window that fits — from the start with
+    /// [`FillPolicy::Discard`], up to the end with [`FillPolicy::RingBuffer`]. Track
+    /// descriptors and interned names are always written; a slice is kept or left out whole.
+    pub buffer_bytes: Option<u64>,
+    /// Which events a full buffer keeps.
+    pub fill_policy: FillPolicy,
+}
+
+/// What [`write_with`] wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Written {
+    /// The file's size.
+    pub bytes: u64,
+    /// The size of the complete trace (equal to `bytes` when nothing was left out).
+    pub full_bytes: u64,
+    /// Slices and counter values left out by the size limit.
+    pub dropped_events: u64,
+    /// Of those, slices.
+    pub dropped_slices: u64,
+    /// Of those, counter values.
+    pub dropped_counters: u64,
+}
+
 /// Writes the perfetto file at `path` for `processes` (one file may hold several processes, each
-/// kept distinct).
+/// kept distinct), with the default layout and no size limit.
 pub fn write(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Result<(), Error> {
+    write_with(path, run, processes, &Options::default()).map(|_| ())
+}
+
+/// [`write`] with `options`; says what the size limit left out.
+pub fn write_with(
+    path: &Path,
+    run: &RunInfo,
+    processes: &[ProcessView<'_>],
+    options: &Options,
+) -> Result<Written, Error> {
     for view in processes {
         let ids = std::iter::once(view.trace.pid).chain(view.threads.iter().copied());
         if let Some(id) = ids.into_iter().find(|&id| i32::try_from(id).is_err()) {
@@ -89,14 +151,39 @@ pub fn write(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Resul
         }
     }
     let pids: Vec<u32> = processes.iter().map(|v| v.trace.pid).collect();
-    crate::csv::write_whole(path, |out| {
-        for (k, view) in processes.iter().enumerate() {
-            let launched = view.trace.image == 0 && !pids.contains(&view.trace.ppid);
-            let command = if launched { &run.command[..] } else { &[] };
-            write_process(out, k, view, command)?;
-        }
-        crate::view::check_all(processes).map_err(|e| io::Error::other(e.to_string()))
-    })
+    let span = processes
+        .iter()
+        .map(|v| v.span)
+        .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
+        .unwrap_or((0, 0));
+    let pass = |budget: &mut Budget| {
+        crate::csv::write_whole(path, |out| {
+            for (k, view) in processes.iter().enumerate() {
+                let launched = view.trace.image == 0 && !pids.contains(&view.trace.ppid);
+                let command = if launched { &run.command[..] } else { &[] };
+                write_process(out, k, view, command, options, budget)?;
+            }
+            crate::view::check_all(processes).map_err(|e| io::Error::other(e.to_string()))
+        })
+    };
+    let mut full = Budget::new(span);
+    pass(&mut full)?;
+    let mut written = Written {
+        bytes: full.written,
+        full_bytes: full.written,
+        ..Written::default()
+    };
+    if let Some(limit) = options.buffer_bytes
+        && full.written > limit
+    {
+        let mut limited = full.limited(limit, options.fill_policy == FillPolicy::RingBuffer);
+        pass(&mut limited)?;
+        written.bytes = limited.written;
+        written.dropped_slices = limited.dropped_slices;
+        written.dropped_counters = limited.dropped_counters;
+        written.dropped_events = limited.dropped_slices + limited.dropped_counters;
+    }
+    Ok(written)
 }
 
 /// A 64-bit mix (splitmix64's finalizer).
@@ -143,6 +230,9 @@ const TRACK_QUEUE: u8 = 3;
 const TRACK_COPY: u8 = 4;
 const TRACK_COPY_BYTES: u8 = 5;
 const TRACK_PMC: u8 = 6;
+const TRACK_ALLOCATE_BYTES: u8 = 7;
+const TRACK_FREE_BYTES: u8 = 8;
+const TRACK_SCRATCH: u8 = 9;
 
 /// An agent's parts in track names: its label split into name and index (`Agent 1` →
 /// `Agent`, `1`) and its type (`CPU`, `GPU`, `UNK`).
@@ -175,13 +265,15 @@ fn write_process<W: Write>(
     index: usize,
     view: &ProcessView<'_>,
     command: &[String],
+    options: &Options,
+    budget: &mut Budget,
 ) -> io::Result<()> {
     let t = view.trace;
     let uuids = Uuids::of(view, index);
     let t0 = view.span.0;
     let main_track = uuids.thread(t.pid);
     let seq_id = u32::try_from(index + 1).unwrap_or(u32::MAX);
-    let mut seq = Sequence::start(out, seq_id, t0, main_track)?;
+    let mut seq = Sequence::start(out, budget, seq_id, t0, main_track)?;
 
     seq.descriptor(
         t0,
@@ -199,8 +291,9 @@ fn write_process<W: Write>(
     )?;
 
     write_host(&mut seq, view, uuids, t0)?;
-    write_device(&mut seq, view, uuids, t0)?;
+    write_device(&mut seq, view, uuids, t0, options.group_by_queue)?;
     write_copy_bytes(&mut seq, view, uuids, t0)?;
+    write_memory(&mut seq, view, uuids, t0)?;
     write_pmc(&mut seq, view, uuids, t0)?;
     Ok(())
 }
@@ -486,6 +579,8 @@ struct NameCache {
     api: Vec<Vec<u64>>,
     markers: HashMap<StringId, u64>,
     kernels: HashMap<u64, u64>,
+    /// `--kernel-rename`: by the range's message.
+    regions: HashMap<StringId, u64>,
 }
 
 impl NameCache {
@@ -526,6 +621,7 @@ fn write_device<W: Write>(
     view: &ProcessView<'_>,
     uuids: Uuids,
     t0: u64,
+    group_by_queue: bool,
 ) -> io::Result<()> {
     use std::fmt::Write as _;
     let t = view.trace;
@@ -546,10 +642,12 @@ fn write_device<W: Write>(
         (s, std::cmp::Reverse(e), rank)
     });
 
-    let hip = view.has_hip_calls
-        || t.docs.received(&trace_records::docs::Runtime::Hip)
-        || view.dispatches.iter().any(|d| d.stream_id != 0)
-        || view.copies.iter().any(|c| c.stream_id != 0);
+    // Stream tracks in a process that uses HIP, unless --group-by-queue asks for queues.
+    let hip = !group_by_queue
+        && (view.has_hip_calls
+            || t.docs.received(&trace_records::docs::Runtime::Hip)
+            || view.dispatches.iter().any(|d| d.stream_id != 0)
+            || view.copies.iter().any(|c| c.stream_id != 0));
     // Track key → slot, in a stable order (BTreeMap) with the descriptor's name.
     let mut tracks: BTreeMap<(u8, u64, u64), String> = BTreeMap::new();
     let track_key = |d: Device<'_>| -> (u8, u64, u64) {
@@ -636,13 +734,19 @@ fn write_device<W: Write>(
         let (ts, track) = nesting.open(seq, slot, start, end)?;
         match d {
             Device::Kernel(k) => {
-                let name_iid = match names.kernels.get(&k.kernel_id) {
-                    Some(&iid) => iid,
-                    None => {
-                        let iid = seq.intern(&kernel_slice_name(view.kernel_name(k.kernel_id)));
-                        names.kernels.insert(k.kernel_id, iid);
-                        iid
-                    }
+                let name_iid = match crate::rename::region(view.trace, k) {
+                    Some(region) => *names
+                        .regions
+                        .entry(k.region)
+                        .or_insert_with(|| seq.intern(region)),
+                    None => match names.kernels.get(&k.kernel_id) {
+                        Some(&iid) => iid,
+                        None => {
+                            let iid = seq.intern(&kernel_slice_name(view.kernel_name(k.kernel_id)));
+                            names.kernels.insert(k.kernel_id, iid);
+                            iid
+                        }
+                    },
                 };
                 let call = view.issuing_call(k.correlation_id);
                 let symbol = view.symbol(k.kernel_id);
@@ -778,6 +882,139 @@ fn write_copy_bytes<W: Write>(
         }
     }
     Ok(())
+}
+
+/// A byte-counter track named `name` under the process.
+fn bytes_track<W: Write>(
+    seq: &mut Sequence<'_, W>,
+    uuids: Uuids,
+    t0: u64,
+    track: u64,
+    name: String,
+) -> io::Result<()> {
+    seq.descriptor(
+        t0,
+        TrackDescriptor {
+            uuid: Some(track),
+            parent_uuid: Some(uuids.process()),
+            name: Some(name),
+            counter: Some(CounterDescriptor {
+                unit: Some(proto::UNIT_SIZE_BYTES),
+                unit_multiplier: None,
+            }),
+            ..Default::default()
+        },
+    )
+}
+
+/// Writes one counter track per agent from `(agent, time, delta)` steps: the running sum at
+/// each distinct time.
+fn write_steps<W: Write>(
+    seq: &mut Sequence<'_, W>,
+    view: &ProcessView<'_>,
+    uuids: Uuids,
+    t0: u64,
+    (kind, title): (u8, &str),
+    mut steps: Vec<(u32, u64, i128)>,
+) -> io::Result<()> {
+    steps.sort_unstable();
+    let mut i = 0;
+    while i < steps.len() {
+        let node = steps[i].0;
+        let a = agent_name(view, node);
+        let track = uuids.track(kind, node.into());
+        bytes_track(
+            seq,
+            uuids,
+            t0,
+            track,
+            format!("{title} on {} [{}] ({})", a.label, a.index, a.kind),
+        )?;
+        let mut held: i128 = 0;
+        while i < steps.len() && steps[i].0 == node {
+            let ts = steps[i].1;
+            while i < steps.len() && steps[i].0 == node && steps[i].1 == ts {
+                held += steps[i].2;
+                i += 1;
+            }
+            let bytes = i64::try_from(held.max(0)).unwrap_or(i64::MAX);
+            seq.counter(ts, track, CounterValue::Int(bytes))?;
+        }
+    }
+    Ok(())
+}
+
+/// The memory counter tracks: `ALLOCATE BYTES on <agent>`, `FREE BYTES` and `SCRATCH MEMORY
+/// on <agent>`.
+fn write_memory<W: Write>(
+    seq: &mut Sequence<'_, W>,
+    view: &ProcessView<'_>,
+    uuids: Uuids,
+    t0: u64,
+) -> io::Result<()> {
+    let t = view.trace;
+    // Live allocations by address: (agent, bytes), so a free lowers its agent's track.
+    let mut live: HashMap<u64, (u32, u64)> = HashMap::new();
+    let mut allocated: Vec<(u32, u64, i128)> = Vec::new();
+    let mut freed: Vec<u64> = Vec::new();
+    let mut freed_total: u64 = 0;
+    for a in t.allocations.iter().filter(|a| drawable(a.start, a.end)) {
+        let op = AllocationOperation::from_u8(a.operation);
+        match op {
+            Some(o) if o.is_allocation() && a.has_agent != 0 => {
+                live.insert(a.address, (a.agent_node_id, a.size));
+                allocated.push((a.agent_node_id, a.end, a.size.into()));
+            }
+            Some(o) if o.is_allocation() => {}
+            Some(_) => {
+                if let Some((node, size)) = live.remove(&a.address) {
+                    allocated.push((node, a.end, -i128::from(size)));
+                    freed_total = freed_total.saturating_add(size);
+                }
+                freed.push(a.end);
+                freed.push(freed_total);
+            }
+            None => {}
+        }
+    }
+    write_steps(
+        seq,
+        view,
+        uuids,
+        t0,
+        (TRACK_ALLOCATE_BYTES, "ALLOCATE BYTES"),
+        allocated,
+    )?;
+    if !freed.is_empty() {
+        let track = uuids.track(TRACK_FREE_BYTES, 0);
+        bytes_track(seq, uuids, t0, track, "FREE BYTES".into())?;
+        for pair in freed.chunks_exact(2) {
+            let bytes = i64::try_from(pair[1]).unwrap_or(i64::MAX);
+            seq.counter(pair[0], track, CounterValue::Int(bytes))?;
+        }
+    }
+    // Scratch held per queue: an alloc replaces the queue's area, a free or reclaim ends it.
+    let mut held: HashMap<u64, (u32, u64)> = HashMap::new();
+    let mut scratch: Vec<(u32, u64, i128)> = Vec::new();
+    for e in t.scratch.iter().filter(|e| drawable(e.start, e.end)) {
+        if let Some((node, size)) = held.remove(&e.queue_id) {
+            scratch.push((node, e.end, -i128::from(size)));
+        }
+        if ScratchOperation::from_u8(e.operation) == Some(ScratchOperation::Alloc) {
+            held.insert(e.queue_id, (e.agent_node_id, e.size));
+            scratch.push((e.agent_node_id, e.end, e.size.into()));
+        } else {
+            scratch.push((e.agent_node_id, e.end, 0));
+        }
+    }
+    write_steps(
+        seq,
+        view,
+        uuids,
+        t0,
+        (TRACK_SCRATCH, "SCRATCH MEMORY"),
+        scratch,
+    )
 }
 
 /// `<agent> PMC <counter>` counter tracks: each counter's value over its dispatch.

@@ -148,6 +148,18 @@ fn rows<T>(
 }
 
 /// A column as an integer (NULL, text or a missing value: 0).
+/// `column` when `table` (a table or view) has it, else `NULL` (databases of older writers
+/// lack the newer columns).
+fn column_or_null(db: &Connection, table: &str, column: &str) -> String {
+    let found = db
+        .prepare(&format!("SELECT * FROM {table} LIMIT 0"))
+        .is_ok_and(|stmt| stmt.column_names().contains(&column));
+    match found {
+        true => column.to_owned(),
+        false => "NULL".to_owned(),
+    }
+}
+
 fn int(r: &Row<'_>, k: usize) -> i64 {
     r.get::<_, Option<i64>>(k).ok().flatten().unwrap_or(0)
 }
@@ -449,15 +461,23 @@ impl Reader<'_> {
 
     fn dispatches(&mut self) -> rusqlite::Result<()> {
         let stacks = self.stacks()?;
+        let region = column_or_null(self.db, "rocpd_kernel_dispatch", "region_name_id");
         let rows = self.select(
             "rocpd_kernel_dispatch",
-            "dispatch_id, kernel_id, queue_id, stream_id, start, end, tid, agent_id, \
-             private_segment_size, group_segment_size, workgroup_size_x, workgroup_size_y, \
-             workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, event_id",
+            &format!(
+                "dispatch_id, kernel_id, queue_id, stream_id, start, end, tid, agent_id, \
+                 private_segment_size, group_segment_size, workgroup_size_x, workgroup_size_y, \
+                 workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, event_id, {region}"
+            ),
             "ORDER BY start, id",
-            |r| Ok((0..17).map(|k| int(r, k)).collect::<Vec<i64>>()),
+            |r| Ok((0..18).map(|k| int(r, k)).collect::<Vec<i64>>()),
         )?;
         for v in rows {
+            // A --kernel-rename name (upstream's region name); "" when not renamed.
+            let region = match self.string(v[17]).to_owned() {
+                name if name.is_empty() => 0,
+                name => self.intern(&name),
+            };
             self.trace.dispatches.push(KernelDispatchRecord {
                 dispatch_id: v[0] as u64,
                 kernel_id: v[1] as u64,
@@ -472,6 +492,8 @@ impl Reader<'_> {
                 workgroup: [v[10] as u32, v[11] as u32, v[12] as u32],
                 private_segment_size: v[8] as u32,
                 group_segment_size: v[9] as u32,
+                region,
+                reserved: 0,
             });
         }
         Ok(())

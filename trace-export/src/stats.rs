@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::PathBuf;
 use trace_records::format::sci;
-use trace_records::{ApiDomain, CopyDirection, ProcessTrace};
+use trace_records::{
+    AllocationOperation, ApiDomain, CopyDirection, ProcessTrace, ScratchOperation,
+};
 
 /// Columns of every stats file.
 pub const STATS_COLUMNS: [&str; 8] = [
@@ -138,7 +140,7 @@ impl Stats {
 
     /// The per-domain statistics of a process (the `-S` summary's, and the JSON `summary`'s):
     /// API calls by domain (HIP, HSA, marker calls), kernel dispatches by kernel name, copies
-    /// by direction, ROCTx ranges by message.
+    /// by direction, ROCTx ranges by message, allocations and scratch events by operation.
     pub fn of(t: &ProcessTrace) -> Stats {
         let mut s = Stats::default();
         for r in &t.api {
@@ -153,6 +155,7 @@ impl Stats {
         let symbols = t.symbols_by_id();
         for k in &t.dispatches {
             let name = symbols.get(&k.kernel_id).map_or("", |s| t.string(s.name));
+            let name = crate::rename::dispatch_name(t, k, name);
             s.table("KERNEL_DISPATCH").add(name, k.start, k.end);
         }
         for c in &t.copies {
@@ -162,6 +165,17 @@ impl Stats {
         for m in &t.markers {
             s.table("MARKER_API")
                 .add(t.string(m.message), m.start, m.end);
+        }
+        for a in &t.allocations {
+            s.table("MEMORY_ALLOCATION").add(
+                AllocationOperation::label(a.operation),
+                a.start,
+                a.end,
+            );
+        }
+        for e in &t.scratch {
+            s.table("SCRATCH_MEMORY")
+                .add(ScratchOperation::label(e.operation), e.start, e.end);
         }
         s
     }

@@ -91,6 +91,8 @@ impl<'a> ProcessView<'a> {
         threads.extend(trace.dispatches.iter().map(|r| r.thread_id));
         threads.extend(trace.copies.iter().map(|r| r.thread_id));
         threads.extend(trace.markers.iter().map(|r| r.thread_id));
+        threads.extend(trace.allocations.iter().map(|r| r.thread_id));
+        threads.extend(trace.scratch.iter().map(|r| r.thread_id));
         let mut streams = HashMap::new();
         let enqueued = trace
             .dispatches
@@ -109,6 +111,8 @@ impl<'a> ProcessView<'a> {
         trace.dispatches.iter().for_each(|r| see(r.start, r.end));
         trace.copies.iter().for_each(|r| see(r.start, r.end));
         trace.markers.iter().for_each(|r| see(r.start, r.end));
+        trace.allocations.iter().for_each(|r| see(r.start, r.end));
+        trace.scratch.iter().for_each(|r| see(r.start, r.end));
 
         // The first pass over the calls: their threads, times and the highest id.
         let mut highest = trace
@@ -118,6 +122,8 @@ impl<'a> ProcessView<'a> {
             .chain(trace.copies.iter().map(|c| c.correlation_id))
             .chain(trace.markers.iter().map(|m| m.correlation_id))
             .chain(trace.counters.iter().map(|c| c.correlation_id))
+            .chain(trace.allocations.iter().map(|a| a.correlation_id))
+            .chain(trace.scratch.iter().map(|s| s.correlation_id))
             .max()
             .unwrap_or(0);
         let mut has_hip_calls = false;

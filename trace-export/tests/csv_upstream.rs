@@ -254,6 +254,8 @@ fn kernel_trace_round_trips() {
             workgroup: ["X", "Y", "Z"].map(|a| num(row, &format!("Workgroup_Size_{a}")) as u32),
             private_segment_size: num(row, "Scratch_Size") as u32,
             group_segment_size: 0,
+            region: 0,
+            reserved: 0,
         });
     }
     let prefix = out_dir("kernel");
@@ -347,6 +349,8 @@ fn counter_collection_round_trips_byte_for_byte() {
                 workgroup: [1, num(row, "Workgroup_Size") as u32, 1],
                 private_segment_size: num(row, "Scratch_Size") as u32,
                 group_segment_size: 0,
+                region: 0,
+                reserved: 0,
             });
         }
         let next = counter_ids.len() as u32 + 1;
@@ -434,6 +438,8 @@ fn empty_domains_write_no_file_and_stats_cover_written_domains() {
         kernels: true,
         copies: true,
         markers: true,
+        allocations: true,
+        scratch: true,
         counters: true,
         stats: true,
     };

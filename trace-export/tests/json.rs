@@ -127,6 +127,8 @@ fn dispatch(dispatch_id: u64, correlation_id: u64, start: u64, end: u64) -> Kern
         workgroup: [64, 1, 1],
         private_segment_size: 16,
         group_segment_size: 1024,
+        region: 0,
+        reserved: 0,
     }
 }
 

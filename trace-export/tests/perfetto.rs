@@ -119,6 +119,8 @@ impl Builder {
             workgroup: [256, 1, 1],
             private_segment_size: 16,
             group_segment_size: 100,
+            region: 0,
+            reserved: 0,
         });
     }
 
@@ -757,5 +759,119 @@ fn rate_of_one_million_api_records() {
             "{:.0} events/s is below 3 M/s",
             2.0 * records
         );
+    }
+}
+
+/// [`write`] with options; also returns what the writer says it wrote and the file's size.
+fn write_with(
+    name: &str,
+    t: &ProcessTrace,
+    options: &trace_export::perfetto::Options,
+) -> (Vec<TracePacket>, trace_export::perfetto::Written, u64) {
+    let labels = labels();
+    let views = [ProcessView::new(t, &labels)];
+    let path = scratch(name);
+    let run = RunInfo {
+        hostname: "h".into(),
+        command: vec!["app".into()],
+    };
+    let w = trace_export::perfetto::write_with(&path, &run, &views, options).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let packets = proto::Trace::decode(bytes.as_slice()).unwrap().packet;
+    (packets, w, bytes.len() as u64)
+}
+
+#[test]
+fn group_by_queue_lays_a_hip_process_out_on_queue_and_copy_tracks() {
+    let t = sample(4242);
+    let by_stream = decode(&write("streams.pftrace", &[&t], &RunInfo::default()));
+    let names = |d: &Decoded| -> Vec<String> {
+        let mut v: Vec<String> = d.tracks.values().filter_map(|t| t.name.clone()).collect();
+        v.sort();
+        v
+    };
+    assert!(
+        names(&by_stream)
+            .iter()
+            .any(|n| n.starts_with("STREAM [\" "))
+    );
+    let options = trace_export::perfetto::Options {
+        group_by_queue: true,
+        ..Default::default()
+    };
+    let (packets, w, size) = write_with("queues.pftrace", &t, &options);
+    assert_eq!((w.bytes, w.dropped_events), (size, 0));
+    let by_queue = decode(&packets);
+    let n = names(&by_queue);
+    assert!(!n.iter().any(|n| n.starts_with("STREAM")), "{n:?}");
+    assert!(
+        n.iter()
+            .any(|n| n.starts_with("COMPUTE Agent [") && n.contains("QUEUE [0]")),
+        "{n:?}"
+    );
+    assert!(n.iter().any(|n| n.starts_with("COPY to AGENT [")), "{n:?}");
+    // The same slices, only on other tracks.
+    assert_eq!(by_queue.slices.len(), by_stream.slices.len());
+}
+
+#[test]
+fn a_size_limit_keeps_whole_slices_of_the_earliest_or_latest_time() {
+    use trace_export::perfetto::{FillPolicy, Options};
+    let mut b = Builder::new(77);
+    for k in 0..400u64 {
+        let start = 1_000 + k * 100;
+        b.call(
+            ApiDomain::HipRuntime,
+            "hipMemcpy",
+            k + 1,
+            77,
+            (start, start + 50),
+        );
+        b.call(
+            ApiDomain::HsaCore,
+            "hsa_signal_wait_scacquire",
+            k + 1,
+            77,
+            (start + 10, start + 40),
+        );
+    }
+    let t = b.0;
+    let (_, full, full_size) = write_with("full.pftrace", &t, &Options::default());
+    assert_eq!(
+        (full.bytes, full.full_bytes, full.dropped_events),
+        (full_size, full_size, 0)
+    );
+    let limit = full_size / 3;
+    for policy in [FillPolicy::Discard, FillPolicy::RingBuffer] {
+        let options = Options {
+            buffer_bytes: Some(limit),
+            fill_policy: policy,
+            ..Default::default()
+        };
+        let (packets, w, size) = write_with("limited.pftrace", &t, &options);
+        assert!(size <= limit, "{policy:?}: {size} > {limit}");
+        assert_eq!((w.bytes, w.full_bytes), (size, full_size));
+        // `decode` checks every slice ends on its track: none is left half.
+        let d = decode(&packets);
+        let outer: Vec<u64> = d.slices_named("hipMemcpy").iter().map(|s| s.ts).collect();
+        let inner = d.slices_named("hsa_signal_wait_scacquire").len();
+        assert!(
+            !outer.is_empty() && outer.len() < 400,
+            "{policy:?}: {}",
+            outer.len()
+        );
+        assert!(
+            inner.abs_diff(outer.len()) <= 1,
+            "a call's nested call goes with it"
+        );
+        assert_eq!(w.dropped_slices as usize, 800 - outer.len() - inner);
+        let starts: Vec<u64> = (0..400).map(|k| 1_000 + k * 100).collect();
+        let want = match policy {
+            FillPolicy::Discard => &starts[..outer.len()],
+            FillPolicy::RingBuffer => &starts[400 - outer.len()..],
+        };
+        let mut got = outer.clone();
+        got.sort_unstable();
+        assert_eq!(got, want, "{policy:?}");
     }
 }

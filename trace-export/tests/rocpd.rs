@@ -149,6 +149,8 @@ fn sample_trace(pid: u32, created_ns: u64) -> ProcessTrace {
         workgroup: [256, 1, 1],
         private_segment_size: 0,
         group_segment_size: 100,
+        region: 0,
+        reserved: 0,
     });
     let waves = t.string("SQ_WAVES");
     t.0.counters.push(CounterRecord {

@@ -385,6 +385,59 @@ impl RuntimeLibrary {
 pub struct ExitFacts {
     /// ROCm runtimes mapped into the process when it exited.
     pub runtimes_loaded: Vec<RuntimeLibrary>,
+    /// Libraries of tracing domains this stack does not ship, mapped when it exited.
+    pub domain_libraries_loaded: Vec<DomainLibrary>,
+}
+
+/// Libraries of tracing domains (rocprofv3's `--rccl-trace`, …) that the tool cannot wrap
+/// unless the application loads them; the tool notes which were mapped at exit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DomainLibrary {
+    /// `librccl.so`.
+    Rccl,
+    /// `librocdecode.so`.
+    RocDecode,
+    /// `librocjpeg.so`.
+    RocJpeg,
+    /// `libkokkoscore.so`.
+    Kokkos,
+    /// An OpenMP runtime with OMPT (`libomp.so`, `libomptarget.so`).
+    OpenMp,
+    /// `librocshmem.so`.
+    RocShmem,
+    /// `libhipfile.so`.
+    HipFile,
+}
+
+impl DomainLibrary {
+    /// Every library, with a file-name stem it is recognised by.
+    pub const ALL: [(DomainLibrary, &'static str); 8] = [
+        (DomainLibrary::Rccl, "librccl.so"),
+        (DomainLibrary::RocDecode, "librocdecode.so"),
+        (DomainLibrary::RocJpeg, "librocjpeg.so"),
+        (DomainLibrary::Kokkos, "libkokkoscore.so"),
+        (DomainLibrary::OpenMp, "libomp.so"),
+        (DomainLibrary::OpenMp, "libomptarget.so"),
+        (DomainLibrary::RocShmem, "librocshmem.so"),
+        (DomainLibrary::HipFile, "libhipfile.so"),
+    ];
+
+    /// The libraries whose stem occurs in the file name `name`.
+    pub fn named_in(name: &[u8]) -> impl Iterator<Item = DomainLibrary> + '_ {
+        Self::ALL
+            .into_iter()
+            .filter(move |(_, stem)| name.windows(stem.len()).any(|w| w == stem.as_bytes()))
+            .map(|(lib, _)| lib)
+    }
+
+    /// The file name users know it by.
+    pub fn file_name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(l, _)| *l == self)
+            .map_or("", |(_, stem)| stem)
+    }
 }
 
 /// What a tool warning is about.
@@ -498,6 +551,7 @@ mod tests {
             }),
             Document::Exit(ExitFacts {
                 runtimes_loaded: vec![RuntimeLibrary::Hsa],
+                domain_libraries_loaded: vec![DomainLibrary::Rccl],
             }),
             Document::Warning(ToolWarning {
                 about: WarningKind::UnpairedAgents,

@@ -54,6 +54,12 @@ pub const THREAD_TRACE: &str = "ROCPROF_WSL_THREAD_TRACE";
 /// rocprofv3's `--selected-regions`: collect only between `roctxProfilerResume(0)` and
 /// `roctxProfilerPause(0)`.
 pub const SELECTED_REGIONS: &str = "ROCPROF_SELECTED_REGIONS";
+/// rocprofv3's `--selected-regions-ref-count`: nested `roctxProfilerResume(0)` /
+/// `roctxProfilerPause(0)` pairs count; collection pauses at the outermost pause.
+pub const SELECTED_REGIONS_REF_COUNT: &str = "ROCPROF_SELECTED_REGIONS_REF_COUNT";
+/// rocprofv3's `--kernel-rename`: the tool notes, per dispatch, the message of the innermost
+/// ROCTx range open on the launching thread (whether or not markers are traced).
+pub const KERNEL_RENAME: &str = "ROCPROF_KERNEL_RENAME";
 
 /// rocprofv3's truth strings (case-insensitive): `Ok(true)` for y/yes/t/true/on/1, `Ok(false)`
 /// for n/no/f/false/off/0, otherwise an explanation.

@@ -13,6 +13,7 @@ pub mod env;
 pub mod format;
 pub mod log;
 pub mod loss;
+pub mod ranges;
 pub mod record;
 pub mod records;
 pub mod trace;

@@ -161,6 +161,11 @@ pub struct KernelDispatchRecord {
     pub private_segment_size: u32,
     /// Group segment bytes from the packet.
     pub group_segment_size: u32,
+    /// With `--kernel-rename`: the message of the innermost ROCTx thread range open on the
+    /// enqueuing thread when the dispatch was enqueued (0 = none, or not asked for).
+    pub region: StringId,
+    /// Zero.
+    pub reserved: u32,
 }
 
 /// Direction of a memory copy (rocprofiler numbering).
@@ -228,6 +233,150 @@ pub struct MemoryCopyRecord {
     pub thread_id: u32,
     /// [`CopyDirection`] as a byte.
     pub direction: u8,
+    /// Zero.
+    pub reserved: [u8; 3],
+}
+
+/// What a memory-allocation record is, numbered as rocprofiler-sdk's
+/// `rocprofiler_memory_allocation_operation_t`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[repr(u8)]
+pub enum AllocationOperation {
+    /// `hsa_amd_memory_pool_allocate` or `hsa_memory_allocate`.
+    Allocate = 1,
+    /// `hsa_amd_vmem_handle_create` (physical memory for a virtual range).
+    VmemAllocate = 2,
+    /// `hsa_amd_memory_pool_free` or `hsa_memory_free`.
+    Free = 3,
+    /// `hsa_amd_vmem_handle_release`.
+    VmemFree = 4,
+}
+
+impl AllocationOperation {
+    /// Every operation.
+    pub const ALL: [Self; 4] = [
+        Self::Allocate,
+        Self::VmemAllocate,
+        Self::Free,
+        Self::VmemFree,
+    ];
+
+    /// From the stored byte.
+    pub fn from_u8(v: u8) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| *o as u8 == v)
+    }
+
+    /// The `Operation` column value of a stored byte (`MEMORY_ALLOCATION_NONE` if unknown).
+    pub fn label(v: u8) -> &'static str {
+        Self::from_u8(v).map_or("MEMORY_ALLOCATION_NONE", Self::csv_name)
+    }
+
+    /// The `Operation` column value.
+    pub fn csv_name(self) -> &'static str {
+        match self {
+            Self::Allocate => "MEMORY_ALLOCATION_ALLOCATE",
+            Self::VmemAllocate => "MEMORY_ALLOCATION_VMEM_ALLOCATE",
+            Self::Free => "MEMORY_ALLOCATION_FREE",
+            Self::VmemFree => "MEMORY_ALLOCATION_VMEM_FREE",
+        }
+    }
+
+    /// Whether the operation obtains memory (its record names the agent and the size).
+    pub fn is_allocation(self) -> bool {
+        matches!(self, Self::Allocate | Self::VmemAllocate)
+    }
+
+    /// Whether the operation is on virtual-memory handles (rocpd level `VIRTUAL`).
+    pub fn is_vmem(self) -> bool {
+        matches!(self, Self::VmemAllocate | Self::VmemFree)
+    }
+}
+
+/// One call that allocated or freed memory through the HSA runtime.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct MemoryAllocationRecord {
+    /// Correlation id of the API call (the outermost traced call on the thread, if any).
+    pub correlation_id: u64,
+    /// Host timeline, ns.
+    pub start: u64,
+    /// Host timeline, ns.
+    pub end: u64,
+    /// The address allocated or freed (the handle, for the VMEM operations).
+    pub address: u64,
+    /// Bytes allocated (0 for frees).
+    pub size: u64,
+    /// OS thread id of the calling thread.
+    pub thread_id: u32,
+    /// Driver (KMT) node id of the agent owning the pool (meaningful if `has_agent`).
+    pub agent_node_id: u32,
+    /// [`AllocationOperation`] as a byte.
+    pub operation: u8,
+    /// 1 if `agent_node_id` names the agent (allocations whose pool's agent is known).
+    pub has_agent: u8,
+    /// Zero.
+    pub reserved: [u8; 6],
+}
+
+/// What a scratch-memory record is, numbered as rocprofiler-sdk's
+/// `rocprofiler_scratch_memory_operation_t`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[repr(u8)]
+pub enum ScratchOperation {
+    /// The runtime allocated scratch for a queue.
+    Alloc = 1,
+    /// The runtime freed a queue's scratch.
+    Free = 2,
+    /// The runtime reclaimed scratch asynchronously.
+    AsyncReclaim = 3,
+}
+
+impl ScratchOperation {
+    /// Every operation.
+    pub const ALL: [Self; 3] = [Self::Alloc, Self::Free, Self::AsyncReclaim];
+
+    /// From the stored byte.
+    pub fn from_u8(v: u8) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| *o as u8 == v)
+    }
+
+    /// The `Operation` column value of a stored byte (`SCRATCH_MEMORY_NONE` if unknown).
+    pub fn label(v: u8) -> &'static str {
+        Self::from_u8(v).map_or("SCRATCH_MEMORY_NONE", Self::csv_name)
+    }
+
+    /// The `Operation` column value.
+    pub fn csv_name(self) -> &'static str {
+        match self {
+            Self::Alloc => "SCRATCH_MEMORY_ALLOC",
+            Self::Free => "SCRATCH_MEMORY_FREE",
+            Self::AsyncReclaim => "SCRATCH_MEMORY_ASYNC_RECLAIM",
+        }
+    }
+}
+
+/// One scratch event of the runtime: a start/end pair of the tools table's scratch callbacks.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct ScratchMemoryRecord {
+    /// Correlation id of the traced API call active on the thread, or 0.
+    pub correlation_id: u64,
+    /// Host timeline, ns (the start event).
+    pub start: u64,
+    /// Host timeline, ns (the end event).
+    pub end: u64,
+    /// HSA queue id (`hsa_queue_t.id`).
+    pub queue_id: u64,
+    /// Scratch bytes allocated (the alloc end event's size; 0 otherwise).
+    pub size: u64,
+    /// OS thread id of the runtime thread reporting it.
+    pub thread_id: u32,
+    /// Driver (KMT) node id of the queue's agent.
+    pub agent_node_id: u32,
+    /// `hsa_amd_event_scratch_alloc_flag_t` bits.
+    pub flags: u32,
+    /// [`ScratchOperation`] as a byte.
+    pub operation: u8,
     /// Zero.
     pub reserved: [u8; 3],
 }
@@ -353,6 +502,10 @@ pub enum Tag {
     /// Variable length: a [`CounterSampleHeader`], then the dispatch's raw counter output
     /// buffer (decoded by `rocprof` with the agent's [`crate::docs::CounterSetup`]).
     CounterSample = 10,
+    /// [`MemoryAllocationRecord`].
+    MemoryAllocation = 11,
+    /// [`ScratchMemoryRecord`].
+    ScratchMemory = 12,
 }
 
 impl Tag {
@@ -369,6 +522,8 @@ impl Tag {
             8 => Self::Json,
             9 => Self::Counter,
             10 => Self::CounterSample,
+            11 => Self::MemoryAllocation,
+            12 => Self::ScratchMemory,
             _ => return None,
         })
     }
@@ -398,6 +553,12 @@ impl FixedRecord for MarkerRecord {
 impl FixedRecord for CounterRecord {
     const TAG: Tag = Tag::Counter;
 }
+impl FixedRecord for MemoryAllocationRecord {
+    const TAG: Tag = Tag::MemoryAllocation;
+}
+impl FixedRecord for ScratchMemoryRecord {
+    const TAG: Tag = Tag::ScratchMemory;
+}
 impl FixedRecord for OperationName {
     const TAG: Tag = Tag::OperationName;
 }
@@ -405,12 +566,20 @@ impl FixedRecord for OperationName {
 const _: () = {
     assert!(size_of::<ApiRecord>() == 32);
     assert!(size_of::<KernelSymbolRecord>() == 48);
-    assert!(size_of::<KernelDispatchRecord>() == 96);
+    assert!(size_of::<KernelDispatchRecord>() == 104);
     assert!(size_of::<MemoryCopyRecord>() == 56);
     assert!(size_of::<MarkerRecord>() == 40);
     assert!(size_of::<OperationName>() == 8);
     assert!(size_of::<CounterRecord>() == 40);
     assert!(size_of::<CounterSampleHeader>() == 24);
+    assert!(size_of::<MemoryAllocationRecord>() == 56);
+    assert!(std::mem::offset_of!(MemoryAllocationRecord, thread_id) == 40);
+    assert!(std::mem::offset_of!(MemoryAllocationRecord, operation) == 48);
+    assert!(std::mem::offset_of!(MemoryAllocationRecord, has_agent) == 49);
+    assert!(size_of::<ScratchMemoryRecord>() == 56);
+    assert!(std::mem::offset_of!(ScratchMemoryRecord, thread_id) == 40);
+    assert!(std::mem::offset_of!(ScratchMemoryRecord, flags) == 48);
+    assert!(std::mem::offset_of!(ScratchMemoryRecord, operation) == 52);
     assert!(std::mem::offset_of!(CounterSampleHeader, agent_node_id) == 16);
     assert!(align_of::<CounterRecord>() == 8);
     assert!(std::mem::offset_of!(CounterRecord, value) == 16);

@@ -34,6 +34,10 @@ pub struct ProcessTrace {
     pub copies: Vec<MemoryCopyRecord>,
     /// ROCTx marks and ranges.
     pub markers: Vec<MarkerRecord>,
+    /// Memory allocations and frees through the HSA runtime.
+    pub allocations: Vec<MemoryAllocationRecord>,
+    /// The runtime's scratch-memory events.
+    pub scratch: Vec<ScratchMemoryRecord>,
     /// Hardware-counter values, one per dispatch and counter (evaluated by `rocprof` from the
     /// samples; a log holds samples only).
     pub counters: Vec<CounterRecord>,
@@ -131,14 +135,30 @@ impl ProcessTrace {
         self.markers
             .sort_unstable_by_key(|r| (r.start, r.correlation_id, r.end, r.thread_id));
         self.counters.sort_unstable_by_key(counter_order);
+        self.allocations.sort_unstable_by_key(|r| {
+            (
+                r.start,
+                r.correlation_id,
+                r.end,
+                r.address,
+                r.operation,
+                r.thread_id,
+            )
+        });
+        self.scratch.sort_unstable_by_key(|r| {
+            (r.start, r.queue_id, r.end, r.operation, r.thread_id, r.size)
+        });
     }
 
-    /// Every record of the trace (API calls, dispatches, copies, markers, counter samples).
+    /// Every record of the trace (API calls, dispatches, copies, markers, allocations, scratch
+    /// events, counter samples).
     pub fn record_count(&self) -> usize {
         self.api.len()
             + self.dispatches.len()
             + self.copies.len()
             + self.markers.len()
+            + self.allocations.len()
+            + self.scratch.len()
             + self.counter_samples.len()
     }
 
@@ -168,6 +188,8 @@ impl ProcessTrace {
             Tag::KernelDispatch => fixed(e.bytes).map(|r| self.dispatches.push(r)).is_some(),
             Tag::MemoryCopy => fixed(e.bytes).map(|r| self.copies.push(r)).is_some(),
             Tag::Marker => fixed(e.bytes).map(|r| self.markers.push(r)).is_some(),
+            Tag::MemoryAllocation => fixed(e.bytes).map(|r| self.allocations.push(r)).is_some(),
+            Tag::ScratchMemory => fixed(e.bytes).map(|r| self.scratch.push(r)).is_some(),
             Tag::Counter => fixed(e.bytes).map(|r| self.counters.push(r)).is_some(),
             Tag::CounterSample => CounterSampleHeader::read_from_prefix(e.bytes)
                 .map(|(header, output)| {

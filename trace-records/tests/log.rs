@@ -244,6 +244,7 @@ fn documents_are_typed_and_unknown_ones_counted_as_malformed() {
     use trace_records::docs::*;
     let exit = Document::Exit(ExitFacts {
         runtimes_loaded: vec![RuntimeLibrary::Hip],
+        ..Default::default()
     });
     let mut b = LogBuilder::new(header());
     b.chunk(true, |f, p| {

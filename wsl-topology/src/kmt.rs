@@ -131,7 +131,14 @@ pub enum ReadFailure {
     Open(HSAKMT_STATUS),
     /// `hsaKmtAcquireSystemProperties` failed (closed again).
     Acquire(HSAKMT_STATUS),
+    /// `NumNodes` is beyond any real system's ([`MAX_NODES`]): the snapshot is garbage (a
+    /// released thunk's freed memory, say), and no node was read.
+    ImplausibleNodeCount(u32),
 }
+
+/// More KMT nodes than any system has (CPU sockets plus GPUs, partitions included); a larger
+/// `NumNodes` is read as a damaged snapshot rather than walked node by node.
+pub const MAX_NODES: u32 = 4096;
 
 /// Everything the topology read learned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,6 +216,8 @@ enum SnapshotFailure {
     Open(HSAKMT_STATUS),
     /// `hsaKmtAcquireSystemProperties` failed (closed again).
     Acquire(HSAKMT_STATUS),
+    /// `NumNodes` above [`MAX_NODES`] (released and closed again, no node read).
+    Implausible(u32),
 }
 
 impl From<SnapshotFailure> for ReadFailure {
@@ -216,6 +225,7 @@ impl From<SnapshotFailure> for ReadFailure {
         match f {
             SnapshotFailure::Open(s) => Self::Open(s),
             SnapshotFailure::Acquire(s) => Self::Acquire(s),
+            SnapshotFailure::Implausible(n) => Self::ImplausibleNodeCount(n),
         }
     }
 }
@@ -240,12 +250,18 @@ unsafe fn walk_snapshot(
     // SAFETY: `system` is a valid, writable HsaSystemProperties.
     let status = unsafe { (fns.hsaKmtAcquireSystemProperties)(&mut system) };
     let walked = if status.is_success() {
-        for node_id in 0..system.NumNodes {
-            per_node(node_id);
+        let plausible = system.NumNodes <= MAX_NODES;
+        if plausible {
+            for node_id in 0..system.NumNodes {
+                per_node(node_id);
+            }
         }
         // SAFETY: releases the snapshot acquired above.
         let _ = unsafe { (fns.hsaKmtReleaseSystemProperties)() };
-        Ok(system.NumNodes)
+        match plausible {
+            true => Ok(system.NumNodes),
+            false => Err(SnapshotFailure::Implausible(system.NumNodes)),
+        }
     } else {
         Err(SnapshotFailure::Acquire(status))
     };
@@ -383,6 +399,11 @@ pub unsafe fn probe_layout(fns: &ThunkFns) -> LayoutProbe {
         Err(SnapshotFailure::Acquire(status)) => {
             probe.measure_error = Some(format!(
                 "hsaKmtAcquireSystemProperties failed (status={status})"
+            ));
+        }
+        Err(SnapshotFailure::Implausible(n)) => {
+            probe.measure_error = Some(format!(
+                "the thunk reports {n} nodes, more than any system has: its topology snapshot is damaged"
             ));
         }
     }

@@ -280,6 +280,13 @@ fn read_thunk(
             OmissionKind::SystemPropertiesFailed,
             format!("hsaKmtAcquireSystemProperties failed with status {status}"),
         )),
+        Some(ReadFailure::ImplausibleNodeCount(n)) => omissions.push(Omission::new(
+            library(rocdxg_sys::LIBRARY_NAME),
+            OmissionKind::SystemPropertiesFailed,
+            format!(
+                "the thunk's topology snapshot reports {n} nodes (0x{n:08X}), more than any system has: the snapshot is damaged (a released librocdxg that does not reference-count it hands out freed memory once another user has released it), so no node was read; install a matched runtime and thunk"
+            ),
+        )),
         None => {}
     }
     for issue in &read.issues {

@@ -681,6 +681,7 @@ fn abi_dump() -> String {
         rocdxg_sys::layouts(),
         hsa_intercept::tables::layouts(),
         hsa_intercept::hsa::layouts(),
+        hsa_intercept::memory::layouts(),
     ];
     for layout in layouts.iter().flatten() {
         c_layout::write_tsv(&mut out, layout).expect("writing to a String");

@@ -47,6 +47,8 @@ pub struct CounterConfig {
     pub include: Option<String>,
     /// Dispatches of kernels whose name matches this regex are not (applied after `include`).
     pub exclude: Option<String>,
+    /// `--kernel-iteration-range`: which launches of each selected kernel are counted.
+    pub iterations: Option<trace_records::ranges::IterationRanges>,
     /// The agents discovery published (their topology programs the counters).
     pub agents: Vec<Agent>,
 }
@@ -65,7 +67,8 @@ pub fn install(config: CounterConfig) -> Result<(), String> {
 /// Builds counter collection as an instrument (to install alone with [`install`], or beside
 /// thread trace in an [`instrument::Pair`]). Fails if a filter is not a valid regex.
 pub fn instrument(config: CounterConfig) -> Result<&'static dyn Instrument, String> {
-    let filter = KernelFilter::new(&config.include, &config.exclude)?;
+    let filter =
+        KernelFilter::new(&config.include, &config.exclude)?.with_iterations(config.iterations);
     let counting: &'static Counting = Box::leak(Box::new(Counting {
         events: config.events.iter().map(BaseEvent::named).collect(),
         setup_events: config.events,

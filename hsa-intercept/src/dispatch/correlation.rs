@@ -3,7 +3,7 @@
 //! enqueuing the packets is known; it is remembered per packet index for the packet handler.
 
 use super::queues::{DOORBELLS, QUEUES, QueueState};
-use crate::api::{current_correlation_id, new_correlation_id, thread_id};
+use crate::api::{current_correlation_id, current_region, new_correlation_id, thread_id};
 use crate::hsa::*;
 use std::sync::atomic::Ordering;
 
@@ -26,7 +26,9 @@ pub(super) fn note_doorbell(signal: u64, value: i64) {
     // SAFETY: queue states are leaked (never freed) once published.
     let q = unsafe { &*(p as *const QueueState) };
     let correlation = current_correlation_id().unwrap_or_else(new_correlation_id);
-    let tid = u64::from(thread_id());
+    // The thread in the low half, the innermost ROCTx range open on it (for
+    // `--kernel-rename`; 0 = none) in the high half.
+    let tid = u64::from(thread_id()) | (u64::from(current_region()) << 32);
     let last = q.rung.swap(value as u64 + 1, Ordering::AcqRel);
     let first = last.max((value as u64 + 1).saturating_sub(CORRELATION_RING as u64));
     for index in first..=value as u64 {

@@ -106,6 +106,10 @@ fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64, out: &mut Batch) {
     if header & 0xFF != PACKET_KERNEL_DISPATCH {
         return out.push(raw);
     }
+    // Outside `--collection-period`'s windows a dispatch runs untraced and uncounted.
+    if !crate::scope::collecting_now() {
+        return out.push(raw);
+    }
     let Some(f) = fns() else { return out.push(raw) };
     let Some(signal) = take_signal(f) else {
         return out.push(raw);
@@ -113,7 +117,9 @@ fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64, out: &mut Batch) {
     // SAFETY: a kernel dispatch packet has this layout (any bytes are valid).
     let mut p: KernelDispatchPacket = unsafe { std::mem::transmute(raw) };
     let slot = &q.correlations[index as usize % CORRELATION_RING];
-    let thread = slot.1.load(Ordering::Acquire);
+    // The enqueuing thread in the low half, the ROCTx range open on it in the high half.
+    let enqueued = slot.1.load(Ordering::Acquire);
+    let (thread, region) = (enqueued as u32, (enqueued >> 32) as u32);
     let correlation = match thread {
         0 => new_correlation_id(),
         _ => slot.0.load(Ordering::Relaxed),
@@ -131,7 +137,7 @@ fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64, out: &mut Batch) {
         queue_id: q.queue_id,
         stream_id: 0,
         agent_node_id: q.agent_node,
-        thread_id: thread as u32,
+        thread_id: thread,
         grid: [p.grid_size_x, p.grid_size_y, p.grid_size_z],
         workgroup: [
             p.workgroup_size_x.into(),
@@ -140,6 +146,8 @@ fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64, out: &mut Batch) {
         ],
         private_segment_size: p.private_segment_size,
         group_segment_size: p.group_segment_size,
+        region,
+        reserved: 0,
     };
     let mut injection = Injection::default();
     let instrumented = instrument.and_then(|instrument| {

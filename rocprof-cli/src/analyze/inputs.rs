@@ -168,6 +168,7 @@ fn read_record_dir(path: &Path) -> Result<Input, InputError> {
             !manifest.outputs.mangled_kernels,
             manifest.outputs.truncate_kernels,
         );
+        trace_export::rename::apply(t, manifest.outputs.kernel_rename);
     }
     let status = manifest.status.unwrap_or_default();
     let untraced = crate::explain::untraced_pids(dir.path());

@@ -16,12 +16,12 @@ pub const SIGNAL_POOL_SIZE: usize = 64;
 /// The most the signal pool grows to while the GPU is busy (the kernarg pool is sized for it).
 pub const MAX_SIGNAL_POOL: usize = 2 * SIGNAL_POOL_SIZE;
 /// Read-index polls a blocking command's marker makes, at most, waiting for the packet
-/// processor to take the queue's earlier packets before the marker is written: 1 (one poll,
-/// whatever it finds) unless `HIP_SIM_MARKER_POLLS` asks for up to [`MAX_MARKER_POLLS`].
-/// With one poll the record count is the same on every run, which run-to-run comparisons of
-/// traces rely on; with 4, how many polls each marker makes depends on how long the kernel
-/// before it still runs, which is the seed's run-to-run spread of HSA records.
-pub const DEFAULT_MARKER_POLLS: u32 = 1;
+/// processor to take the queue's earlier packets before the marker is written: by default
+/// [`MAX_MARKER_POLLS`], so how many polls each marker makes depends on how long the kernel
+/// before it still runs — the seed's run-to-run spread of HSA records (710..=734).
+/// `HIP_SIM_MARKER_POLLS=1` makes one poll, whatever it finds, so every run gives the same
+/// record count.
+pub const DEFAULT_MARKER_POLLS: u32 = MAX_MARKER_POLLS;
 /// The most read-index polls per marker `HIP_SIM_MARKER_POLLS` may ask for.
 pub const MAX_MARKER_POLLS: u32 = 4;
 /// The pause between two of those polls (a kernel of the reference workload runs ~0.2-4 ms

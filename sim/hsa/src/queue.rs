@@ -64,6 +64,8 @@ pub struct QueueInner {
     /// hardware queue reports the intercept queue).
     pub report_queue: AtomicU64,
     pub profiling: AtomicBool,
+    /// The queue's scratch area (a hardware queue's; see [`crate::scratch`]).
+    pub scratch: crate::scratch::QueueScratch,
     stop: AtomicBool,
     thread: Mutex<Option<JoinHandle<()>>>,
     pub role: Role,
@@ -249,6 +251,7 @@ pub fn create(
         callback_data: data as usize,
         report_queue: AtomicU64::new(0),
         profiling: AtomicBool::new(false),
+        scratch: crate::scratch::QueueScratch::default(),
         stop: AtomicBool::new(false),
         thread: Mutex::new(None),
         role,
@@ -293,6 +296,11 @@ pub fn destroy(inner: &Arc<QueueInner>) {
     if let Role::Intercept(state) = &inner.role {
         destroy(&state.hw);
     }
+    // ROCr frees a queue's scratch when the queue is destroyed (an intercept queue's lives in
+    // its hardware queue, destroyed just above, which reports the intercept queue).
+    inner
+        .scratch
+        .release(inner.report_queue.load(Ordering::Acquire) as *const HsaQueue);
 }
 
 /// Destroys every queue (at `hsa_shut_down`).
@@ -324,14 +332,14 @@ unsafe extern "C" fn run_trampoline(ctx: *mut c_void) {
 }
 
 fn run_processor(queue: &QueueInner) {
-    queue.consume_packets(|packet, _| execute(queue, packet));
+    queue.consume_packets(|packet, index| execute(queue, packet, index));
 }
 
 /// Executes one packet on the hardware queue.
-fn execute(queue: &QueueInner, packet: &RawPacket) {
+fn execute(queue: &QueueInner, packet: &RawPacket, index: u64) {
     let completion = packet.completion_signal();
     match packet.packet_type() {
-        PACKET_TYPE_KERNEL_DISPATCH => dispatch(queue, packet),
+        PACKET_TYPE_KERNEL_DISPATCH => dispatch(queue, packet, index),
         PACKET_TYPE_BARRIER_AND | PACKET_TYPE_BARRIER_OR => {
             let barrier = packet.as_barrier();
             let mut deps = [Signal { handle: 0 }; 5];
@@ -371,7 +379,7 @@ fn wait_deps(queue: &QueueInner, deps: &[Signal], and: bool) {
     signal::wait_watched(deps, ready, || queue.stopping());
 }
 
-fn dispatch(queue: &QueueInner, packet: &RawPacket) {
+fn dispatch(queue: &QueueInner, packet: &RawPacket, index: u64) {
     let p = packet.as_dispatch();
     let Some(entry) = crate::executable::lookup_kernel(p.kernel_object) else {
         say_once(format!(
@@ -382,6 +390,19 @@ fn dispatch(queue: &QueueInner, packet: &RawPacket) {
         return;
     };
     let kd = KernelDescriptor(entry.descriptor.0);
+    if p.private_segment_size > 0 {
+        let compute_units = queue
+            .runtime
+            .gpu(queue.agent)
+            .map_or(1, |g| g.compute_units());
+        queue.scratch.ensure(
+            queue.report_queue.load(Ordering::Acquire) as *const HsaQueue,
+            index,
+            p.private_segment_size,
+            u32::from(kd.wave_size()),
+            compute_units,
+        );
+    }
     let launch = WslsimLaunch {
         grid: [
             p.grid_size_x.max(1),
@@ -516,6 +537,25 @@ pub unsafe extern "C" fn hsa_queue_create(
         let inner = create(rt, agent, size, type_, callback, data, Role::Hardware)?;
         // SAFETY: non-null and writable per the API.
         unsafe { write_out(queue, inner.queue_ptr()) }
+    })
+}
+
+/// `hsa_amd_queue_get_info`: `HSA_AMD_QUEUE_INFO_AGENT` (0) and `…_DOORBELL_ID` (1).
+pub unsafe extern "C" fn hsa_amd_queue_get_info(
+    queue: *mut HsaQueue,
+    attribute: u32,
+    value: *mut c_void,
+) -> Status {
+    guard(|| {
+        let inner = lookup(queue).ok_or(ERROR_INVALID_QUEUE)?;
+        // SAFETY: the caller provides storage of the attribute's type.
+        unsafe {
+            match attribute {
+                0 => write_out(value.cast::<Agent>(), inner.agent),
+                1 => write_out(value.cast::<u64>(), inner.doorbell.handle),
+                _ => Err(ERROR_INVALID_ARGUMENT),
+            }
+        }
     })
 }
 

@@ -420,7 +420,7 @@ struct Outcome {
     register: String,
 }
 
-fn read_topology(thunk: Thunk, layout: u32) -> Result<Runtime, Status> {
+fn read_topology(thunk: Thunk, layout: u32, generation: Generation) -> Result<Runtime, Status> {
     if let Some(check) = thunk.abi_check {
         let mut sizes = HsaStructureSizes {
             structure_sizes: 16,
@@ -447,16 +447,32 @@ fn read_topology(thunk: Thunk, layout: u32) -> Result<Runtime, Status> {
         return Err(ERROR_OUT_OF_RESOURCES);
     }
     let mut records = Vec::new();
-    let words = (layout as usize + NODE_SLACK).div_ceil(4);
-    for node in 0..system.num_nodes {
-        let mut storage = vec![0u32; words];
-        // SAFETY: documented export; `storage` holds the runtime's layout plus slack.
-        let status = unsafe { (thunk.get_node)(node, storage.as_mut_ptr().cast()) };
-        if status != 0 {
-            continue;
+    // The stock 7.2.x generation reads into heap storage of exactly its own record size
+    // (`stock_read`); current builds into their layout plus slack.
+    let stock = match generation {
+        Generation::Stock72 => {
+            crate::stock_read::read_nodes(thunk.get_node, layout as usize, system.num_nodes)
         }
-        let bytes: Vec<u8> = storage.iter().flat_map(|w| w.to_le_bytes()).collect();
-        records.push((node, topology::parse(&bytes[..layout as usize], layout)));
+        Generation::Current => None,
+    };
+    if let Some(read) = stock {
+        for (node, (status, bytes)) in (0..system.num_nodes).zip(read) {
+            if status == 0 {
+                records.push((node, topology::parse(&bytes, layout)));
+            }
+        }
+    } else {
+        let words = (layout as usize + NODE_SLACK).div_ceil(4);
+        for node in 0..system.num_nodes {
+            let mut storage = vec![0u32; words];
+            // SAFETY: documented export; `storage` holds the runtime's layout plus slack.
+            let status = unsafe { (thunk.get_node)(node, storage.as_mut_ptr().cast()) };
+            if status != 0 {
+                continue;
+            }
+            let bytes: Vec<u8> = storage.iter().flat_map(|w| w.to_le_bytes()).collect();
+            records.push((node, topology::parse(&bytes[..layout as usize], layout)));
+        }
     }
     // SAFETY: documented export, no arguments. The KFD stays open until hsa_shut_down.
     unsafe { (thunk.release)() };
@@ -661,7 +677,7 @@ fn init() -> Status {
         }
     };
     outcome.thunk = thunk.path.clone();
-    let runtime = match read_topology(thunk, scenario.runtime.layout) {
+    let runtime = match read_topology(thunk, scenario.runtime.layout, scenario.runtime.generation) {
         Ok(runtime) => runtime,
         Err(status) => {
             log_init(&outcome, status);

@@ -190,7 +190,9 @@ type SignalHandler = Option<unsafe extern "C" fn(i64, *mut c_void) -> bool>;
 type AsyncFunction = Option<unsafe extern "C" fn(*mut c_void)>;
 type InterceptHandler = Option<crate::intercept::HandlerFn>;
 
-use crate::{executable as exe, info, intercept, memory as mem, queue, runtime, signal as sig};
+use crate::{
+    executable as exe, info, intercept, memory as mem, queue, runtime, scratch, signal as sig,
+};
 
 api_table! {
     /// `CoreApiTable` (125 functions).
@@ -395,7 +397,7 @@ api_table! {
     hsa_amd_vmem_retain_alloc_handle;
     hsa_amd_vmem_get_alloc_properties_from_handle;
     hsa_amd_agent_set_async_scratch_limit;
-    hsa_amd_queue_get_info;
+    hsa_amd_queue_get_info(queue: *mut HsaQueue, attribute: u32, value: *mut c_void) -> Status = queue::hsa_amd_queue_get_info;
     hsa_amd_vmem_address_reserve_align;
     hsa_amd_enable_logging;
     hsa_amd_signal_wait_all;
@@ -436,15 +438,16 @@ api_table! {
 }
 
 api_table! {
-    /// `ToolsApiTable`: scratch events (not simulated).
+    /// `ToolsApiTable`: the scratch events the runtime raises (`scratch`); each slot is
+    /// ROCr's no-op until a tool replaces it.
     table ToolsApiTable: TOOLS_TABLE, slots ToolsSlot, names TOOLS_NAMES,
     id TABLE_TOOLS, version (TOOLS_MAJOR, TOOLS_STEP), export no_export;
-    hsa_amd_tool_scratch_event_alloc_start;
-    hsa_amd_tool_scratch_event_alloc_end;
-    hsa_amd_tool_scratch_event_free_start;
-    hsa_amd_tool_scratch_event_free_end;
-    hsa_amd_tool_scratch_event_async_reclaim_start;
-    hsa_amd_tool_scratch_event_async_reclaim_end;
+    hsa_amd_tool_scratch_event_alloc_start(event: *const c_void) -> Status = scratch::no_tool;
+    hsa_amd_tool_scratch_event_alloc_end(event: *const c_void) -> Status = scratch::no_tool;
+    hsa_amd_tool_scratch_event_free_start(event: *const c_void) -> Status = scratch::no_tool;
+    hsa_amd_tool_scratch_event_free_end(event: *const c_void) -> Status = scratch::no_tool;
+    hsa_amd_tool_scratch_event_async_reclaim_start(event: *const c_void) -> Status = scratch::no_tool;
+    hsa_amd_tool_scratch_event_async_reclaim_end(event: *const c_void) -> Status = scratch::no_tool;
 }
 
 api_table! {

@@ -19,6 +19,9 @@ pub mod record;
 pub mod state;
 pub mod status;
 
+use std::ffi::c_void;
+use std::sync::OnceLock;
+
 use wslsim_scenario::{AbiCheck, Scenario};
 
 /// The export names the scenario hides from `dlsym`.
@@ -28,6 +31,44 @@ pub fn hidden_exports(scenario: &Scenario) -> Vec<String> {
         hidden.push("DxgAbiCheck".to_owned());
     }
     hidden
+}
+
+/// An address inside this copy of the library that the dynamic linker never rebinds.
+///
+/// A Rust function that is not `#[no_mangle]` is not exported from the cdylib (its version
+/// script makes it local), so taking its address is a PC-relative computation within this
+/// object. An exported entry point would not do: its address is loaded through the GOT, which
+/// the loader binds to the first object in the global scope defining the name — with two
+/// copies of librocdxg loaded, the second copy's constructor would find the first copy.
+#[inline(never)]
+fn own_anchor() -> *const c_void {
+    own_anchor as *const c_void
+}
+
+/// This copy's path, as the loader registered it (`dladdr` of [`own_anchor`]).
+pub fn own_path() -> Option<&'static str> {
+    static PATH: OnceLock<Option<String>> = OnceLock::new();
+    PATH.get_or_init(|| wslsim_scenario::object_path(own_anchor()))
+        .as_deref()
+}
+
+/// The process scenario as this copy of the thunk simulates it: `[thunk]`, or the
+/// `[[thunk.copies]]` entry matching this copy's path. Also which entry matched.
+pub fn copy_scenario(scenario: &Scenario, path: Option<&str>) -> (Scenario, Option<usize>) {
+    let (thunk, entry) = scenario.thunk.for_copy(path);
+    (
+        Scenario {
+            thunk,
+            ..scenario.clone()
+        },
+        entry,
+    )
+}
+
+/// [`copy_scenario`] for this copy, read once.
+pub fn this_copy() -> &'static (Scenario, Option<usize>) {
+    static COPY: OnceLock<(Scenario, Option<usize>)> = OnceLock::new();
+    COPY.get_or_init(|| copy_scenario(wslsim_scenario::current(), own_path()))
 }
 
 /// Installs `scenario` and forgets all thunk state (open count, snapshot, negotiated size),
@@ -44,10 +85,27 @@ pub fn reset_for_tests(scenario: Scenario) {
 #[cfg_attr(test, allow(dead_code))]
 extern "C" fn on_load() {
     let _ = std::panic::catch_unwind(|| {
-        let hidden = hidden_exports(wslsim_scenario::current());
-        let anchor = kmt::hsaKmtOpenKFD as *const std::ffi::c_void;
-        // SAFETY: we are this object's ELF constructor and `anchor` is one of its functions.
-        unsafe { wslsim_scenario::on_library_load("rocdxg", anchor, &hidden) };
+        let (scenario, entry) = this_copy();
+        let hidden = hidden_exports(scenario);
+        // SAFETY: we are this object's ELF constructor and the anchor lies in this object.
+        unsafe { wslsim_scenario::on_library_load("rocdxg", own_anchor(), &hidden) };
+        let thunk = &scenario.thunk;
+        wslsim_scenario::log_call(
+            "rocdxg",
+            format_args!(
+                "behaves path={} as={} layout={} abi_check={} snapshot_refcount={}",
+                own_path().unwrap_or("?"),
+                entry.map_or_else(|| "[thunk]".to_owned(), |i| format!("thunk.copies[{i}]")),
+                thunk.layout,
+                match thunk.abi_check {
+                    AbiCheck::Absent => "absent",
+                    AbiCheck::Strict => "strict",
+                    AbiCheck::Lenient => "lenient",
+                    AbiCheck::Reject => "reject",
+                },
+                thunk.snapshot_refcount
+            ),
+        );
     });
 }
 

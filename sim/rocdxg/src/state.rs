@@ -14,6 +14,42 @@ use crate::status::{self, HsaKmtStatus};
 /// Hz reported by `hsaKmtGetNodeWallclockFrequency` for the CPU node 0.
 pub const CPU_WALLCLOCK_HZ: u64 = 1_000_000_000;
 
+/// What a released thunk leaves in the snapshot memory it frees: every byte of the system
+/// properties and of every node record reads this afterwards (so `NumNodes` = 0xDEDEDEDE).
+pub const FREED_BYTE: u8 = 0xDE;
+
+/// Bytes of the `HsaSystemProperties` at the start of a snapshot.
+const SYSTEM_BYTES: usize = 16;
+
+/// A topology snapshot: the memory `hsaKmtAcquireSystemProperties` fills and
+/// `hsaKmtGetNodeProperties` copies from — the `HsaSystemProperties` (16 bytes) followed by
+/// every node's record at the thunk's full layout size.
+#[derive(Debug)]
+struct Snapshot {
+    bytes: Vec<u8>,
+    stride: usize,
+}
+
+impl Snapshot {
+    fn num_nodes(&self) -> u32 {
+        let mut word = [0_u8; 4];
+        word.copy_from_slice(&self.bytes[..4]);
+        u32::from_le_bytes(word)
+    }
+
+    /// Node `node_id`'s first `size` bytes; memory past the snapshot's end (a node id only a
+    /// freed snapshot's garbage `NumNodes` admits) reads as freed memory.
+    fn record(&self, node_id: u32, size: usize) -> Vec<u8> {
+        let start = SYSTEM_BYTES + node_id as usize * self.stride;
+        let mut out = vec![FREED_BYTE; size];
+        if let Some(stored) = self.bytes.get(start..) {
+            let take = size.min(self.stride).min(stored.len());
+            out[..take].copy_from_slice(&stored[..take]);
+        }
+        out
+    }
+}
+
 /// Everything the simulated thunk remembers between calls.
 #[derive(Debug)]
 pub struct ThunkState {
@@ -21,9 +57,10 @@ pub struct ThunkState {
     layout: Layout,
     open_count: u32,
     opened_before: bool,
-    /// Whether a topology snapshot taken by `hsaKmtAcquireSystemProperties` is held (it
-    /// reports the scenario's fixed node count, so there is nothing else to remember).
-    snapshot_held: bool,
+    /// The snapshot memory the thunk points at (for a released thunk, possibly already freed).
+    snapshot: Option<Snapshot>,
+    /// How many acquires are not yet released (a released thunk counts at most 1).
+    holders: u32,
     negotiated: u32,
 }
 
@@ -41,7 +78,8 @@ impl ThunkState {
             layout,
             open_count: 0,
             opened_before: false,
-            snapshot_held: false,
+            snapshot: None,
+            holders: 0,
             negotiated: 0,
         }
     }
@@ -86,13 +124,39 @@ impl ThunkState {
         }
     }
 
-    /// `hsaKmtCloseKFD`.
+    /// `hsaKmtCloseKFD`. The last close ends the KFD session: whatever snapshot the thunk
+    /// still points at is forgotten (a live one with it).
     pub fn close(&mut self) -> HsaKmtStatus {
         if self.open_count == 0 {
             return status::KERNEL_IO_CHANNEL_NOT_OPENED;
         }
         self.open_count -= 1;
+        if self.open_count == 0 {
+            self.snapshot = None;
+            self.holders = 0;
+        }
         self.scenario.thunk.close_status
+    }
+
+    /// Whether the memory the thunk points at has been freed (a released thunk after a release
+    /// in this KFD session).
+    pub fn snapshot_freed(&self) -> bool {
+        self.holders == 0 && self.snapshot.is_some()
+    }
+
+    /// A fresh snapshot of the scenario's topology.
+    fn take_snapshot(&self) -> Snapshot {
+        let num_nodes = self.scenario.num_kmt_nodes();
+        let stride = self.layout.size;
+        let mut bytes = vec![0_u8; SYSTEM_BYTES];
+        bytes[..4].copy_from_slice(&num_nodes.to_le_bytes());
+        for node_id in 0..num_nodes {
+            match self.node_record(node_id) {
+                Some(record) => bytes.extend(self.layout.encode(&record, stride)),
+                None => bytes.resize(bytes.len() + stride, 0),
+            }
+        }
+        Snapshot { bytes, stride }
     }
 
     /// `hsaKmtAcquireSystemProperties`; `have_out` is whether the caller's pointer is non-null.
@@ -106,8 +170,21 @@ impl ThunkState {
         if self.scenario.thunk.acquire_status != status::SUCCESS {
             return Err(self.scenario.thunk.acquire_status);
         }
-        let num_nodes = self.scenario.num_kmt_nodes();
-        self.snapshot_held = true;
+        if self.scenario.thunk.snapshot_refcount {
+            // Shared while held, counted; a fresh one once every holder released.
+            if self.holders == 0 {
+                self.snapshot = Some(self.take_snapshot());
+            }
+            self.holders = self.holders.saturating_add(1);
+        } else {
+            // The released packages: one snapshot pointer per KFD session, no count. A release
+            // freed the memory but left the pointer, so this acquire reads what is there now.
+            if self.snapshot.is_none() {
+                self.snapshot = Some(self.take_snapshot());
+            }
+            self.holders = 1;
+        }
+        let num_nodes = self.snapshot.as_ref().map_or(0, Snapshot::num_nodes);
         Ok(HsaSystemProperties {
             num_nodes,
             ..HsaSystemProperties::default()
@@ -116,18 +193,18 @@ impl ThunkState {
 
     /// `hsaKmtGetNodeProperties` (pointer already checked): the exact bytes to copy out.
     pub fn node_properties(&self, node_id: u32) -> Result<Vec<u8>, HsaKmtStatus> {
-        if !self.snapshot_held {
+        let Some(snapshot) = self.snapshot.as_ref().filter(|_| self.holders > 0) else {
             return Err(status::ERROR);
-        }
-        if node_id >= self.scenario.num_kmt_nodes() {
+        };
+        // The bound is the snapshot's own NumNodes, as the thunk reads it from its memory.
+        if node_id >= snapshot.num_nodes() {
             return Err(status::INVALID_NODE_UNIT);
         }
         let failure = self.scenario.thunk.node_status.get(&node_id).copied();
         if let Some(failure) = failure.filter(|&status| status != status::SUCCESS) {
             return Err(failure);
         }
-        let record = self.node_record(node_id).ok_or(status::INVALID_NODE_UNIT)?;
-        Ok(self.layout.encode(&record, self.write_size()))
+        Ok(snapshot.record(node_id, self.write_size()))
     }
 
     /// The values of KMT node `node_id` (0 is the CPU).
@@ -143,14 +220,22 @@ impl ThunkState {
 
     /// `hsaKmtReleaseSystemProperties`.
     pub fn release(&mut self) -> HsaKmtStatus {
-        if !self.snapshot_held {
+        if self.holders == 0 {
             return status::ERROR;
         }
         let failure = self.scenario.thunk.release_status;
         if failure != status::SUCCESS {
             return failure;
         }
-        self.snapshot_held = false;
+        self.holders -= 1;
+        if self.holders == 0 {
+            if self.scenario.thunk.snapshot_refcount {
+                self.snapshot = None;
+            } else if let Some(snapshot) = &mut self.snapshot {
+                // Freed, but still pointed at until the KFD session ends.
+                snapshot.bytes.fill(FREED_BYTE);
+            }
+        }
         status::SUCCESS
     }
 
@@ -206,7 +291,7 @@ fn lock() -> MutexGuard<'static, Option<ThunkState>> {
 /// Runs `f` on the process-global state, creating it from the process scenario on first use.
 pub fn with_state<R>(f: impl FnOnce(&mut ThunkState) -> R) -> R {
     let mut guard = lock();
-    let state = guard.get_or_insert_with(|| ThunkState::new(wslsim_scenario::current().clone()));
+    let state = guard.get_or_insert_with(|| ThunkState::new(crate::this_copy().0.clone()));
     f(state)
 }
 

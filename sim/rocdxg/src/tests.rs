@@ -552,3 +552,73 @@ fn a_panic_becomes_an_error_status() {
     let status = crate::kmt::export("test", || panic!("simulated bug"));
     assert_eq!(status, status::ERROR);
 }
+
+// ---------------------------------------------------------------- the topology snapshot
+
+#[test]
+fn a_refcounted_snapshot_outlives_a_second_holders_release() {
+    let _serial = install(Scenario::default());
+    // The runtime's session: open, acquire, and it keeps the snapshot.
+    assert_eq!(open(), status::SUCCESS);
+    assert_eq!(acquire(), (status::SUCCESS, 2));
+    // A late tool in the same KFD session: acquire (counted), read, release.
+    assert_eq!(open(), status::KERNEL_ALREADY_OPENED);
+    assert_eq!(acquire(), (status::SUCCESS, 2));
+    assert_eq!(release(), status::SUCCESS);
+    assert_eq!(close(), status::SUCCESS);
+    // The runtime's hold survives: its node reads still see the 890M.
+    let (node, written, record) = get_node(1);
+    assert_eq!((node, written), (status::SUCCESS, 396));
+    assert_eq!(u32_at(&record, 4), 32, "NumFComputeCores");
+    assert_eq!(release(), status::SUCCESS);
+    // Released by everyone: a later acquire in the same session takes a fresh snapshot.
+    assert_eq!(acquire(), (status::SUCCESS, 2));
+    assert_eq!(u32_at(&get_node(1).2, 4), 32);
+    assert_eq!(release(), status::SUCCESS);
+    assert_eq!(close(), status::SUCCESS);
+}
+
+#[test]
+fn a_released_thunk_reads_freed_memory_after_a_release_in_the_same_session() {
+    let _serial = install(scenario_with(|s| s.thunk.snapshot_refcount = false));
+    // The runtime's hsa_init: open, acquire, read, release; the KFD stays open.
+    assert_eq!(open(), status::SUCCESS);
+    assert_eq!(acquire(), (status::SUCCESS, 2));
+    assert_eq!(u32_at(&get_node(1).2, 4), 32);
+    assert_eq!(release(), status::SUCCESS);
+    assert!(with_state(|state| state.snapshot_freed()));
+    // A late-attached tool: its acquire gets the freed snapshot back, poisoned.
+    assert_eq!(open(), status::KERNEL_ALREADY_OPENED);
+    let (acquired, nodes) = acquire();
+    assert_eq!(acquired, status::SUCCESS, "the thunk does not notice");
+    assert_eq!(nodes, 0xDEDE_DEDE, "NumNodes read from freed memory");
+    let (node, written, record) = get_node(1);
+    assert_eq!((node, written), (status::SUCCESS, 396));
+    assert!(record.iter().all(|&b| b == crate::state::FREED_BYTE));
+    assert_eq!(release(), status::SUCCESS);
+    assert_eq!(close(), status::SUCCESS);
+    assert_eq!(close(), status::SUCCESS);
+    // A new KFD session starts clean: the constructor-time read of an ordinary launch.
+    assert_eq!(open(), status::SUCCESS);
+    assert_eq!(acquire(), (status::SUCCESS, 2));
+    assert_eq!(u32_at(&get_node(1).2, 4), 32);
+    assert_eq!(release(), status::SUCCESS);
+    assert_eq!(close(), status::SUCCESS);
+}
+
+#[test]
+fn each_copy_takes_its_own_thunk_entry() {
+    let scenario = Scenario::from_toml_str(
+        "[thunk]\nlayout = 396\nabi_check = \"absent\"\n\n[[thunk.copies]]\n\
+         path = \"/opt/rocm-7.2.0/lib/librocdxg.so\"\nlayout = 376\nabi_check = \"strict\"\n",
+    )
+    .unwrap();
+    let (stock, entry) = crate::copy_scenario(&scenario, Some("/opt/rocm-7.2.0/lib/librocdxg.so"));
+    assert_eq!(entry, Some(0));
+    assert_eq!(stock.thunk.layout, 376);
+    assert!(crate::hidden_exports(&stock).is_empty());
+    let (preloaded, entry) = crate::copy_scenario(&scenario, Some("/home/me/librocdxg.so.1.2.0"));
+    assert_eq!(entry, None);
+    assert_eq!(preloaded.thunk.layout, 396);
+    assert_eq!(crate::hidden_exports(&preloaded), ["DxgAbiCheck"]);
+}

@@ -634,6 +634,121 @@ fn gpu_vendor_packet_before_open(library: &Library) -> Result<(), String> {
     check("marker after open", marker, 0xFEED)
 }
 
+/// A private copy of the library file (its own inode, so the loader maps it again) at
+/// `<temp>/rocdxg-copies-<pid>/<dir>/librocdxg.so.1.2.0`.
+fn copy_of(library: &Library, dir: &str) -> Result<String, String> {
+    let target = std::env::temp_dir()
+        .join(format!("rocdxg-copies-{}", std::process::id()))
+        .join(dir);
+    std::fs::create_dir_all(&target).map_err(|e| e.to_string())?;
+    let copy = target.join("librocdxg.so.1.2.0");
+    std::fs::copy(library.path(), &copy).map_err(|e| format!("copy: {e}"))?;
+    Ok(copy.display().to_string())
+}
+
+fn call_log() -> String {
+    std::env::var_os("WSLSIM_CALL_LOG")
+        .and_then(|path| std::fs::read_to_string(path).ok())
+        .unwrap_or_default()
+}
+
+/// LD_PRELOAD by absolute path plus the runtime's path search: a copy in the global scope (the
+/// preloaded, newer build) and a second copy mapped next to it (the stock one the search
+/// finds). Each keeps its own state and behaves as its own `[thunk]` entry says.
+fn two_copies(library: &Library) -> Result<(), String> {
+    let preloaded_path = copy_of(library, "matched-build")?;
+    let stock_path = copy_of(library, "stock-copy")?;
+    let preloaded = Library::open_global(&preloaded_path)?;
+    let stock = Library::open(&stock_path)?;
+    // The preloaded copy: [thunk] (396, no handshake).
+    preloaded.expect_missing("DxgAbiCheck")?;
+    let new = load(&preloaded)?;
+    // The stock copy: its [[thunk.copies]] entry (376, the released handshake). Its export
+    // hiding acted on itself, not on the copy in the global scope.
+    stock.expect_present(&["DxgAbiCheck"])?;
+    let old = load(&stock)?;
+    check("stock DxgAbiCheck(396)", old.abi_check(396)?, 2)?;
+    check("stock DxgAbiCheck(376)", old.abi_check(376)?, 0)?;
+    // Separate state: the preloaded copy's open is not the stock copy's.
+    check("preloaded hsaKmtOpenKFD", new.open(), 0)?;
+    check("stock hsaKmtOpenKFD", old.open(), 0)?;
+    check("preloaded acquire", new.acquire(), (0, 2))?;
+    check("stock close before acquire", old.close()?, 0)?;
+    check("stock close again", old.close()?, 20)?;
+    let (status, record) = new.node(1)?;
+    check("preloaded node 1", (status, record.len()), (0, 396))?;
+    check_890m(&record)?;
+    check("preloaded release", new.release(), 0)?;
+    check("preloaded close", new.close()?, 0)?;
+    let records = old.read_all(376)?;
+    check_890m(&records[1])?;
+    let log = call_log();
+    let pid = std::process::id();
+    for line in [
+        format!("rocdxg loaded pid={pid} path={preloaded_path}"),
+        format!("rocdxg loaded pid={pid} path={stock_path}"),
+        format!(
+            "rocdxg behaves path={preloaded_path} as=[thunk] layout=396 abi_check=absent snapshot_refcount=true"
+        ),
+        format!(
+            "rocdxg behaves path={stock_path} as=thunk.copies[0] layout=376 abi_check=strict snapshot_refcount=true"
+        ),
+    ] {
+        if log.lines().filter(|l| *l == line).count() != 1 {
+            return Err(format!("the call log lacks {line:?} (once)\n{log}"));
+        }
+    }
+    let _ = std::fs::remove_dir_all(
+        std::path::Path::new(&stock_path)
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap(),
+    );
+    Ok(())
+}
+
+/// The runtime's hsa_init (open, acquire, read, release, the KFD left open), then a
+/// late-attached tool's enumeration in the same KFD session.
+fn late_enumeration(thunk: &Thunk) -> Result<((i32, u32), Vec<u8>), String> {
+    check("runtime hsaKmtOpenKFD", thunk.open(), 0)?;
+    check("runtime acquire", thunk.acquire(), (0, 2))?;
+    let (status, record) = thunk.node(1)?;
+    check("runtime node 1", status, 0)?;
+    check_890m(&record)?;
+    check("runtime release", thunk.release(), 0)?;
+    check("tool hsaKmtOpenKFD", thunk.open(), 22)?;
+    let acquired = thunk.acquire();
+    let (status, record) = thunk.node(1)?;
+    check("tool node 1", status, 0)?;
+    check("tool release", thunk.release(), 0)?;
+    check("tool close", thunk.close()?, 0)?;
+    check("runtime close", thunk.close()?, 0)?;
+    Ok((acquired, record))
+}
+
+fn released_snapshot_late_attach(library: &Library) -> Result<(), String> {
+    let (acquired, record) = late_enumeration(&load(library)?)?;
+    check(
+        "tool acquire: NumNodes from freed memory",
+        acquired,
+        (0, 0xDEDE_DEDE),
+    )?;
+    check("tool node 1 length", record.len(), 396)?;
+    if record.iter().any(|&b| b != 0xDE) {
+        return Err(format!(
+            "tool node 1 is not the poisoned memory: {record:02x?}"
+        ));
+    }
+    Ok(())
+}
+
+fn refcounted_snapshot_late_attach(library: &Library) -> Result<(), String> {
+    let (acquired, record) = late_enumeration(&load(library)?)?;
+    check("tool acquire", acquired, (0, 2))?;
+    check_890m(&record)
+}
+
 const LOADED: &str = "rocdxg loaded pid={pid} path={library}";
 
 const CLEAN_COUNTERS: &str = "[counters]\ncontamination_per_ms = 0\n\
@@ -772,6 +887,34 @@ const CASES: &[Case] = &[
         stderr_contains: &[],
         log_lines: &["rocdxg wslsim_gpu_pm4 node=1 dwords=5 -> 0"],
         run: gpu_vendor_packet_before_open,
+    },
+    Case {
+        name: "two_copies_each_keep_their_own_scenario",
+        scenario: Some(
+            "[thunk]\nlayout = 396\nabi_check = \"absent\"\n\n[[thunk.copies]]\n\
+             path = \"/stock-copy/librocdxg.so.1.2.0\"\nlayout = 376\nabi_check = \"strict\"\n",
+        ),
+        stderr_contains: &[],
+        log_lines: &[
+            "rocdxg hsaKmtGetNodeProperties node=1 wrote=396 -> 0",
+            "rocdxg hsaKmtGetNodeProperties node=1 wrote=376 -> 0",
+            "rocdxg DxgAbiCheck structure_sizes=16 node_properties=376 -> 0",
+        ],
+        run: two_copies,
+    },
+    Case {
+        name: "released_snapshot_late_attach_reads_freed_memory",
+        scenario: Some("[thunk]\nsnapshot_refcount = false\n"),
+        stderr_contains: &[],
+        log_lines: &["rocdxg hsaKmtAcquireSystemProperties num_nodes=3739147998 -> 0"],
+        run: released_snapshot_late_attach,
+    },
+    Case {
+        name: "refcounted_snapshot_late_attach_is_fine",
+        scenario: Some("# the built-in machine\n"),
+        stderr_contains: &[],
+        log_lines: &[],
+        run: refcounted_snapshot_late_attach,
     },
 ];
 

@@ -5,7 +5,7 @@
 //! `WSLSIM_CALL_LOG` to a fresh log; the child `dlopen`s the library by absolute path and runs
 //! the case. The parent checks the child's exit status, its stderr and its call log.
 
-use std::ffi::{CStr, CString, c_void};
+use std::ffi::{CStr, CString, c_int, c_void};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::SystemTime;
@@ -49,10 +49,20 @@ pub struct Library {
 impl Library {
     /// Opens the library at `path`.
     pub fn open(path: &str) -> Result<Library, String> {
+        Library::open_with(path, libc::RTLD_NOW | libc::RTLD_LOCAL)
+    }
+
+    /// Opens the library at `path` with `RTLD_GLOBAL`, as `LD_PRELOAD` places an object: its
+    /// exports then bind every later object's references to those names.
+    pub fn open_global(path: &str) -> Result<Library, String> {
+        Library::open_with(path, libc::RTLD_NOW | libc::RTLD_GLOBAL)
+    }
+
+    fn open_with(path: &str, flags: c_int) -> Result<Library, String> {
         let c_path = CString::new(path).map_err(|e| e.to_string())?;
         // SAFETY: dlopen with a valid NUL-terminated path; the library's constructors are the
         // code under test.
-        let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        let handle = unsafe { libc::dlopen(c_path.as_ptr(), flags) };
         if handle.is_null() {
             return Err(format!("dlopen({path}) failed: {}", dlerror()));
         }

@@ -32,7 +32,7 @@ pub use elf::{gnu_hash, hide_exports, in_shared_object, object_path, sysv_hash};
 pub use gpu::{Counters, Gpu};
 pub use model::{
     AbiCheck, Adapter, AdapterQuery, BUS_TYPE_PCI, Cpu, Dxcore, EngineId, Faults, GpuNode, Luid,
-    Machine, Scenario, Thunk, WriteSize,
+    Machine, Scenario, Thunk, ThunkCopy, WriteSize,
 };
 pub use runtime::{Generation, Runtime};
 pub use schema::{MAX_LAYOUT, NODE_NAME_ELEMENTS, REGISTRY_STRING_CHARS, check_layout};

@@ -154,6 +154,48 @@ pub struct Thunk {
     pub node_status: BTreeMap<u32, i32>,
     /// Size the lenient `DxgAbiCheck` expects for SizeOfHsaExternalHandleDesc (0: any).
     pub handle_import_desc_size: u16,
+    /// `true` (a thunk with the snapshot-ownership fix): every acquire after a release takes a
+    /// fresh topology snapshot. `false` (the released packages): `hsaKmtReleaseSystemProperties`
+    /// frees the snapshot but the thunk keeps pointing at it until the KFD is closed, so an
+    /// acquire in the same KFD session (a late-attached tool's) reads the freed memory.
+    pub snapshot_refcount: bool,
+    /// Other copies of the thunk in the same process (`[[thunk.copies]]`): a copy whose path
+    /// ends with an entry's `path` behaves as that entry says. Empty inside an entry.
+    pub copies: Vec<ThunkCopy>,
+}
+
+/// One `[[thunk.copies]]` entry: the `[thunk]` a copy of librocdxg loaded from a matching path
+/// simulates (the file's `[thunk]` with the entry's keys laid over it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThunkCopy {
+    /// Matches a copy whose path, as the loader registered it, ends with this.
+    pub path: String,
+    /// What that copy simulates (`copies` empty).
+    pub thunk: Thunk,
+}
+
+impl Thunk {
+    /// The behaviour of the copy loaded from `path`: the first `[[thunk.copies]]` entry whose
+    /// `path` ends it, else this `[thunk]` itself (without its copies). Also the index of the
+    /// entry that matched.
+    pub fn for_copy(&self, path: Option<&str>) -> (Thunk, Option<usize>) {
+        let found = path.and_then(|path| {
+            self.copies
+                .iter()
+                .enumerate()
+                .find(|(_, copy)| !copy.path.is_empty() && path.ends_with(&copy.path))
+        });
+        match found {
+            Some((index, copy)) => (copy.thunk.clone(), Some(index)),
+            None => (
+                Thunk {
+                    copies: Vec::new(),
+                    ..self.clone()
+                },
+                None,
+            ),
+        }
+    }
 }
 
 /// Behaviour of the simulated libdxcore.
@@ -512,6 +554,8 @@ impl Default for Thunk {
             close_status: 0,
             node_status: BTreeMap::new(),
             handle_import_desc_size: 0,
+            snapshot_refcount: true,
+            copies: Vec::new(),
         }
     }
 }

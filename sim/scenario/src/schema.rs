@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use crate::model::{
-    AbiCheck, Adapter, AdapterQuery, EngineId, GpuNode, Luid, Machine, Scenario, WriteSize,
+    AbiCheck, Adapter, AdapterQuery, EngineId, GpuNode, Luid, Machine, Scenario, ThunkCopy,
+    WriteSize,
 };
 
 /// Largest `thunk.layout` accepted: `HsaStructureSizes.SizeOfHsaNodeProperties` is a u16.
@@ -57,6 +58,10 @@ struct RawThunk {
     close_status: Option<i32>,
     node_status: Option<BTreeMap<String, i32>>,
     handle_import_desc_size: Option<u16>,
+    snapshot_refcount: Option<bool>,
+    /// Only inside `[[thunk.copies]]`: the path suffix the entry matches.
+    path: Option<String>,
+    copies: Option<Vec<RawThunk>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -210,25 +215,63 @@ pub(crate) fn resolve(raw: RawScenario) -> Result<Scenario, String> {
     Ok(scenario)
 }
 
-fn resolve_thunk(scenario: &mut Scenario, raw: RawThunk) -> Result<(), String> {
-    let thunk = &mut scenario.thunk;
+fn resolve_thunk(scenario: &mut Scenario, mut raw: RawThunk) -> Result<(), String> {
+    if raw.path.is_some() {
+        return Err("thunk.path: only a [[thunk.copies]] entry names a path".to_owned());
+    }
+    let copies = raw.copies.take().unwrap_or_default();
+    overlay_thunk(&mut scenario.thunk, raw, "thunk")?;
+    let base = scenario.thunk.clone();
+    scenario.thunk.copies = copies
+        .into_iter()
+        .enumerate()
+        .map(|(index, mut raw)| {
+            let at = format!("thunk.copies[{index}]");
+            if raw.copies.is_some() {
+                return Err(format!("{at}: a copy cannot have copies of its own"));
+            }
+            let path = raw
+                .path
+                .take()
+                .filter(|path| !path.is_empty())
+                .ok_or_else(|| format!("{at}: `path` (the copy's path suffix) is required"))?;
+            let mut thunk = base.clone();
+            overlay_thunk(&mut thunk, raw, &at)?;
+            Ok(ThunkCopy { path, thunk })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(())
+}
+
+/// Lays the keys `raw` names over `thunk` (`at` names the table in messages).
+fn overlay_thunk(thunk: &mut crate::model::Thunk, raw: RawThunk, at: &str) -> Result<(), String> {
     if let Some(layout) = raw.layout {
-        check_layout(layout)?;
+        check_layout(layout).map_err(|e| {
+            if at == "thunk" {
+                e
+            } else {
+                format!("{at}: {e}")
+            }
+        })?;
         thunk.layout = layout;
     }
     overlay!(thunk, raw;
         abi_check, write_size, hidden_exports, kfd_already_open, open_status, acquire_status, release_status,
-        close_status, handle_import_desc_size);
+        close_status, handle_import_desc_size, snapshot_refcount);
     if let Some(node_status) = raw.node_status {
-        thunk.node_status =
-            node_status
-                .into_iter()
-                .map(|(key, status)| {
-                    key.trim().parse::<u32>().map(|node| (node, status)).map_err(|_| {
-                    format!("thunk.node_status: key `{key}` is not a node id (a u32 as a string)")
-                })
-                })
-                .collect::<Result<_, _>>()?;
+        thunk.node_status = node_status
+            .into_iter()
+            .map(|(key, status)| {
+                key.trim()
+                    .parse::<u32>()
+                    .map(|node| (node, status))
+                    .map_err(|_| {
+                        format!(
+                            "{at}.node_status: key `{key}` is not a node id (a u32 as a string)"
+                        )
+                    })
+            })
+            .collect::<Result<_, _>>()?;
     }
     Ok(())
 }

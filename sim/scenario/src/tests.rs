@@ -296,7 +296,7 @@ fn unusable_files_give_the_empty_machine_and_one_line() {
     assert_eq!(
         line,
         format!(
-            "wslsim: cannot use scenario {}: line 4, column 1: unknown field `typo`, expected one of `layout`, `abi_check`, `write_size`, `hidden_exports`, `kfd_already_open`, `open_status`, `acquire_status`, `release_status`, `close_status`, `node_status`, `handle_import_desc_size`",
+            "wslsim: cannot use scenario {}: line 4, column 1: unknown field `typo`, expected one of `layout`, `abi_check`, `write_size`, `hidden_exports`, `kfd_already_open`, `open_status`, `acquire_status`, `release_status`, `close_status`, `node_status`, `handle_import_desc_size`, `snapshot_refcount`, `path`, `copies`",
             bad.display()
         )
     );
@@ -395,4 +395,46 @@ fn contamination_and_drift_keys_parse_and_are_checked() {
     assert!(parse_err("[counters]\ngrbm_zero_peak_probability = 1.5\n").contains("line 2"));
     assert!(parse_err("[counters]\ngrbm_drift_minutes = -1.0\n").contains("line 2"));
     assert!(parse_err("[counters]\ncontamination_rate_exponent = -1.0\n").contains("line 2"));
+}
+
+#[test]
+fn thunk_copies_start_from_the_files_thunk_and_match_by_path_suffix() {
+    let scenario = parse(
+        "[thunk]\nlayout = 396\nabi_check = \"absent\"\nsnapshot_refcount = false\n\n\
+         [[thunk.copies]]\npath = \"/opt/rocm-7.2.0/lib/librocdxg.so\"\nlayout = 376\n\
+         abi_check = \"strict\"\n\n\
+         [[thunk.copies]]\npath = \"librocdxg.so.1.2.0\"\nhidden_exports = [\"hsaKmtCloseKFD\"]\n",
+    );
+    let thunk = &scenario.thunk;
+    assert!(!thunk.snapshot_refcount);
+    assert_eq!(thunk.copies.len(), 2);
+    let (stock, index) = thunk.for_copy(Some("/opt/rocm-7.2.0/lib/librocdxg.so"));
+    assert_eq!(index, Some(0));
+    assert_eq!((stock.layout, stock.abi_check), (376, AbiCheck::Strict));
+    // Keys the entry does not name come from the file's [thunk].
+    assert!(!stock.snapshot_refcount);
+    assert!(stock.copies.is_empty());
+    let (other, index) = thunk.for_copy(Some("/home/me/build/librocdxg.so.1.2.0"));
+    assert_eq!(index, Some(1));
+    assert_eq!((other.layout, other.abi_check), (396, AbiCheck::Absent));
+    assert_eq!(other.hidden_exports, vec!["hsaKmtCloseKFD".to_owned()]);
+    let (own, index) = thunk.for_copy(Some("/somewhere/else/librocdxg.so"));
+    assert_eq!(index, None);
+    assert_eq!((own.layout, own.abi_check), (396, AbiCheck::Absent));
+    assert!(own.copies.is_empty());
+    assert_eq!(thunk.for_copy(None).1, None);
+    assert!(Scenario::default().thunk.snapshot_refcount);
+}
+
+#[test]
+fn thunk_copies_are_checked() {
+    assert!(parse_err("[thunk]\npath = \"x\"\n").contains("only a [[thunk.copies]] entry"));
+    assert!(parse_err("[[thunk.copies]]\nlayout = 376\n").contains("`path`"));
+    assert!(
+        parse_err("[[thunk.copies]]\npath = \"a\"\nlayout = 377\n").contains("thunk.copies[0]")
+    );
+    assert!(
+        parse_err("[[thunk.copies]]\npath = \"a\"\n[[thunk.copies.copies]]\npath = \"b\"\n")
+            .contains("cannot have copies")
+    );
 }

@@ -57,6 +57,8 @@ pub struct KernelDef {
     /// Cost model per wave.
     pub valu_per_wave: u32,
     pub salu_per_wave: u32,
+    /// Private segment (scratch) bytes per work-item (`private_segment_fixed_size`).
+    pub private_segment_size: u32,
 }
 
 // SAFETY: the raw pointer is a function address (immutable code).
@@ -141,6 +143,7 @@ pub static AXPB: KernelDef = KernelDef {
     sgprs: 16,
     valu_per_wave: 6,
     salu_per_wave: 4,
+    private_segment_size: 0,
 };
 
 /// Kernargs of `vector_add`.
@@ -193,6 +196,108 @@ pub static VECTOR_ADD: KernelDef = KernelDef {
     sgprs: 16,
     valu_per_wave: 5,
     salu_per_wave: 4,
+    private_segment_size: 0,
+};
+
+/// Kernargs of `scale` and `deep_scale`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct ScaleArgs {
+    x: *const f32,
+    y: *mut f32,
+    n: u64,
+}
+
+/// `y[i] = factor * x[i]`.
+///
+/// # Safety
+///
+/// `kernarg` holds [`ScaleArgs`] with buffers of `n` floats.
+unsafe fn scale_by(kernarg: *const c_void, launch: *const LaunchPrefix, factor: f32) {
+    // SAFETY: the kernarg segment HIP packed for this kernel.
+    let a = unsafe { kernarg.cast::<ScaleArgs>().read_unaligned() };
+    for i in 0..grid_items(launch).min(a.n) as usize {
+        // SAFETY: i < n, inside both buffers.
+        unsafe { *a.y.add(i) = factor * *a.x.add(i) };
+    }
+}
+
+/// `__global__ void scale(const float* x, float* y, size_t n)`: `y[i] = 3 * x[i]`, with a
+/// 256-byte private array per work-item (a stack-allocated table: scratch memory).
+///
+/// # Safety
+///
+/// As [`scale_by`].
+pub unsafe extern "C" fn scale_impl(kernarg: *const c_void, launch: *const LaunchPrefix) {
+    // SAFETY: forwarded.
+    unsafe { scale_by(kernarg, launch, 3.0) }
+}
+
+/// `__global__ void deep_scale(const float* x, float* y, size_t n)`: `y[i] = 4 * x[i]`, with
+/// a 1 KiB private array per work-item (more scratch than `scale`).
+///
+/// # Safety
+///
+/// As [`scale_by`].
+pub unsafe extern "C" fn deep_scale_impl(kernarg: *const c_void, launch: *const LaunchPrefix) {
+    // SAFETY: forwarded.
+    unsafe { scale_by(kernarg, launch, 4.0) }
+}
+
+/// The host stub of `scale`.
+#[inline(never)]
+pub extern "C" fn scale(x: *const f32, y: *mut f32, n: u64) {
+    let (mut x, mut y, mut n) = (x, y, n);
+    launch_from_stub(
+        scale as *const c_void,
+        &mut [
+            (&raw mut x).cast(),
+            (&raw mut y).cast(),
+            (&raw mut n).cast(),
+        ],
+    );
+}
+
+/// The host stub of `deep_scale`.
+#[inline(never)]
+pub extern "C" fn deep_scale(x: *const f32, y: *mut f32, n: u64) {
+    let (mut x, mut y, mut n) = (x, y, n);
+    launch_from_stub(
+        deep_scale as *const c_void,
+        &mut [
+            (&raw mut x).cast(),
+            (&raw mut y).cast(),
+            (&raw mut n).cast(),
+        ],
+    );
+}
+
+/// `scale`'s registration record (256 B of scratch per work-item).
+pub static SCALE: KernelDef = KernelDef {
+    name: "_Z5scalePKfPfm",
+    implementation: scale_impl,
+    host_stub: scale as *const c_void,
+    args: &[(0, 8), (8, 8), (16, 8)],
+    kernarg_size: 24,
+    vgprs: 8,
+    sgprs: 16,
+    valu_per_wave: 6,
+    salu_per_wave: 4,
+    private_segment_size: 256,
+};
+
+/// `deep_scale`'s registration record (1 KiB of scratch per work-item).
+pub static DEEP_SCALE: KernelDef = KernelDef {
+    name: "_Z10deep_scalePKfPfm",
+    implementation: deep_scale_impl,
+    host_stub: deep_scale as *const c_void,
+    args: &[(0, 8), (8, 8), (16, 8)],
+    kernarg_size: 24,
+    vgprs: 8,
+    sgprs: 16,
+    valu_per_wave: 6,
+    salu_per_wave: 4,
+    private_segment_size: 1024,
 };
 
 /// Three device buffers of 32 floats and one-workgroup `vector_add` launches on them: the

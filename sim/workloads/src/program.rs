@@ -59,6 +59,7 @@ fn code_object(kernels: &[&KernelDef]) -> Vec<u8> {
             .sgprs(k.sgprs)
             .wave32(true)
             .costs(k.valu_per_wave, k.salu_per_wave, 0)
+            .private_segment_size(k.private_segment_size)
             .build()
             .unwrap_or_else(|e| crate::fail(&format!("kernel {}: {e}", k.name)));
         builder = builder.kernel(kernel);

@@ -6,6 +6,10 @@
 pub const BUFFER_MEMORY_COPY: u32 = 10;
 /// `ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH`.
 pub const BUFFER_KERNEL_DISPATCH: u32 = 11;
+/// `ROCPROFILER_BUFFER_TRACING_SCRATCH_MEMORY`.
+pub const BUFFER_SCRATCH_MEMORY: u32 = 12;
+/// `ROCPROFILER_BUFFER_TRACING_MEMORY_ALLOCATION`.
+pub const BUFFER_MEMORY_ALLOCATION: u32 = 16;
 /// `ROCPROFILER_BUFFER_TRACING_MARKER_CORE_RANGE_API`: the ROCTx marks and ranges.
 pub const BUFFER_MARKER_CORE_RANGE: u32 = 32;
 /// `ROCPROFILER_KERNEL_DISPATCH_COMPLETE`, the operation of a kernel-dispatch buffer record.
@@ -84,6 +88,26 @@ pub const MEMORY_COPY_OPERATIONS: [&str; 5] = [
     "MEMORY_COPY_DEVICE_TO_DEVICE",
 ];
 
+/// Operations of the memory-allocation kinds, by value
+/// (`rocprofiler_memory_allocation_operation_t`; the numbers of
+/// [`trace_records::AllocationOperation`]).
+pub const MEMORY_ALLOCATION_OPERATIONS: [&str; 5] = [
+    "MEMORY_ALLOCATION_NONE",
+    "MEMORY_ALLOCATION_ALLOCATE",
+    "MEMORY_ALLOCATION_VMEM_ALLOCATE",
+    "MEMORY_ALLOCATION_FREE",
+    "MEMORY_ALLOCATION_VMEM_FREE",
+];
+
+/// Operations of the scratch-memory kinds, by value (`rocprofiler_scratch_memory_operation_t`;
+/// the numbers of [`trace_records::ScratchOperation`]).
+pub const SCRATCH_MEMORY_OPERATIONS: [&str; 4] = [
+    "SCRATCH_MEMORY_NONE",
+    "SCRATCH_MEMORY_ALLOC",
+    "SCRATCH_MEMORY_FREE",
+    "SCRATCH_MEMORY_ASYNC_RECLAIM",
+];
+
 /// Operations of the kernel-dispatch kinds, by value.
 pub const KERNEL_DISPATCH_OPERATIONS: [&str; 3] = [
     "KERNEL_DISPATCH_NONE",
@@ -110,6 +134,10 @@ pub mod size {
     pub const KERNEL_DISPATCH_RECORD: u64 = 184;
     /// `rocprofiler_buffer_tracing_memory_copy_record_t`.
     pub const MEMORY_COPY_RECORD: u64 = 80;
+    /// `rocprofiler_buffer_tracing_memory_allocation_record_t`.
+    pub const MEMORY_ALLOCATION_RECORD: u64 = 72;
+    /// `rocprofiler_buffer_tracing_scratch_memory_record_t`.
+    pub const SCRATCH_MEMORY_RECORD: u64 = 80;
     /// `rocprofiler_kernel_dispatch_info_t`.
     pub const DISPATCH_INFO: u64 = 128;
     /// `rocprofiler_dispatch_counting_service_data_t`.
@@ -157,6 +185,20 @@ mod tests {
     #[test]
     fn the_kinds_the_records_use_have_the_names_of_their_tables() {
         assert_eq!(BUFFER_KINDS[BUFFER_MEMORY_COPY as usize], "MEMORY_COPY");
+        assert_eq!(
+            BUFFER_KINDS[BUFFER_MEMORY_ALLOCATION as usize],
+            "MEMORY_ALLOCATION"
+        );
+        assert_eq!(
+            BUFFER_KINDS[BUFFER_SCRATCH_MEMORY as usize],
+            "SCRATCH_MEMORY"
+        );
+        for op in trace_records::AllocationOperation::ALL {
+            assert_eq!(MEMORY_ALLOCATION_OPERATIONS[op as usize], op.csv_name());
+        }
+        for op in trace_records::ScratchOperation::ALL {
+            assert_eq!(SCRATCH_MEMORY_OPERATIONS[op as usize], op.csv_name());
+        }
         assert_eq!(
             BUFFER_KINDS[BUFFER_KERNEL_DISPATCH as usize],
             "KERNEL_DISPATCH"

@@ -116,9 +116,121 @@ pub(super) struct Begin<'a> {
     pub annotations: &'a [(Ann, Value<'a>)],
 }
 
+/// Time buckets of the size accounting ([`Budget`]).
+const BUCKETS: usize = 4096;
+
+/// The trace's size limit (`--perfetto-buffer-size`): what the events of a first, complete
+/// pass weighed per time bucket, and for a second pass the time window of the events kept.
+///
+/// An event is weighed under its *key*: a slice's begin and end under the begin's time, a
+/// counter value under its own. Descriptors, the sequence's first packet and interned
+/// definitions are fixed costs, always written. A slice whose begin falls outside the window
+/// is left out whole (its end too), so every kept slice is complete.
+#[derive(Debug)]
+pub(super) struct Budget {
+    /// The first and last time of the run (the buckets' range).
+    span: (u64, u64),
+    /// Event bytes per time bucket.
+    buckets: Vec<u64>,
+    /// Bytes always written.
+    pub fixed: u64,
+    /// Every byte written.
+    pub written: u64,
+    /// Keep only events whose key is in `[from, to)` (`None`: keep all).
+    window: Option<(u64, u64)>,
+    /// Slices and counter values left out by the window.
+    pub dropped_slices: u64,
+    pub dropped_counters: u64,
+    /// Per track: the open slices' keys and whether each was kept.
+    open: HashMap<u64, Vec<(u64, bool)>>,
+}
+
+impl Budget {
+    /// Accounting over the run's time span `span`, keeping everything.
+    pub fn new(span: (u64, u64)) -> Self {
+        Budget {
+            span: (span.0, span.1.max(span.0)),
+            buckets: vec![0; BUCKETS],
+            fixed: 0,
+            written: 0,
+            window: None,
+            dropped_slices: 0,
+            dropped_counters: 0,
+            open: HashMap::new(),
+        }
+    }
+
+    fn width(&self) -> u128 {
+        u128::from(self.span.1 - self.span.0) + 1
+    }
+
+    fn bucket(&self, key: u64) -> usize {
+        let k = key.clamp(self.span.0, self.span.1) - self.span.0;
+        (u128::from(k) * BUCKETS as u128 / self.width()) as usize
+    }
+
+    /// The first time of bucket `k` (`BUCKETS`: past the end).
+    fn boundary(&self, k: usize) -> u64 {
+        let w = self.width();
+        let off = (k as u128 * w).div_ceil(BUCKETS as u128);
+        self.span
+            .0
+            .saturating_add(u64::try_from(off).unwrap_or(u64::MAX))
+    }
+
+    fn keeps(&self, key: u64) -> bool {
+        self.window.is_none_or(|(from, to)| from <= key && key < to)
+    }
+
+    fn weigh(&mut self, key: u64, bytes: u64) {
+        let b = self.bucket(key);
+        self.buckets[b] += bytes;
+        self.written += bytes;
+    }
+
+    fn weigh_fixed(&mut self, bytes: u64) {
+        self.fixed += bytes;
+        self.written += bytes;
+    }
+
+    /// After a complete pass that wrote more than `limit` bytes: the accounting for a second
+    /// pass that keeps the earliest events (`keep_latest` false) or the latest ones that fit.
+    pub fn limited(&self, limit: u64, keep_latest: bool) -> Budget {
+        // A little room for interned definitions moving to a later event.
+        let room = limit.saturating_sub(self.fixed).saturating_sub(256);
+        let mut next = Budget::new(self.span);
+        let mut sum = 0u64;
+        next.window = Some(if keep_latest {
+            let mut k = BUCKETS;
+            while k > 0 && sum + self.buckets[k - 1] <= room {
+                sum += self.buckets[k - 1];
+                k -= 1;
+            }
+            (self.boundary(k), u64::MAX)
+        } else {
+            let mut k = 0;
+            while k < BUCKETS && sum + self.buckets[k] <= room {
+                sum += self.buckets[k];
+                k += 1;
+            }
+            (
+                0,
+                if k == BUCKETS {
+                    u64::MAX
+                } else {
+                    self.boundary(k)
+                },
+            )
+        });
+        next
+    }
+}
+
 /// A sequence being written to `out`.
 pub(super) struct Sequence<'w, W: Write> {
     out: &'w mut W,
+    /// The size accounting and the window of events written.
+    budget: &'w mut Budget,
     id: u32,
     /// The track of events that name none (the sequence default).
     default_track: u64,
@@ -146,9 +258,16 @@ impl<'w, W: Write> Sequence<'w, W> {
     /// Starts sequence `id` (non-zero) at `ts`: the first packet clears the incremental state
     /// and sets the sequence's defaults (clock 64, `default_track`) and its clock snapshot
     /// (the declared clock and clock 64, incremental, both at `ts`).
-    pub fn start(out: &'w mut W, id: u32, ts: u64, default_track: u64) -> io::Result<Self> {
+    pub fn start(
+        out: &'w mut W,
+        budget: &'w mut Budget,
+        id: u32,
+        ts: u64,
+        default_track: u64,
+    ) -> io::Result<Self> {
         let mut seq = Sequence {
             out,
+            budget,
             id,
             default_track,
             buf: Vec::with_capacity(256),
@@ -227,8 +346,19 @@ impl<'w, W: Write> Sequence<'w, W> {
         iid
     }
 
-    /// Writes a `TYPE_SLICE_BEGIN` event.
+    /// Writes a `TYPE_SLICE_BEGIN` event (or leaves the slice out, if the budget's window
+    /// does not hold its start).
     pub fn begin(&mut self, b: &Begin<'_>) -> io::Result<()> {
+        let kept = self.budget.keeps(b.ts);
+        self.budget
+            .open
+            .entry(b.track)
+            .or_default()
+            .push((b.ts, kept));
+        if !kept {
+            self.budget.dropped_slices += 1;
+            return Ok(());
+        }
         let cat = b.category as usize;
         if self.categories_defined & (1 << cat) == 0 {
             self.categories_defined |= 1 << cat;
@@ -274,17 +404,27 @@ impl<'w, W: Write> Sequence<'w, W> {
                 (Value::S(s), slot) => *slot = Some(AnnotationValue::String((*s).to_owned())),
             }
         }
-        self.emit_event()
+        self.emit_event(b.ts)
     }
 
-    /// Writes a `TYPE_SLICE_END` event.
+    /// Writes a `TYPE_SLICE_END` event (the end of the track's innermost open slice; left out
+    /// with it).
     pub fn end(&mut self, ts: u64, track: u64) -> io::Result<()> {
-        self.bare_event(ts, track, TYPE_SLICE_END, None)
+        let opened = self.budget.open.get_mut(&track).and_then(Vec::pop);
+        let (key, kept) = opened.unwrap_or((ts, self.budget.keeps(ts)));
+        if !kept {
+            return Ok(());
+        }
+        self.bare_event(ts, key, track, TYPE_SLICE_END, None)
     }
 
-    /// Writes a `TYPE_COUNTER` event.
+    /// Writes a `TYPE_COUNTER` event (or leaves it out, outside the budget's window).
     pub fn counter(&mut self, ts: u64, track: u64, value: CounterValue) -> io::Result<()> {
-        self.bare_event(ts, track, TYPE_COUNTER, Some(value))
+        if !self.budget.keeps(ts) {
+            self.budget.dropped_counters += 1;
+            return Ok(());
+        }
+        self.bare_event(ts, ts, track, TYPE_COUNTER, Some(value))
     }
 
     /// An event without name, category, annotations or flows: the reused event's vectors are
@@ -292,6 +432,7 @@ impl<'w, W: Write> Sequence<'w, W> {
     fn bare_event(
         &mut self,
         ts: u64,
+        key: u64,
         track: u64,
         kind: i32,
         value: Option<CounterValue>,
@@ -305,7 +446,7 @@ impl<'w, W: Write> Sequence<'w, W> {
         te.r#type = Some(kind);
         te.track_uuid = (track != self.default_track).then_some(track);
         te.counter_value_field = value;
-        let written = self.emit_event();
+        let written = self.emit_event(key);
         let te = &mut self.event;
         te.debug_annotations = anns;
         te.category_iids = cats;
@@ -320,13 +461,23 @@ impl<'w, W: Write> Sequence<'w, W> {
 
     /// Writes the event in its packet: with the pending definitions if there are any (then
     /// cleared), without the field otherwise.
-    fn emit_event(&mut self) -> io::Result<()> {
+    fn emit_event(&mut self, key: u64) -> io::Result<()> {
         use prost::Message as _;
         let bytes = self.packet.track_event.get_or_insert_default();
         bytes.clear();
         self.event.encode(bytes).map_err(io::Error::other)?;
         let unused = self.packet.interned_data.take_if(|d| d.is_empty());
+        // Interned definitions are a fixed cost (a later event carries them if this one is
+        // left out): the tag and length around them, and their bytes.
+        let interned = self
+            .packet
+            .interned_data
+            .as_ref()
+            .map_or(0, |d| d.encoded_len() as u64 + 4);
         let written = encode(&self.packet, &mut self.buf);
+        let size = self.buf.len() as u64;
+        self.budget.weigh_fixed(interned.min(size));
+        self.budget.weigh(key, size.saturating_sub(interned));
         match unused {
             Some(empty) => self.packet.interned_data = Some(empty),
             None => {
@@ -341,6 +492,7 @@ impl<'w, W: Write> Sequence<'w, W> {
 
     fn emit_packet(&mut self, packet: &TracePacket) -> io::Result<()> {
         encode(packet, &mut self.buf)?;
+        self.budget.weigh_fixed(self.buf.len() as u64);
         self.out.write_all(&self.buf)
     }
 }

@@ -82,6 +82,30 @@ const MARKER_CATEGORY: &str = "MARKER_CORE_RANGE_API";
 const DISPATCH_CATEGORY: &str = "KERNEL_DISPATCH";
 /// The category of memory copies.
 const COPY_CATEGORY: &str = "MEMORY_COPY";
+/// The category of memory allocations.
+const ALLOCATION_CATEGORY: &str = "MEMORY_ALLOCATION";
+/// The category of scratch-memory events.
+const SCRATCH_CATEGORY: &str = "SCRATCH_MEMORY";
+
+/// `rocpd_memory_allocate`'s `type` and `level` of an allocation record: `ALLOCATE` is
+/// `ALLOC`, the VMEM operations are `VIRTUAL`, the others `REAL`.
+fn allocation_kind(operation: u8) -> (&'static str, &'static str) {
+    match AllocationOperation::from_u8(operation) {
+        Some(AllocationOperation::VmemAllocate) => ("ALLOC", "VIRTUAL"),
+        Some(AllocationOperation::VmemFree) => ("FREE", "VIRTUAL"),
+        Some(AllocationOperation::Free) => ("FREE", "REAL"),
+        Some(AllocationOperation::Allocate) | None => ("ALLOC", "REAL"),
+    }
+}
+
+/// `rocpd_memory_allocate`'s `type` of a scratch record (its level is `SCRATCH`).
+fn scratch_kind(operation: u8) -> &'static str {
+    match ScratchOperation::from_u8(operation) {
+        Some(ScratchOperation::Free) => "FREE",
+        Some(ScratchOperation::AsyncReclaim) => "RECLAIM",
+        Some(ScratchOperation::Alloc) | None => "ALLOC",
+    }
+}
 
 /// The region name of a marker.
 fn marker_name(kind: u8) -> &'static str {
@@ -172,11 +196,22 @@ fn collect_strings<'a>(v: &ProcessView<'a>) -> BTreeSet<Cow<'a, str>> {
     if !v.dispatches.is_empty() {
         set.insert(DISPATCH_CATEGORY.into());
     }
+    for d in &v.dispatches {
+        if let Some(region) = crate::rename::region(v.trace, d) {
+            set.insert(region.into());
+        }
+    }
     if !v.copies.is_empty() {
         set.insert(COPY_CATEGORY.into());
     }
     for c in &v.copies {
         set.insert(CopyDirection::label(c.direction).into());
+    }
+    if !v.trace.allocations.is_empty() {
+        set.insert(ALLOCATION_CATEGORY.into());
+    }
+    if !v.trace.scratch.is_empty() {
+        set.insert(SCRATCH_CATEGORY.into());
     }
     for s in &v.trace.symbols {
         set.insert(v.string(s.name).into());
@@ -298,7 +333,15 @@ pub(crate) fn write_process(
             .iter()
             .map(|d| d.agent_node_id)
             .chain(v.copies.iter().flat_map(|c| [c.src_node_id, c.dst_node_id]))
-            .chain(v.counters.iter().map(|c| c.agent_node_id));
+            .chain(v.counters.iter().map(|c| c.agent_node_id))
+            .chain(
+                v.trace
+                    .allocations
+                    .iter()
+                    .filter(|a| a.has_agent != 0)
+                    .map(|a| a.agent_node_id),
+            )
+            .chain(v.trace.scratch.iter().map(|s| s.agent_node_id));
         let mut bare = conn.prepare(&format!(
             "INSERT INTO {} (\"id\", \"nid\", \"pid\", \"absolute_index\") \
              VALUES (?1, ?2, ?3, ?1)",
@@ -318,7 +361,11 @@ pub(crate) fn write_process(
             "rocpd_info_queue",
             "Default Queue",
             "Queue",
-            v.dispatches.iter().map(|d| d.queue_id).collect::<Vec<_>>(),
+            v.dispatches
+                .iter()
+                .map(|d| d.queue_id)
+                .chain(v.trace.scratch.iter().map(|s| s.queue_id))
+                .collect::<Vec<_>>(),
         ),
         (
             "rocpd_info_stream",
@@ -526,6 +573,18 @@ pub(crate) fn write_process(
         let stack = stack_of(c.correlation_id);
         events.push(category, stack, stack)?;
     }
+    let category = strings.id(ALLOCATION_CATEGORY);
+    let first_allocation_event = events.next;
+    for a in &v.trace.allocations {
+        let stack = stack_of(a.correlation_id);
+        events.push(category, stack, stack)?;
+    }
+    let category = strings.id(SCRATCH_CATEGORY);
+    let first_scratch_event = events.next;
+    for s in &v.trace.scratch {
+        let stack = stack_of(s.correlation_id);
+        events.push(category, stack, stack)?;
+    }
     events.finish(conn, &table("rocpd_event"))?;
 
     // Regions and samples of the API calls, in id (time) order, then of the markers.
@@ -627,7 +686,10 @@ pub(crate) fn write_process(
             d.grid[0].into(),
             d.grid[1].into(),
             d.grid[2].into(),
-            strings.empty.into(),
+            // --kernel-rename's name (upstream's region name), else "".
+            crate::rename::region(v.trace, d)
+                .map_or(strings.empty, |r| strings.id(r))
+                .into(),
             event.into(),
         ])?;
     }
@@ -671,7 +733,59 @@ pub(crate) fn write_process(
             (first_copy_event + k as i64).into(),
         ])?;
     }
-    rows.flush()
+    rows.flush()?;
+
+    // Memory allocations, then scratch events, numbered 1.. in that order (each in time
+    // order).
+    let mut insert = conn.prepare(&format!(
+        "INSERT INTO {} (\"id\", \"nid\", \"pid\", \"tid\", \"agent_id\", \"type\", \"level\", \
+         \"start\", \"end\", \"address\", \"size\", \"queue_id\", \"event_id\", \"extdata\") \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        table("rocpd_memory_allocate")
+    ))?;
+    let mut id = 0i64;
+    for (k, a) in v.trace.allocations.iter().enumerate() {
+        id += 1;
+        let (kind, level) = allocation_kind(a.operation);
+        let agent = (a.has_agent != 0).then_some(a.agent_node_id);
+        insert.execute(params![
+            id,
+            nid,
+            pid,
+            a.thread_id,
+            agent,
+            kind,
+            level,
+            int(a.start),
+            int(a.end),
+            int(a.address),
+            int(a.size),
+            Option::<i64>::None,
+            first_allocation_event + k as i64,
+            "{}",
+        ])?;
+    }
+    for (k, s) in v.trace.scratch.iter().enumerate() {
+        id += 1;
+        let extdata = serde_json::json!({ "flags": s.flags }).to_string();
+        insert.execute(params![
+            id,
+            nid,
+            pid,
+            s.thread_id,
+            s.agent_node_id,
+            scratch_kind(s.operation),
+            "SCRATCH",
+            int(s.start),
+            int(s.end),
+            0i64,
+            int(s.size),
+            int(s.queue_id),
+            first_scratch_event + k as i64,
+            extdata,
+        ])?;
+    }
+    Ok(())
 }
 
 /// The process's start and end: from its log's creation (or its first record, if earlier)

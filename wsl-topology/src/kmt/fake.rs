@@ -23,6 +23,8 @@ pub struct FakeThunk {
     pub open_status: i32,
     /// Status of `hsaKmtAcquireSystemProperties`.
     pub acquire_status: i32,
+    /// `NumNodes` reported instead of the node count (a damaged snapshot).
+    pub reported_nodes: Option<u32>,
     /// Nodes whose `hsaKmtGetNodeProperties` fails with `ERROR`.
     pub failing_nodes: Vec<u32>,
     /// Every call, in order.
@@ -46,6 +48,7 @@ impl FakeThunk {
             abi_accepts: None,
             open_status: 0,
             acquire_status: 0,
+            reported_nodes: None,
             failing_nodes: Vec::new(),
             calls: Vec::new(),
         }
@@ -137,7 +140,12 @@ unsafe extern "C" fn release() -> HSAKMT_STATUS {
 
 unsafe extern "C" fn acquire(props: *mut HsaSystemProperties) -> HSAKMT_STATUS {
     log("acquire");
-    let (status, n) = with(|f| (f.acquire_status, f.nodes.len() as u32));
+    let (status, n) = with(|f| {
+        (
+            f.acquire_status,
+            f.reported_nodes.unwrap_or(f.nodes.len() as u32),
+        )
+    });
     if status == 0 {
         // SAFETY: the caller passes a valid, writable HsaSystemProperties.
         unsafe { (*props).NumNodes = n };

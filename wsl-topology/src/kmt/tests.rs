@@ -85,6 +85,20 @@ fn failed_acquire_closes_without_release() {
 }
 
 #[test]
+fn a_garbage_node_count_reads_no_node() {
+    let mut t = FakeThunk::new(vec![gfx1150()]);
+    t.has_abi_check = false;
+    t.reported_nodes = Some(0xDEDE_DEDE);
+    let r = read(t, NodeLayout::L396);
+    assert_eq!(calls(), seq("open acquire release close"));
+    assert_eq!(
+        r.failure,
+        Some(ReadFailure::ImplausibleNodeCount(0xDEDE_DEDE))
+    );
+    assert!(r.gpu_nodes.is_empty());
+}
+
+#[test]
 fn a_failing_node_is_skipped_and_the_rest_read() {
     let mut t = FakeThunk::new(vec![gfx1150(), gfx1150()]);
     t.nodes[0] = gfx1150();

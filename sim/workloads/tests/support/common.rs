@@ -22,8 +22,9 @@ const STAGED: [(&str, &str); 5] = [
 ];
 
 /// Variables that change what the runtimes or a tool do; cleared in every child.
-const CONTROLLED: [&str; 8] = [
+const CONTROLLED: [&str; 9] = [
     "LD_PRELOAD",
+    "HIP_SIM_MARKER_POLLS",
     "ROCP_TOOL_LIBRARIES",
     "ROCPROFILER_REGISTER_LIBRARY",
     "ROCPROFILER_REGISTER_FORCE_LOAD",
