@@ -32,7 +32,8 @@ pub struct OutputOptions {
     /// Output file prefix (`-o`), may contain `/`. Default: `%hostname%/%pid%`.
     #[arg(short = 'o', long = "output-file")]
     pub output_file: Option<String>,
-    /// Output formats (comma or space separated). Supported: csv.
+    /// Output formats (comma or space separated): csv (the default), json, pftrace, rocpd
+    /// (otf2 is refused: there is no OTF2 writer).
     #[arg(short = 'f', long = "output-format", num_args = 1.., value_delimiter = ',')]
     pub output_format: Vec<String>,
     /// Per-name and per-domain statistics files.
