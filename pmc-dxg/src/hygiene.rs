@@ -482,13 +482,14 @@ pub fn summary(rows: &[HygieneRow]) -> Vec<String> {
             })
             .collect();
         lines.push(format!(
-            "warning: {} of {} value{} differ by more than {}% between runs (largest: {}); \
+            "warning: {} of {} value{} differ{} by more than {}% between runs (largest: {}); \
              other GPU clients were probably active (WDDM time-slices the GPU, and SQ and \
              GRBM counters count for the whole GPU), so each estimate is the smallest \
              non-zero value, the one nearest the truth",
             spoiled.len(),
             rows.len(),
             plural(rows.len()),
+            if spoiled.len() == 1 { "s" } else { "" },
             CONTAMINATION_SPREAD_PERCENT,
             named.join(", ")
         ));
@@ -919,7 +920,7 @@ mod tests {
         );
         assert!(
             lines[3].starts_with(
-                "warning: 1 of 3 values differ by more than 5% between runs (largest: \
+                "warning: 1 of 3 values differs by more than 5% between runs (largest: \
                  SQ_WAVES of copy[1] (2165.15%)); other GPU clients were probably active"
             ),
             "{}",

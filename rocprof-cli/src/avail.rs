@@ -188,7 +188,18 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(
             s,
             "DXG thunk  : {}{}",
-            t.path.as_deref().unwrap_or("librocdxg.so (not loaded)"),
+            t.path.as_deref().unwrap_or(
+                // A library that loaded but lacks a required entry point is closed again
+                // before its path is known: it was found, and refused.
+                if d.omissions
+                    .iter()
+                    .any(|o| o.kind == trace_records::docs::OmissionKind::ThunkIncomplete)
+                {
+                    "librocdxg.so (found, refused: it lacks entry points the topology read needs)"
+                } else {
+                    "librocdxg.so (not loaded)"
+                }
+            ),
             t.loaded_from.map(|f| format!(" ({f})")).unwrap_or_default()
         );
         if let Some(p) = &r.probe {
@@ -267,7 +278,7 @@ pub fn render(r: &Report) -> String {
     if gpus.is_empty() {
         let _ = writeln!(
             s,
-            "             No GPU can be profiled here. The omissions above say why; see docs/troubleshooting.md."
+            "             No GPU agent could be described here: no counters or thread trace (kernels and copies may still be traced through HSA). The omissions above say why; see docs/troubleshooting.md."
         );
     }
     s

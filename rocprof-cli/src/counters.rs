@@ -213,11 +213,14 @@ fn counter_lines(s: &mut String, c: &pmc_dxg::defs::Counter) {
 fn note_source(source: &DefsSource, gpus: &[Gpu]) {
     for g in gpus {
         if g.counters.family_fallback() {
+            let origin = match source.path() {
+                Some(p) => format!("{} has", p.display()),
+                None => "the built-in definitions have".to_owned(),
+            };
             eprintln!(
-                "rocprof: note: GPU {} ({}): {} has no {} entries; the {} family's definitions are used (stock rocprofv3 lists none here)",
+                "rocprof: note: GPU {} ({}): {origin} no {} entries; the {} family's definitions are used (stock rocprofv3 lists none here)",
                 g.index,
                 g.counters.gfx(),
-                source.origin(),
                 g.counters.gfx(),
                 pmc_dxg::defs::gfx_family(g.counters.gfx()).unwrap_or_default()
             );

@@ -128,7 +128,17 @@ pub fn explain_with(
         out.push("HIP API tracing was requested but the application never registered a HIP runtime (it does not use HIP, or its libamdhip64 predates tool registration)".into());
     }
     if sel.markers && !got.markers && !received(Runtime::Roctx) {
-        out.push("--marker-trace was requested but the application never loaded ROCTx (librocprofiler-sdk-roctx); link the application against it, see Using ROCTx".into());
+        // Whether ROCTx was mapped is known only from a normal exit.
+        let roctx_loaded = exits
+            .iter()
+            .any(|e| e.runtimes_loaded.contains(&RuntimeLibrary::Roctx));
+        out.push(if roctx_loaded {
+            "--marker-trace was requested: the application loaded ROCTx, but no ROCTx table reached the profiler (ROCTx registers its tables through rocprofiler-register before their first use, so the application most likely made no ROCTx call before it ended)".into()
+        } else if exits.is_empty() {
+            "--marker-trace was requested but no ROCTx table reached the profiler; the application did not exit normally, so whether it loaded ROCTx (librocprofiler-sdk-roctx) is unknown".into()
+        } else {
+            "--marker-trace was requested but the application never loaded ROCTx (librocprofiler-sdk-roctx); link the application against it, see Using ROCTx".into()
+        });
     }
     for (asked, have, what) in [
         (
@@ -293,6 +303,26 @@ mod tests {
             !out.iter().any(|l| l.contains("--scratch-memory-trace")),
             "a bundle's missing scratch is normal: {out:?}"
         );
+    }
+
+    #[test]
+    fn a_missing_roctx_table_is_told_apart_by_what_was_mapped() {
+        let hsa = r#"{"kind":"table","runtime":"hsa","instance":0,"wrapped":1}"#;
+        let markers = Selection {
+            markers: true,
+            ..Default::default()
+        };
+        let said = |docs: &[&str]| {
+            let out = explain_with(&markers, &OK, &[trace(docs)], &logs(), &[], |_| None);
+            out.into_iter()
+                .find(|l| l.starts_with("--marker-trace was requested"))
+                .unwrap_or_else(|| panic!("no ROCTx line for {docs:?}"))
+        };
+        let loaded = r#"{"kind":"exit","runtimes_loaded":["hsa","roctx"]}"#;
+        let not_loaded = r#"{"kind":"exit","runtimes_loaded":["hsa"]}"#;
+        assert!(said(&[WSL, AGENTS, hsa, loaded]).contains("the application loaded ROCTx"));
+        assert!(said(&[WSL, AGENTS, hsa, not_loaded]).contains("never loaded ROCTx"));
+        assert!(said(&[WSL, AGENTS, hsa]).contains("is unknown"));
     }
 
     #[test]

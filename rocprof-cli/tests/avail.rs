@@ -277,6 +277,18 @@ fn a_missing_entry_point_is_named_and_nothing_is_called() {
         !calls.contains("rocdxg hsaKmt"),
         "no thunk entry point may be called:\n{calls}"
     );
+    // The text report says the library was found and refused, not that it never loaded.
+    let o = rocprof()
+        .arg("--sim")
+        .env("WSLSIM_SCENARIO", scenario("missing-close.toml"))
+        .arg("avail")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("librocdxg.so (found, refused: it lacks entry points"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -447,6 +459,18 @@ fn libdxcore_without_enum_adapters_is_not_wsl() {
     assert!(
         r.omission("dxcore-unavailable")
             .contains("does not export D3DKMTEnumAdapters3")
+    );
+}
+
+#[test]
+fn forcing_native_linux_on_wsl_says_why_no_gpu_is_found() {
+    let r = sim(None, &[("ROCPROFILER_FORCE_PLATFORM", "gnulinux")]);
+    assert_eq!(r.json["selection"]["platform"], "gnulinux");
+    assert!(r.json["agents"].as_array().unwrap().is_empty());
+    let why = r.omission("kfd-node-unreadable");
+    assert!(
+        why.contains("no KFD topology exists") && why.contains("unset ROCPROFILER_FORCE_PLATFORM"),
+        "{why}"
     );
 }
 

@@ -522,7 +522,7 @@ fn repeats_keep_the_smallest_value_of_all_runs() {
     );
     // Any contamination is a burst of thousands of waves: far above the 5 % warning.
     assert_eq!(
-        err.contains("differ by more than 5% between runs"),
+        err.contains("by more than 5% between runs"),
         max > 8192.0,
         "{err}"
     );

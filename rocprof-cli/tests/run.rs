@@ -447,8 +447,9 @@ fn an_hsa_gpu_without_an_agent_record_is_reported_and_the_rest_traced() {
     );
     assert!(r.out.status.success(), "never fatal: {}", r.stderr());
     assert!(
-        r.stderr()
-            .contains("profiling is unavailable on the HSA GPU agent(s) with KMT node id 2"),
+        r.stderr().contains(
+            "counters and thread trace are unavailable on the HSA GPU agent(s) with KMT node id 2"
+        ),
         "{}",
         r.stderr()
     );

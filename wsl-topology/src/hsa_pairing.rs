@@ -65,7 +65,7 @@ impl Mapping {
             .map(u32::to_string)
             .collect();
         Some(format!(
-            "profiling is unavailable on the HSA GPU agent(s) with KMT node id {}: agent discovery did not publish them (see the omissions reported at start-up). The {} paired agent(s) remain fully profilable and the application keeps running.",
+            "counters and thread trace are unavailable on the HSA GPU agent(s) with KMT node id {}: agent discovery did not publish them (see the omissions reported at start-up), so their properties are unknown and agent_info.csv leaves them out; their kernels and copies are still traced, named by node id. {} other agent(s) (CPUs included) were paired and are fully profilable; the application keeps running.",
             ids.join(", "),
             self.pairs.len()
         ))

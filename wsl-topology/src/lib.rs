@@ -67,6 +67,28 @@ pub fn discover_on(settings: &Settings, selection: Selection) -> Discovery {
     discover_loaded(settings, selection, None)
 }
 
+/// The omission of a native-Linux selection without any KFD topology directory: nothing could
+/// be enumerated, and the report must say why rather than list no omission at all.
+fn no_kfd_topology(settings: &Settings, selection: &Selection) -> Omission {
+    Omission::new(
+        Subject::Platform,
+        trace_records::docs::OmissionKind::KfdNodeUnreadable,
+        format!(
+            "native Linux was selected ({}), but no KFD topology exists ({}): the amdgpu driver is not loaded here{}",
+            selection.detail,
+            settings::SYSFS_KFD_ROOTS.join(", "),
+            if settings.dxg_device.exists() {
+                format!(
+                    "; this is WSL2 ({} exists), where the GPU is reached through the DXG thunk: unset ROCPROFILER_FORCE_PLATFORM",
+                    settings.dxg_device.display()
+                )
+            } else {
+                String::new()
+            }
+        ),
+    )
+}
+
 /// [`discover_on`], reusing libdxcore when the selection already loaded it.
 fn discover_loaded(
     settings: &Settings,
@@ -77,7 +99,7 @@ fn discover_loaded(
         Platform::GnuLinux => {
             let (agents, omissions) = match &selection.kfd_root {
                 Some(root) => kfd::enumerate(root),
-                None => (Vec::new(), Vec::new()),
+                None => (Vec::new(), vec![no_kfd_topology(settings, &selection)]),
             };
             (agents, omissions, None)
         }

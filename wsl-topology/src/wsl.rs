@@ -171,7 +171,7 @@ fn enumerate_agents(
         omissions.push(Omission::new(
             library(rocdxg_sys::LIBRARY_NAME),
             OmissionKind::NoGpuNodes,
-            "the DXG thunk described no usable GPU node, so no GPU agent can be published; the HSA runtime uses the same thunk, so GPU work cannot be profiled in this environment until the cause above is fixed",
+            "the DXG thunk described no usable GPU node, so no GPU agent can be published: counters, thread trace and agent_info.csv need a GPU's properties (kernels and copies are still traced through HSA, named by node id). The HSA runtime reads the same thunk: if it reads its records with another size, GPU work may fail or crash too; fix the cause above",
         ));
     }
 
