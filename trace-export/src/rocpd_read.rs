@@ -122,6 +122,7 @@ pub fn read(path: &Path) -> Result<Vec<ProcessTrace>, Error> {
         p.symbols().map_err(sql)?;
         p.dispatches().map_err(sql)?;
         p.copies().map_err(sql)?;
+        p.allocations().map_err(sql)?;
         p.counters().map_err(sql)?;
         out.push(p.trace);
     }
@@ -528,6 +529,81 @@ impl Reader<'_> {
                 thread_id: v[5] as u32,
                 direction,
                 reserved: [0; 3],
+            });
+        }
+        Ok(())
+    }
+
+    /// `rocpd_memory_allocate`: level `SCRATCH` rows are scratch events, the others memory
+    /// allocations (`VIRTUAL` ones the VMEM operations), each in time order.
+    fn allocations(&mut self) -> rusqlite::Result<()> {
+        let stacks = self.stacks()?;
+        let rows = self.select(
+            "rocpd_memory_allocate",
+            "tid, agent_id, type, level, start, end, address, size, queue_id, event_id, extdata",
+            "ORDER BY start, id",
+            |r| {
+                let agent = r.get::<_, Option<i64>>(1).ok().flatten();
+                Ok((
+                    [
+                        int(r, 0),
+                        int(r, 4),
+                        int(r, 5),
+                        int(r, 6),
+                        int(r, 7),
+                        int(r, 8),
+                        int(r, 9),
+                    ],
+                    agent,
+                    text(r, 2),
+                    text(r, 3),
+                    text(r, 10),
+                ))
+            },
+        )?;
+        for ([tid, start, end, address, size, queue, event], agent, kind, level, extdata) in rows {
+            let correlation_id = stacks.get(&event).copied().unwrap_or(0);
+            if level == "SCRATCH" {
+                let operation = match kind.as_str() {
+                    "FREE" => ScratchOperation::Free,
+                    "RECLAIM" => ScratchOperation::AsyncReclaim,
+                    _ => ScratchOperation::Alloc,
+                };
+                let flags = serde_json::from_str::<serde_json::Value>(&extdata)
+                    .ok()
+                    .and_then(|v| v.get("flags")?.as_u64())
+                    .unwrap_or(0);
+                self.trace.scratch.push(ScratchMemoryRecord {
+                    correlation_id,
+                    start: start as u64,
+                    end: end as u64,
+                    queue_id: queue as u64,
+                    size: size as u64,
+                    thread_id: tid as u32,
+                    agent_node_id: agent.unwrap_or(0) as u32,
+                    flags: flags as u32,
+                    operation: operation as u8,
+                    reserved: [0; 3],
+                });
+                continue;
+            }
+            let operation = match (kind.as_str(), level.as_str()) {
+                ("FREE", "VIRTUAL") => AllocationOperation::VmemFree,
+                ("FREE", _) => AllocationOperation::Free,
+                (_, "VIRTUAL") => AllocationOperation::VmemAllocate,
+                _ => AllocationOperation::Allocate,
+            };
+            self.trace.allocations.push(MemoryAllocationRecord {
+                correlation_id,
+                start: start as u64,
+                end: end as u64,
+                address: address as u64,
+                size: size as u64,
+                thread_id: tid as u32,
+                agent_node_id: agent.unwrap_or(0) as u32,
+                operation: operation as u8,
+                has_agent: u8::from(agent.is_some()),
+                reserved: [0; 6],
             });
         }
         Ok(())

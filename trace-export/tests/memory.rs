@@ -415,6 +415,47 @@ fn rocpd_rows_and_views_map_operations_to_type_and_level() {
 }
 
 #[test]
+fn a_database_gives_its_allocations_and_scratch_back() {
+    let mut t = memory_trace();
+    t.scratch[0].flags = 1;
+    let labels = AgentLabels::default();
+    let views = [trace_export::view::ProcessView::new(&t, &labels)];
+    let dir = std::env::temp_dir().join(format!(
+        "trace-export-memory-{}-roundtrip",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("results.db");
+    trace_export::rocpd::write(&path, &trace_export::view::RunInfo::default(), &views).unwrap();
+    let back = trace_export::rocpd_read::read(&path).unwrap();
+    assert_eq!(back.len(), 1);
+    // Correlation ids are rebuilt from the events, and a record without an agent has no
+    // agent id; everything else comes back as written.
+    let plain_a = |v: &[MemoryAllocationRecord]| -> Vec<MemoryAllocationRecord> {
+        v.iter()
+            .map(|a| MemoryAllocationRecord {
+                correlation_id: 0,
+                agent_node_id: if a.has_agent != 0 { a.agent_node_id } else { 0 },
+                ..*a
+            })
+            .collect()
+    };
+    let plain_s = |v: &[ScratchMemoryRecord]| -> Vec<ScratchMemoryRecord> {
+        v.iter()
+            .map(|s| ScratchMemoryRecord {
+                correlation_id: 0,
+                ..*s
+            })
+            .collect()
+    };
+    assert_eq!(plain_a(&back[0].allocations), plain_a(&t.allocations));
+    assert_eq!(plain_s(&back[0].scratch), plain_s(&t.scratch));
+    assert_eq!(back[0].scratch[0].flags, 1, "the flags come from extdata");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn json_buffer_records_hold_allocations_and_scratch() {
     let t = memory_trace();
     let labels = AgentLabels::default();
