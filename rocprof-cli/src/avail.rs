@@ -19,6 +19,16 @@ pub struct Args {
     #[arg(short = 'd', long = "device", global = true, value_name = "N")]
     device: Option<u32>,
 
+    /// Counter definitions added to the installed ones for the counter queries (a YAML file in
+    /// counter_defs.yaml's form), as a run's `-E/--extra-counters` adds them.
+    #[arg(
+        short = 'E',
+        long = "extra-counters",
+        global = true,
+        value_name = "YAML"
+    )]
+    extra_counters: Option<std::path::PathBuf>,
+
     /// Counters and agent properties in rocprofv3-avail's layout; without one, how discovery
     /// went.
     #[command(subcommand)]
@@ -163,7 +173,12 @@ pub fn collect() -> Result<Report> {
 /// Runs `rocprof avail`.
 pub fn run(args: &Args) -> Result<ExitCode> {
     if let Some(query) = &args.query {
-        return crate::counters::run(query, args.device, args.json);
+        return crate::counters::run(
+            query,
+            args.device,
+            args.json,
+            args.extra_counters.as_deref(),
+        );
     }
     let report = collect()?;
     if args.json {

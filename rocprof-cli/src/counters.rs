@@ -85,12 +85,8 @@ pub fn runtime_lib_dir() -> Option<PathBuf> {
     })
 }
 
-/// The definitions and every GPU agent discovery publishes, with its counters.
-pub fn gpus(device: Option<u32>) -> Result<(DefsSource, Vec<Gpu>)> {
-    gpus_with(device, None)
-}
-
-/// [`gpus`] with extra definitions (`-E/--extra-counters`) added to the installed ones.
+/// The definitions (with extra ones, `-E/--extra-counters`, added to the installed ones) and
+/// every GPU agent discovery publishes, with its counters.
 pub fn gpus_with(
     device: Option<u32>,
     extra: Option<&Definitions>,
@@ -258,8 +254,20 @@ fn print_pc_sampling(gpus: &[Gpu], json: bool) -> Result<()> {
 
 /// Runs a counter query. `pmc-check` of a set that does not fit one pass exits 1, as
 /// rocprofv3-avail does.
-pub fn run(query: &Query, device: Option<u32>, json: bool) -> Result<ExitCode> {
-    let (source, gpus) = gpus(device)?;
+pub fn run(
+    query: &Query,
+    device: Option<u32>,
+    json: bool,
+    extra: Option<&std::path::Path>,
+) -> Result<ExitCode> {
+    let extra = extra
+        .map(|p| {
+            Definitions::load_extra(p).with_context(|| {
+                format!("-E/--extra-counters {}: cannot use the file", p.display())
+            })
+        })
+        .transpose()?;
+    let (source, gpus) = gpus_with(device, extra.as_ref())?;
     if !json {
         note_source(&source, &gpus);
     }

@@ -211,12 +211,13 @@ fn run(args: Vec<OsString>) -> Result<ExitCode> {
                 pmc: Some(Vec::new()),
                 pc_sampling: false,
             };
-            let code = counters::run(&all, None, false)?;
+            let extra = cli.run.extra_counters.as_deref();
+            let code = counters::run(&all, None, false, extra)?;
             let sampling = counters::Query::Info {
                 pmc: None,
                 pc_sampling: true,
             };
-            counters::run(&sampling, None, false)?;
+            counters::run(&sampling, None, false, extra)?;
             return Ok(code);
         }
         init_logging(cli.log_level, "warn");

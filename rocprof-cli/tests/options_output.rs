@@ -613,4 +613,18 @@ fn extra_counters_define_a_derived_counter_for_the_run() {
         "{}",
         r.stderr()
     );
+
+    // `rocprof avail -E` lists the extra counter with the installed ones.
+    let listed = |extra: Option<&Path>| -> String {
+        let mut c = rocprof(&tmp);
+        c.args(["--sim", "avail"]);
+        if let Some(p) = extra {
+            c.arg("-E").arg(p);
+        }
+        let o = c.arg("list").output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert!(listed(Some(&yaml)).contains("MY_WAVES_X2"));
+    assert!(!listed(None).contains("MY_WAVES_X2"));
 }
