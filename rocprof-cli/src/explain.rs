@@ -180,7 +180,14 @@ pub fn explain_with(
             "--marker-trace: no ROCTx mark or range was recorded",
         ),
     ] {
-        if asked && !have && (hsa_received || !wants_hsa) {
+        // The tool said why nothing was collected (the first -P window never opened).
+        let period_missed = traces.iter().any(|t| {
+            t.docs
+                .warnings
+                .iter()
+                .any(|w| w.about == trace_records::docs::WarningKind::CollectionPeriod)
+        });
+        if asked && !have && (hsa_received || !wants_hsa) && !period_missed {
             out.push(format!(
                 "{what} (the application made none, or they happened outside the traced runtime)"
             ));

@@ -382,7 +382,7 @@ extern "C" fn at_exit() {
             hsa_intercept::scope::before_first_window(hsa_intercept::api::now_ns())
         {
             sink::warn(
-                WarningKind::Internal,
+                WarningKind::CollectionPeriod,
                 format!(
                     "nothing was collected: the application ended {:.3} s after the profiler \
                      started, before the first --collection-period window opened ({:.3} s \

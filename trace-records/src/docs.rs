@@ -458,6 +458,8 @@ pub enum WarningKind {
     Counters,
     /// Thread trace could not be captured (on an agent, or for some dispatches).
     ThreadTrace,
+    /// `-P/--collection-period`: the process ended before the first window opened.
+    CollectionPeriod,
     /// Any other trouble inside the tool.
     Internal,
 }
