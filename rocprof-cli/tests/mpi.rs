@@ -28,6 +28,31 @@ fn mpirun() -> Option<Command> {
     Some(c)
 }
 
+/// `mpirun [mpi_args] rocprof --sim <args> -d <out> -o <file> -- reference-workload` with
+/// `TMPDIR=tmp` and none of the steering variables; `None` without `mpirun`.
+fn under_mpirun(
+    tmp: &Path,
+    mpi_args: &[&str],
+    args: &[&str],
+    out: &Path,
+    file: &str,
+) -> Option<std::process::Output> {
+    let mut mpi = mpirun()?;
+    mpi.env("TMPDIR", tmp)
+        .args(mpi_args)
+        .arg(rocprof(tmp).get_program())
+        .arg("--sim")
+        .args(args)
+        .arg("-d")
+        .arg(out)
+        .args(["-o", file, "--"])
+        .arg(workload("reference-workload"));
+    for v in STEERING {
+        mpi.env_remove(v);
+    }
+    Some(mpi.output().unwrap())
+}
+
 fn csv_rows(path: &Path) -> usize {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.lines().count().saturating_sub(1)
@@ -35,22 +60,18 @@ fn csv_rows(path: &Path) -> usize {
 
 #[test]
 fn each_rank_writes_its_own_outputs_and_the_merge_holds_every_rank() {
-    let Some(mut mpi) = mpirun() else { return };
-    let app = workload("reference-workload");
     let tmp = scratch("mpi", "ranks");
     let out = tmp.join("out");
-    let template = rocprof(&tmp);
-    mpi.env("TMPDIR", &tmp)
-        .args(["-np", &RANKS.to_string()])
-        .arg(template.get_program())
-        .args(["--sim", "--sys-trace", "-f", "csv,rocpd", "-d"])
-        .arg(&out)
-        .args(["-o", "%rank%/run", "--"])
-        .arg(&app);
-    for v in STEERING {
-        mpi.env_remove(v);
-    }
-    let o = mpi.output().unwrap();
+    let np = RANKS.to_string();
+    let Some(o) = under_mpirun(
+        &tmp,
+        &["-np", &np],
+        &["--sys-trace", "-f", "csv,rocpd"],
+        &out,
+        "%rank%/run",
+    ) else {
+        return;
+    };
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     for rank in 0..RANKS {
@@ -148,28 +169,18 @@ fn processes_in(db: &Path) -> usize {
 /// MPI's own.
 #[test]
 fn only_the_selected_ranks_are_profiled() {
-    let Some(mut mpi) = mpirun() else { return };
-    let app = workload("reference-workload");
     let tmp = scratch("mpi", "selected");
     let out = tmp.join("out");
-    let template = rocprof(&tmp);
-    mpi.env("TMPDIR", &tmp)
-        .args(["-np", &RANKS.to_string()])
-        .arg(template.get_program())
-        .args([
-            "--sim",
-            "--kernel-trace",
-            "--profile-mpi-ranks",
-            "0,2",
-            "-d",
-        ])
-        .arg(&out)
-        .args(["-o", "%rank%/run", "--"])
-        .arg(&app);
-    for v in STEERING {
-        mpi.env_remove(v);
-    }
-    let o = mpi.output().unwrap();
+    let np = RANKS.to_string();
+    let Some(o) = under_mpirun(
+        &tmp,
+        &["-np", &np],
+        &["--kernel-trace", "--profile-mpi-ranks", "0,2"],
+        &out,
+        "%rank%/run",
+    ) else {
+        return;
+    };
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     for rank in 0..RANKS {
@@ -189,13 +200,11 @@ fn only_the_selected_ranks_are_profiled() {
     assert_eq!(err.matches("1 process(es) recorded").count(), 2, "{err}");
 
     // Ranks named by another variable: every rank is 7 here, and 7 is not selected.
-    let Some(mut mpi) = mpirun() else { return };
     let out = tmp.join("named");
-    mpi.env("TMPDIR", &tmp)
-        .args(["-np", "2", "-x", "MY_RANK=7", "-x", "MY_SIZE=8"])
-        .arg(template.get_program())
-        .args([
-            "--sim",
+    let o = under_mpirun(
+        &tmp,
+        &["-np", "2", "-x", "MY_RANK=7", "-x", "MY_SIZE=8"],
+        &[
             "--kernel-trace",
             "--profile-mpi-ranks",
             "0-3",
@@ -203,15 +212,11 @@ fn only_the_selected_ranks_are_profiled() {
             "MY_RANK",
             "--mpi-world-size-variable",
             "MY_SIZE",
-            "-d",
-        ])
-        .arg(&out)
-        .args(["--"])
-        .arg(&app);
-    for v in STEERING {
-        mpi.env_remove(v);
-    }
-    let o = mpi.output().unwrap();
+        ],
+        &out,
+        "run",
+    )
+    .unwrap();
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert_eq!(

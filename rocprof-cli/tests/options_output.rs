@@ -10,58 +10,9 @@ mod support;
 use prost::Message as _;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
-use std::process::Output;
-use support::{record_dirs, rocprof, scratch, stderr, workload};
+use std::path::Path;
+use support::{Run, record_dirs, rocprof, scratch, stderr, workload};
 use trace_export::perfetto::proto::{Data, TYPE_SLICE_BEGIN, Trace};
-
-type Row = HashMap<String, String>;
-
-/// One run: its output, scratch directory and output directory (`-d <tmp>/out -o run`).
-struct Run {
-    out: Output,
-    tmp: PathBuf,
-    dir: PathBuf,
-}
-
-impl Run {
-    fn stderr(&self) -> String {
-        stderr(&self.out)
-    }
-
-    fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.out.stdout).into_owned()
-    }
-
-    fn ok(self) -> Self {
-        assert!(self.out.status.success(), "{}", self.stderr());
-        self
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.dir.join(format!("run_{name}"))
-    }
-
-    fn rows(&self, name: &str) -> Vec<Row> {
-        let path = self.file(&format!("{name}.csv"));
-        csv::Reader::from_path(&path)
-            .unwrap_or_else(|e| panic!("{}: {e}\n{}", path.display(), self.stderr()))
-            .deserialize()
-            .map(Result::unwrap)
-            .collect()
-    }
-
-    fn listing(&self) -> Vec<String> {
-        let Ok(rd) = std::fs::read_dir(&self.dir) else {
-            return Vec::new();
-        };
-        let mut v: Vec<String> = rd
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
-    }
-}
 
 /// `rocprof --sim <options> -d <scratch>/out -o run -- reference-workload`.
 fn profile(tag: &str, options: &[&str]) -> Run {
@@ -125,7 +76,7 @@ fn table(text: &str, title: &str) -> Vec<Vec<String>> {
 
 #[test]
 fn per_domain_tables_are_titled_by_domain_and_need_no_s() {
-    let r = profile("per-domain", &["--sys-trace", "-D"]).ok();
+    let r = profile("per-domain", &["--sys-trace", "-D"]).succeeded();
     let t = titles(&r.stderr());
     for d in ["HSA_API", "HIP_API", "KERNEL_DISPATCH", "MEMORY_COPY"] {
         assert!(
@@ -170,7 +121,7 @@ fn summary_groups_join_the_domains_each_regex_matches_in_full() {
             "KERNEL",
         ],
     )
-    .ok();
+    .succeeded();
     let t = titles(&r.stderr());
     assert_eq!(
         t,
@@ -224,7 +175,7 @@ fn summary_output_file_goes_to_stdout_or_a_file_beside_the_outputs() {
         "to-stdout",
         &["--kernel-trace", "-S", "--summary-output-file", "STDOUT"],
     )
-    .ok();
+    .succeeded();
     assert_eq!(titles(&r.stdout()), ["ROCPROFV3 SUMMARY:"]);
     assert!(r.stdout().contains("\n    ROCPROFV3 SUMMARY:"));
     assert!(titles(&r.stderr()).is_empty(), "{}", r.stderr());
@@ -239,7 +190,7 @@ fn summary_output_file_goes_to_stdout_or_a_file_beside_the_outputs() {
             "summary",
         ],
     )
-    .ok();
+    .succeeded();
     let path = r.file("summary.txt");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{}: {e}: {:?}", path.display(), r.listing()));
@@ -283,7 +234,7 @@ fn summary_output_file_goes_to_stdout_or_a_file_beside_the_outputs() {
 
 #[test]
 fn summary_units_scale_the_time_columns() {
-    let r = profile("msec", &["--kernel-trace", "-S", "-u", "msec"]).ok();
+    let r = profile("msec", &["--kernel-trace", "-S", "-u", "msec"]).succeeded();
     let text = r.stderr();
     let rows = table(&text, "ROCPROFV3 SUMMARY:");
     assert_eq!(rows[0][3], "DURATION (msec)");
@@ -321,7 +272,7 @@ fn output_config_writes_the_runs_configuration() {
             "csv",
         ],
     )
-    .ok();
+    .succeeded();
     let path = r.file("config.json");
     let doc: Value = serde_json::from_str(
         &std::fs::read_to_string(&path)
@@ -356,7 +307,7 @@ fn output_config_writes_the_runs_configuration() {
         "the process the CSV files describe"
     );
     // Without the option there is none.
-    let r = profile("no-config", &["--kernel-trace"]).ok();
+    let r = profile("no-config", &["--kernel-trace"]).succeeded();
     assert!(!r.file("config.json").exists());
 }
 
@@ -366,7 +317,7 @@ fn minimum_output_data_leaves_small_files_out_and_says_so() {
         "min-huge",
         &["--sys-trace", "--minimum-output-data", "100000"],
     )
-    .ok();
+    .succeeded();
     let csv: Vec<String> = r
         .listing()
         .into_iter()
@@ -381,7 +332,7 @@ fn minimum_output_data_leaves_small_files_out_and_says_so() {
     assert!(line.contains("run_kernel_trace.csv") && line.contains("not written"));
 
     // 2 KB: the files that are written are at least that big, the others are named.
-    let r = profile("min-2k", &["--sys-trace", "--minimum-output-data", "2"]).ok();
+    let r = profile("min-2k", &["--sys-trace", "--minimum-output-data", "2"]).succeeded();
     let err = r.stderr();
     let line = err
         .lines()
@@ -399,7 +350,7 @@ fn minimum_output_data_leaves_small_files_out_and_says_so() {
     }
 
     // 0 keeps every file, and nothing is said.
-    let r = profile("min-zero", &["--sys-trace", "--minimum-output-data", "0"]).ok();
+    let r = profile("min-zero", &["--sys-trace", "--minimum-output-data", "0"]).succeeded();
     assert!(r.file("kernel_trace.csv").exists());
     assert!(r.file("marker_api_trace.csv").exists());
     assert!(!r.stderr().contains("--minimum-output-data"));
@@ -432,7 +383,7 @@ fn group_by_queue_puts_kernels_and_copies_on_queue_tracks() {
         "-f",
         "pftrace",
     ];
-    let r = profile("streams", &args).ok();
+    let r = profile("streams", &args).succeeded();
     let (names, _) = decode(&r.file("results.pftrace"));
     assert!(
         names.iter().any(|n| n.starts_with("STREAM [\" ")),
@@ -445,7 +396,7 @@ fn group_by_queue_puts_kernels_and_copies_on_queue_tracks() {
 
     let mut with = args.to_vec();
     with.push("--group-by-queue");
-    let r = profile("queues", &with).ok();
+    let r = profile("queues", &with).succeeded();
     let (names, _) = decode(&r.file("results.pftrace"));
     assert!(
         names.iter().any(|n| n.starts_with("COMPUTE Agent [")
@@ -475,7 +426,7 @@ fn perfetto_buffer_size_keeps_the_earliest_or_the_latest_events() {
                 policy,
             ],
         )
-        .ok();
+        .succeeded();
         let path = r.file("results.pftrace");
         let size = std::fs::metadata(&path).unwrap().len();
         assert!(size <= 16 * 1024, "{policy}: {size} bytes");
@@ -538,7 +489,7 @@ fn perfetto_backend_system_is_refused_and_the_shmem_hint_is_not_used() {
             "128",
         ],
     )
-    .ok();
+    .succeeded();
     assert!(
         r.stderr()
             .contains("--perfetto-shmem-size-hint 128 is accepted and not used"),
@@ -575,8 +526,8 @@ fn extra_counters_define_a_derived_counter_for_the_run() {
         &["--pmc", "MY_WAVES_X2", "-E", yaml.to_str().unwrap()],
         &seed,
     )
-    .ok();
-    let base = profile_env("extra-base", &["--pmc", "SQ_WAVES"], &seed).ok();
+    .succeeded();
+    let base = profile_env("extra-base", &["--pmc", "SQ_WAVES"], &seed).succeeded();
     let doubled = values(&x2, "MY_WAVES_X2");
     let waves = values(&base, "SQ_WAVES");
     assert_eq!(doubled.len(), 8, "{}", x2.stderr());

@@ -10,62 +10,32 @@ mod support;
 #[path = "../../trace-export/tests/schema/mod.rs"]
 mod schema;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 use support::*;
-
-type Row = HashMap<String, String>;
 
 const AXPB: &str = "axpb(float const*, float*, unsigned long)";
 const ITERS: [&str; 8] = [
     "iter0", "iter1", "iter2", "iter3", "iter4", "iter5", "iter6", "iter7",
 ];
 
-/// One finished run: `rocprof --sim <options> -d <scratch>/out -o run -- <app>`.
-struct Run {
-    out: Output,
-    dir: PathBuf,
-}
-
-impl Run {
-    fn new(tag: &str, options: &[&str], app: &Path, env: &[(&str, &str)]) -> Run {
-        let tmp = scratch("scope", tag);
-        let dir = tmp.join("out");
-        let mut c = rocprof(&tmp);
-        c.env_remove("WSLSIM_SEED");
-        let out = c
-            .arg("--sim")
-            .args(options)
-            .arg("-d")
-            .arg(&dir)
-            .args(["-o", "run", "--"])
-            .arg(app)
-            .envs(env.iter().copied())
-            .output()
-            .unwrap();
-        Run { out, dir }
-    }
-
-    fn stderr(&self) -> String {
-        stderr(&self.out)
-    }
-
-    fn succeeded(self) -> Run {
-        assert!(self.out.status.success(), "{}", self.stderr());
-        self
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.join(format!("run_{name}"))
-    }
-
-    fn rows(&self, name: &str) -> Vec<Row> {
-        let path = self.path(&format!("{name}.csv"));
-        let mut r = csv::Reader::from_path(&path)
-            .unwrap_or_else(|e| panic!("{}: {e}\n{}", path.display(), self.stderr()));
-        r.deserialize().map(Result::unwrap).collect()
-    }
+/// `rocprof --sim <options> -d <scratch>/out -o run -- <app>` with `env`.
+fn scoped(tag: &str, options: &[&str], app: &Path, env: &[(&str, &str)]) -> Run {
+    let tmp = scratch("scope", tag);
+    let dir = tmp.join("out");
+    let mut c = rocprof(&tmp);
+    c.env_remove("WSLSIM_SEED");
+    let out = c
+        .arg("--sim")
+        .args(options)
+        .arg("-d")
+        .arg(&dir)
+        .args(["-o", "run", "--"])
+        .arg(app)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    Run { out, tmp, dir }
 }
 
 /// The kernel names of kernel_trace.csv in dispatch order.
@@ -88,10 +58,10 @@ fn reference() -> PathBuf {
 /// not written. Without the option the same run keeps the kernel's name.
 #[test]
 fn kernel_rename_names_each_dispatch_after_its_roctx_range() {
-    let plain = Run::new("plain", &["--kernel-trace"], &reference(), &[]).succeeded();
+    let plain = scoped("plain", &["--kernel-trace"], &reference(), &[]).succeeded();
     assert_eq!(kernel_names(&plain.rows("kernel_trace")), [AXPB; 8]);
 
-    let r = Run::new(
+    let r = scoped(
         "rename",
         &[
             "--kernel-trace",
@@ -108,7 +78,7 @@ fn kernel_rename_names_each_dispatch_after_its_roctx_range() {
     .succeeded();
     assert_eq!(kernel_names(&r.rows("kernel_trace")), ITERS);
     assert!(
-        !r.path("marker_api_trace.csv").exists(),
+        !r.file("marker_api_trace.csv").exists(),
         "markers were not asked for: {}",
         r.stderr()
     );
@@ -122,7 +92,7 @@ fn kernel_rename_names_each_dispatch_after_its_roctx_range() {
 
     // rocpd: the dispatch's region name.
     let db = rusqlite::Connection::open_with_flags(
-        r.path("results.db"),
+        r.file("results.db"),
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
     )
     .unwrap();
@@ -142,7 +112,7 @@ fn kernel_rename_names_each_dispatch_after_its_roctx_range() {
 
     // JSON: each dispatch's external correlation id names its region.
     let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(r.path("results.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(r.file("results.json")).unwrap()).unwrap();
     if schema::validate(&json).is_none() {
         eprintln!("upstream's JSON schema is absent: the renamed file is not validated");
     }
@@ -181,7 +151,7 @@ fn kernel_rename_names_each_dispatch_after_its_roctx_range() {
 /// outside any range keeps its kernel name (vector-add launches without ROCTx).
 #[test]
 fn kernel_rename_keeps_markers_when_asked_and_leaves_unranged_dispatches_alone() {
-    let r = Run::new(
+    let r = scoped(
         "rename-markers",
         &["--kernel-trace", "--marker-trace", "--kernel-rename"],
         &reference(),
@@ -197,7 +167,7 @@ fn kernel_rename_keeps_markers_when_asked_and_leaves_unranged_dispatches_alone()
     ranges.sort();
     assert_eq!(ranges, ITERS);
 
-    let v = Run::new(
+    let v = scoped(
         "rename-none",
         &["--kernel-trace", "--kernel-rename"],
         &workload("vector-add"),
@@ -216,7 +186,7 @@ fn kernel_rename_keeps_markers_when_asked_and_leaves_unranged_dispatches_alone()
 /// the second and third are counted; all eight are still traced.
 #[test]
 fn the_iteration_range_counts_only_those_launches_of_a_kernel() {
-    let r = Run::new(
+    let r = scoped(
         "range",
         &[
             "--kernel-trace",
@@ -247,7 +217,7 @@ fn the_iteration_range_counts_only_those_launches_of_a_kernel() {
     counted.sort();
     assert_eq!(counted, [2, 3], "the second and third launches of axpb");
 
-    let all = Run::new(
+    let all = scoped(
         "range-all",
         &["--pmc", "SQ_WAVES", "--kernel-iteration-range", "[1-8]"],
         &reference(),
@@ -261,7 +231,7 @@ fn the_iteration_range_counts_only_those_launches_of_a_kernel() {
 /// covers the run keeps all eight.
 #[test]
 fn collection_periods_keep_only_what_happens_inside_their_windows() {
-    let late = Run::new(
+    let late = scoped(
         "late",
         &["--kernel-trace", "--hip-trace", "-P", "3600:1:1"],
         &reference(),
@@ -277,15 +247,15 @@ fn collection_periods_keep_only_what_happens_inside_their_windows() {
         !err.contains("no kernel dispatch was recorded"),
         "the tool's reason replaces the generic line: {err}"
     );
-    let kernels = late.path("kernel_trace.csv");
+    let kernels = late.file("kernel_trace.csv");
     assert!(
         !kernels.exists() || late.rows("kernel_trace").is_empty(),
         "no dispatch is recorded outside the windows"
     );
-    let calls = late.path("hip_api_trace.csv");
+    let calls = late.file("hip_api_trace.csv");
     assert!(!calls.exists() || late.rows("hip_api_trace").is_empty());
 
-    let covering = Run::new(
+    let covering = scoped(
         "covering",
         &[
             "--kernel-trace",
@@ -372,7 +342,7 @@ fn an_input_files_iteration_range_selects_the_same_launches() {
     )
     .unwrap();
     let jobs = jobs.to_str().unwrap();
-    let r = Run::new("input", &["-i", jobs], &reference(), &[]).succeeded();
+    let r = scoped("input", &["-i", jobs], &reference(), &[]).succeeded();
     // One job with pmc writes into pass_1/, as rocprofv3.
     let path = r.dir.join("pass_1/run_counter_collection.csv");
     let mut rd = csv::Reader::from_path(&path).unwrap();
@@ -389,7 +359,7 @@ fn an_input_files_iteration_range_selects_the_same_launches() {
     counted.sort();
     assert_eq!(counted, [2, 3]);
 
-    let clash = Run::new(
+    let clash = scoped(
         "input-clash",
         &["-i", jobs, "--kernel-iteration-range", "1"],
         &reference(),

@@ -9,14 +9,11 @@
 
 mod support;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::path::Path;
 use std::sync::OnceLock;
 use support::*;
-
-type Row = HashMap<String, String>;
 
 const SEED: (&str, &str) = ("WSLSIM_SEED", "5");
 const AXPB: &str = "axpb(float const*, float*, unsigned long)";
@@ -66,45 +63,6 @@ const COUNTER_FILES: [&str; 3] = [
     "run_counter_collection.csv",
     "run_counter_hygiene.csv",
 ];
-
-/// One finished `rocprof` run: its output, its scratch directory (`TMPDIR`, input files) and
-/// its `-d` directory (`<scratch>/out`, with `-o run`).
-struct Run {
-    out: Output,
-    tmp: PathBuf,
-    dir: PathBuf,
-}
-
-impl Run {
-    fn stderr(&self) -> String {
-        stderr(&self.out)
-    }
-
-    fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.out.stdout).into_owned()
-    }
-
-    /// Fails unless the run exited 0.
-    fn succeeded(self) -> Run {
-        assert!(self.out.status.success(), "{}", self.stderr());
-        self
-    }
-
-    /// `<dir>/<sub>/run_<name>.csv` (`sub` "" for the top level).
-    fn file(&self, sub: &str, name: &str) -> PathBuf {
-        self.dir.join(sub).join(format!("run_{name}.csv"))
-    }
-
-    fn rows(&self, sub: &str, name: &str) -> Vec<Row> {
-        let path = self.file(sub, name);
-        read_rows(&path).unwrap_or_else(|e| panic!("{}: {e}\n{}", path.display(), self.stderr()))
-    }
-
-    /// The sorted names in `<dir>/<sub>`.
-    fn listing(&self, sub: &str) -> Vec<String> {
-        listing(&self.dir.join(sub))
-    }
-}
 
 fn read_rows(path: &Path) -> csv::Result<Vec<Row>> {
     csv::Reader::from_path(path)?.deserialize().collect()
@@ -214,15 +172,15 @@ fn four_counters() -> &'static Run {
 fn one_group_is_one_pass_with_a_row_per_dispatch_and_counter() {
     let r = four_counters();
     assert_eq!(
-        r.listing(""),
+        r.listing_in(""),
         COUNTER_FILES,
         "one pass: no pass_N directories"
     );
     assert_eq!(
-        first_line(&r.file("", "counter_collection")),
+        first_line(&r.csv_in("", "counter_collection")),
         COLLECTION_HEADER
     );
-    let rows = r.rows("", "counter_collection");
+    let rows = r.rows_in("", "counter_collection");
     assert_eq!(rows.len(), 32, "8 dispatches × 4 counters");
     assert_eq!(values(&rows), seed5_values());
     for row in &rows {
@@ -249,8 +207,8 @@ fn one_group_is_one_pass_with_a_row_per_dispatch_and_counter() {
     let starts: Vec<u64> = first.values().map(|d| num(d, "Start_Timestamp")).collect();
     assert!(starts.is_sorted(), "dispatches in time order: {starts:?}");
 
-    assert_eq!(first_line(&r.file("", "counter_hygiene")), HYGIENE_HEADER);
-    let hygiene = r.rows("", "counter_hygiene");
+    assert_eq!(first_line(&r.csv_in("", "counter_hygiene")), HYGIENE_HEADER);
+    let hygiene = r.rows_in("", "counter_hygiene");
     assert_eq!(hygiene.len(), 32);
     let expected = seed5_values();
     for (i, h) in hygiene.iter().enumerate() {
@@ -308,7 +266,7 @@ fn one_group_is_one_pass_with_a_row_per_dispatch_and_counter() {
 #[test]
 fn counters_and_tracing_do_not_perturb_each_other() {
     let plain = four_counters();
-    let plain_values = values(&plain.rows("", "counter_collection"));
+    let plain_values = values(&plain.rows_in("", "counter_collection"));
 
     let with = |tag: &str, tracing: &[&str], pmc: &[&str]| {
         let mut options = vec!["--pmc"];
@@ -334,7 +292,7 @@ fn counters_and_tracing_do_not_perturb_each_other() {
         ("--hip-trace --marker-trace", &hip_marker),
     ] {
         assert_eq!(
-            values(&run.rows("", "counter_collection")),
+            values(&run.rows_in("", "counter_collection")),
             plain_values,
             "counter values with {name} differ from --pmc alone"
         );
@@ -342,7 +300,7 @@ fn counters_and_tracing_do_not_perturb_each_other() {
     assert_eq!(plain_values, seed5_values());
 
     let traces = |r: &Run| -> Vec<String> {
-        r.listing("")
+        r.listing_in("")
             .into_iter()
             .filter(|n| !COUNTER_FILES.contains(&n.as_str()))
             .collect()
@@ -376,14 +334,19 @@ fn counters_and_tracing_do_not_perturb_each_other() {
         (&hip_marker, "hip_api_trace", 52),
         (&hip_marker, "marker_api_trace", 8),
     ] {
-        assert_eq!(r.rows("", name).len(), n, "{name} of {}", r.dir.display());
+        assert_eq!(
+            r.rows_in("", name).len(),
+            n,
+            "{name} of {}",
+            r.dir.display()
+        );
     }
 
     // The counter rows belong to the traced dispatches.
     for r in [&sys, &kernel_copy] {
-        let counted = r.rows("", "counter_collection");
+        let counted = r.rows_in("", "counter_collection");
         let counted = dispatches(&counted);
-        let kernels = r.rows("", "kernel_trace");
+        let kernels = r.rows_in("", "kernel_trace");
         assert_eq!(kernels.len(), counted.len());
         for k in &kernels {
             let c = counted[&num(k, "Dispatch_Id")];
@@ -399,12 +362,12 @@ fn counters_and_tracing_do_not_perturb_each_other() {
     }
     for r in [&sys, &hip_marker] {
         let launches: Vec<String> = r
-            .rows("", "hip_api_trace")
+            .rows_in("", "hip_api_trace")
             .into_iter()
             .filter(|h| h["Function"] == "hipLaunchKernel")
             .map(|h| h["Correlation_Id"].clone())
             .collect();
-        let counted = r.rows("", "counter_collection");
+        let counted = r.rows_in("", "counter_collection");
         let counted: Vec<String> = dispatches(&counted)
             .values()
             .map(|c| c["Correlation_Id"].clone())
@@ -418,7 +381,7 @@ fn counters_and_tracing_do_not_perturb_each_other() {
     // --sys-trace alone records what --sys-trace --pmc does.
     let alone = profile("sys-alone", &["--sys-trace"], "reference-workload", &[SEED]).succeeded();
     assert_eq!(
-        alone.listing(""),
+        alone.listing_in(""),
         [
             "run_agent_info.csv",
             "run_hip_api_trace.csv",
@@ -435,7 +398,7 @@ fn counters_and_tracing_do_not_perturb_each_other() {
     // waits and the polls are left out.
     let functions = |r: &Run, name: &str| -> Vec<String> {
         let mut f: Vec<String> = r
-            .rows("", name)
+            .rows_in("", name)
             .into_iter()
             .map(|row| row["Function"].clone())
             .filter(|f| {
@@ -456,8 +419,8 @@ fn counters_and_tracing_do_not_perturb_each_other() {
     }
     for name in ["kernel_trace", "memory_copy_trace"] {
         assert_eq!(
-            alone.rows("", name).len(),
-            sys.rows("", name).len(),
+            alone.rows_in("", name).len(),
+            sys.rows_in("", name).len(),
             "{name}"
         );
     }
@@ -481,9 +444,9 @@ fn repeats_keep_the_smallest_value_of_all_runs() {
         &[("WSLSIM_SCENARIO", scenario)],
     )
     .succeeded();
-    assert_eq!(r.listing(""), COUNTER_FILES, "repeats are not passes");
+    assert_eq!(r.listing_in(""), COUNTER_FILES, "repeats are not passes");
     assert_eq!(r.stdout().matches("verified").count(), 10, "{}", r.stdout());
-    let rows = r.rows("", "counter_collection");
+    let rows = r.rows_in("", "counter_collection");
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(
         (
@@ -493,7 +456,7 @@ fn repeats_keep_the_smallest_value_of_all_runs() {
         (VECTOR_ADD, "SQ_WAVES")
     );
     assert_eq!(rows[0]["Counter_Value"], "8192.000000");
-    let hygiene = r.rows("", "counter_hygiene");
+    let hygiene = r.rows_in("", "counter_hygiene");
     assert_eq!(hygiene.len(), 1, "{hygiene:?}");
     let h = &hygiene[0];
     assert_eq!(
@@ -534,7 +497,7 @@ fn repeats_keep_the_smallest_value_of_all_runs() {
         &[SEED],
     )
     .succeeded();
-    let h = &pinned.rows("", "counter_hygiene")[0];
+    let h = &pinned.rows_in("", "counter_hygiene")[0];
     assert_eq!(
         [
             &h["Estimate"],
@@ -593,7 +556,7 @@ fn a_grbm_zero_burst_drops_grbm_values_and_a_warmup_discard_drops_all() {
         &env,
     )
     .succeeded();
-    let rows = r.rows("", "counter_collection");
+    let rows = r.rows_in("", "counter_collection");
     let starts: BTreeMap<u64, u64> = dispatches(&rows)
         .into_iter()
         .map(|(d, row)| (d, num(row, "Start_Timestamp")))
@@ -658,7 +621,7 @@ fn a_grbm_zero_burst_drops_grbm_values_and_a_warmup_discard_drops_all() {
         .collect();
     assert_eq!(names, ["SQ_WAVES", "GPU_UTIL"]);
 
-    let hygiene = r.rows("", "counter_hygiene");
+    let hygiene = r.rows_in("", "counter_hygiene");
     assert_eq!(hygiene.len(), 16);
     for h in &hygiene {
         let d = num(h, "Dispatch_Id");
@@ -718,7 +681,7 @@ fn a_grbm_zero_burst_drops_grbm_values_and_a_warmup_discard_drops_all() {
         &env,
     )
     .succeeded();
-    let kernels = w.rows("", "kernel_trace");
+    let kernels = w.rows_in("", "kernel_trace");
     assert_eq!(kernels.len(), 8);
     let starts: BTreeMap<u64, u64> = kernels
         .iter()
@@ -726,7 +689,7 @@ fn a_grbm_zero_burst_drops_grbm_values_and_a_warmup_discard_drops_all() {
         .collect();
     let (inside, outside) = split_at_ms(&starts, 300);
     assert!(inside.contains(&1));
-    let hygiene = w.rows("", "counter_hygiene");
+    let hygiene = w.rows_in("", "counter_hygiene");
     assert_eq!(hygiene.len(), 16);
     for h in &hygiene {
         let d = num(h, "Dispatch_Id");
@@ -749,12 +712,12 @@ fn a_grbm_zero_burst_drops_grbm_values_and_a_warmup_discard_drops_all() {
         assert_eq!(warm, 16);
         // Every value was discarded: there is nothing to write.
         assert!(
-            !w.file("", "counter_collection").exists(),
+            !w.csv_in("", "counter_collection").exists(),
             "{:?}",
-            w.listing("")
+            w.listing_in("")
         );
     } else {
-        let left = w.rows("", "counter_collection");
+        let left = w.rows_in("", "counter_collection");
         assert!(
             left.iter()
                 .all(|r| outside.contains(&num(r, "Dispatch_Id")))
@@ -875,11 +838,11 @@ fn groups_that_cannot_run_are_refused_before_the_application_starts() {
     // The suggestion works as it is written.
     let options: Vec<&str> = split.split_whitespace().collect();
     let r = profile("nine-split", &options, "vector-add", &[SEED]).succeeded();
-    assert_eq!(r.listing(""), ["pass_1", "pass_2"]);
+    assert_eq!(r.listing_in(""), ["pass_1", "pass_2"]);
     for (i, group) in groups.iter().enumerate() {
         let sub = format!("pass_{}", i + 1);
         let mut got: Vec<String> = r
-            .rows(&sub, "counter_collection")
+            .rows_in(&sub, "counter_collection")
             .into_iter()
             .map(|row| row["Counter_Name"].clone())
             .collect();
@@ -904,7 +867,7 @@ fn groups_that_cannot_run_are_refused_before_the_application_starts() {
 
 /// The counter names of `<dir>/<sub>/run_counter_collection.csv` per dispatch, and its values.
 fn names_and_values(r: &Run, sub: &str) -> BTreeMap<u64, Vec<(String, String)>> {
-    values(&r.rows(sub, "counter_collection"))
+    values(&r.rows_in(sub, "counter_collection"))
 }
 
 /// Several groups are several runs, one per group, each written to its own directory:
@@ -920,9 +883,9 @@ fn each_group_or_input_line_is_one_run_in_its_own_directory() {
         &[SEED],
     )
     .succeeded();
-    assert_eq!(r.listing(""), ["pass_1", "pass_2"]);
+    assert_eq!(r.listing_in(""), ["pass_1", "pass_2"]);
     for sub in ["pass_1", "pass_2"] {
-        assert_eq!(r.listing(sub), COUNTER_FILES, "{sub}");
+        assert_eq!(r.listing_in(sub), COUNTER_FILES, "{sub}");
     }
     let per = |name: &str, column: usize| -> BTreeMap<u64, Vec<(String, String)>> {
         (1..=8)
@@ -951,7 +914,7 @@ fn each_group_or_input_line_is_one_run_in_its_own_directory() {
         "passes.txt",
         "pmc: SQ_WAVES\npmc: GRBM_COUNT GRBM_GUI_ACTIVE\n",
     );
-    assert_eq!(txt.listing(""), ["pmc_1", "pmc_2"]);
+    assert_eq!(txt.listing_in(""), ["pmc_1", "pmc_2"]);
     assert_eq!(
         names_and_values(&txt, "pmc_1"),
         one_counter("SQ_WAVES", 8192)
@@ -968,8 +931,8 @@ fn each_group_or_input_line_is_one_run_in_its_own_directory() {
     );
 
     let json = input("json", "jobs.json", r#"{"jobs":[{"pmc":["SQ_WAVES"]}]}"#);
-    assert_eq!(json.listing(""), ["pass_1"]);
-    assert_eq!(json.listing("pass_1"), COUNTER_FILES);
+    assert_eq!(json.listing_in(""), ["pass_1"]);
+    assert_eq!(json.listing_in("pass_1"), COUNTER_FILES);
     assert_eq!(
         names_and_values(&json, "pass_1"),
         one_counter("SQ_WAVES", 8192)
@@ -980,7 +943,7 @@ fn each_group_or_input_line_is_one_run_in_its_own_directory() {
         "jobs.yaml",
         "jobs:\n  - pmc: [SQ_WAVES]\n  - pmc:\n      - GRBM_COUNT\n",
     );
-    assert_eq!(yaml.listing(""), ["pass_1", "pass_2"]);
+    assert_eq!(yaml.listing_in(""), ["pass_1", "pass_2"]);
     assert_eq!(
         names_and_values(&yaml, "pass_1"),
         one_counter("SQ_WAVES", 8192)
@@ -1004,10 +967,10 @@ fn kernel_filters_choose_the_counted_dispatches() {
     )
     .succeeded();
     assert_eq!(
-        excluded.listing(""),
+        excluded.listing_in(""),
         ["run_agent_info.csv", "run_counter_hygiene.csv"]
     );
-    assert!(excluded.rows("", "counter_hygiene").is_empty());
+    assert!(excluded.rows_in("", "counter_hygiene").is_empty());
     assert!(
         !excluded.stderr().contains("rocprof: counters:"),
         "{}",
@@ -1021,7 +984,7 @@ fn kernel_filters_choose_the_counted_dispatches() {
         &[SEED],
     )
     .succeeded();
-    let rows = included.rows("", "counter_collection");
+    let rows = included.rows_in("", "counter_collection");
     assert_eq!(rows.len(), 1, "{rows:?}");
     let r = &rows[0];
     assert_eq!(

@@ -100,3 +100,70 @@ pub fn record_dirs(tmp: &Path) -> Vec<PathBuf> {
     v.sort();
     v
 }
+
+/// A CSV file's rows, each a map from column to cell.
+pub type Row = std::collections::HashMap<String, String>;
+
+/// One finished `rocprof` run: its output, its scratch directory (`TMPDIR`, input files) and
+/// its `-d` directory, written with `-o run`.
+pub struct Run {
+    pub out: Output,
+    pub tmp: PathBuf,
+    pub dir: PathBuf,
+}
+
+impl Run {
+    pub fn stderr(&self) -> String {
+        stderr(&self.out)
+    }
+
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).into_owned()
+    }
+
+    /// Fails unless the run exited 0.
+    pub fn succeeded(self) -> Run {
+        assert!(self.out.status.success(), "{}", self.stderr());
+        self
+    }
+
+    /// `<dir>/run_<name>` (`name` with its extension).
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("run_{name}"))
+    }
+
+    /// `<dir>/<sub>/run_<name>.csv` (`sub` "" for the top level).
+    pub fn csv_in(&self, sub: &str, name: &str) -> PathBuf {
+        self.dir.join(sub).join(format!("run_{name}.csv"))
+    }
+
+    /// The rows of `run_<name>.csv`.
+    pub fn rows(&self, name: &str) -> Vec<Row> {
+        self.rows_in("", name)
+    }
+
+    /// The rows of `<sub>/run_<name>.csv`.
+    pub fn rows_in(&self, sub: &str, name: &str) -> Vec<Row> {
+        let path = self.csv_in(sub, name);
+        csv::Reader::from_path(&path)
+            .and_then(|mut r| r.deserialize().collect::<csv::Result<Vec<Row>>>())
+            .unwrap_or_else(|e| panic!("{}: {e}\n{}", path.display(), self.stderr()))
+    }
+
+    /// The sorted names in `<dir>`.
+    pub fn listing(&self) -> Vec<String> {
+        self.listing_in("")
+    }
+
+    /// The sorted names in `<dir>/<sub>` (none if it does not exist).
+    pub fn listing_in(&self, sub: &str) -> Vec<String> {
+        let Ok(rd) = std::fs::read_dir(self.dir.join(sub)) else {
+            return Vec::new();
+        };
+        let mut v: Vec<String> = rd
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+}
