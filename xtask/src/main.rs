@@ -627,28 +627,30 @@ fn untraced_startup(bin: &Path) -> Result<String> {
     ))
 }
 
-/// Instructions per `hsa-rate` call under callgrind, untraced and traced with `--hsa-trace`:
-/// the difference between a 200 000- and a 100 000-call run, so start-up cancels out. `None`
-/// when valgrind is not installed.
+/// Instructions per call of the `hsa-rate` and `hip-rate` loops under callgrind, untraced and
+/// traced (`--hsa-trace`, `--hip-trace`): the difference between a 200 000- and a 100 000-call
+/// run, so start-up cancels out. `None` when valgrind is not installed.
 fn callgrind_per_call(bin: &Path) -> Result<Option<String>> {
     if !has_valgrind() {
         eprintln!("bench: valgrind is not installed; instruction counts skipped");
         return Ok(None);
     }
-    eprintln!("bench: instructions per hsa-rate call under callgrind");
     let dir = std::env::temp_dir().join(format!("rocprof-callgrind-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    let total = |traced: bool, calls: u32| -> Result<u64> {
-        let profile = dir.join(format!("callgrind.{traced}.{calls}"));
+    let total = |loop_name: &str, option: Option<&str>, calls: u32| -> Result<u64> {
+        let profile = dir.join(format!(
+            "callgrind.{loop_name}.{}.{calls}",
+            option.is_some()
+        ));
         let out_file = format!("--callgrind-out-file={}", profile.display());
-        let exe = bin.join("hsa-rate").display().to_string();
+        let exe = bin.join(loop_name).display().to_string();
         let calls = calls.to_string();
         let out_dir = dir.join("out");
         let out = workload(
             bin,
             "valgrind",
             &["--tool=callgrind", &out_file, &exe, &calls],
-            traced.then_some(("--hsa-trace", out_dir.as_path())),
+            option.map(|o| (o, out_dir.as_path())),
         )
         .output()?;
         if !out.status.success() {
@@ -663,14 +665,25 @@ fn callgrind_per_call(bin: &Path) -> Result<Option<String>> {
             .and_then(|v| v.trim().parse().ok())
             .with_context(|| format!("no summary line in {}", profile.display()))
     };
-    let per_call = |traced: bool| -> Result<f64> {
-        Ok((total(traced, 200_000)? as f64 - total(traced, 100_000)? as f64) / 100_000.0)
+    let per_call = |loop_name: &str, option: Option<&str>| -> Result<f64> {
+        Ok(
+            (total(loop_name, option, 200_000)? as f64 - total(loop_name, option, 100_000)? as f64)
+                / 100_000.0,
+        )
     };
-    let (plain, traced) = (per_call(false)?, per_call(true)?);
+    let mut lines = Vec::new();
+    for (loop_name, option) in [("hsa-rate", "--hsa-trace"), ("hip-rate", "--hip-trace")] {
+        eprintln!("bench: instructions per {loop_name} call under callgrind");
+        let (plain, traced) = (
+            per_call(loop_name, None)?,
+            per_call(loop_name, Some(option))?,
+        );
+        lines.push(format!(
+            "instructions per {loop_name} call (callgrind): untraced {plain:.0}, traced {option} {traced:.0}"
+        ));
+    }
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(Some(format!(
-        "instructions per hsa-rate call (callgrind): untraced {plain:.0}, traced --hsa-trace {traced:.0}"
-    )))
+    Ok(Some(lines.join("\n")))
 }
 
 /// One tab-separated line per field of every layout the FFI and interception crates define.
