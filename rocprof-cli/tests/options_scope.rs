@@ -374,3 +374,42 @@ fn an_input_files_iteration_range_selects_the_same_launches() {
         clash.stderr()
     );
 }
+
+/// `--selected-regions-ref-count`: with nested `roctxProfilerResume(0)`/`roctxProfilerPause(0)`
+/// pairs, collection ends at the outermost pause (launches 2 to 5 of `selected-regions
+/// nested`), not at the first (launches 2 and 3).
+#[test]
+fn nested_region_pairs_count_with_ref_counting() {
+    let app = workload("selected-regions");
+    let counted = |tag: &str, extra: &[&str]| -> Vec<u64> {
+        let mut options = vec!["--kernel-trace", "--pmc", "SQ_WAVES", "--selected-regions"];
+        options.extend_from_slice(extra);
+        let tmp = scratch("scope", tag);
+        let dir = tmp.join("out");
+        let out = rocprof(&tmp)
+            .arg("--sim")
+            .args(&options)
+            .arg("-d")
+            .arg(&dir)
+            .args(["-o", "run", "--"])
+            .arg(&app)
+            .arg("nested")
+            .output()
+            .unwrap();
+        let r = Run { out, tmp, dir }.succeeded();
+        assert_eq!(r.rows("kernel_trace").len(), 6, "{}", r.stderr());
+        let mut ids: Vec<u64> = r
+            .rows("counter_collection")
+            .iter()
+            .map(|row| row["Dispatch_Id"].parse().unwrap())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    };
+    assert_eq!(counted("nested-first", &[]), [2, 3]);
+    assert_eq!(
+        counted("nested-ref", &["--selected-regions-ref-count"]),
+        [2, 3, 4, 5]
+    );
+}

@@ -2,6 +2,11 @@
 //! has finished before the next starts); `roctxProfilerResume(0)` before the second and
 //! `roctxProfilerPause(0)` after the third, the bracket rocprofv3's `--selected-regions`
 //! collects in. Prints `selected=2,3` (the launches inside it, counting from 1).
+//!
+//! `selected-regions nested`: six launches, with `roctxProfilerResume(0)` before the second and
+//! again before the third, `roctxProfilerPause(0)` after the third and again after the fifth.
+//! Collection stops at the first pause (launches 2 and 3) unless nested pairs count
+//! (`--selected-regions-ref-count`: launches 2 to 5). Prints both.
 
 use std::ffi::c_void;
 
@@ -30,8 +35,13 @@ fn main() {
             (hip.memcpy)(*p, a.as_ptr().cast(), bytes, 1)
         });
     }
-    for launch in 1..=4 {
-        if launch == 2 {
+    let nested = std::env::args().nth(1).as_deref() == Some("nested");
+    let (launches, resumes, pauses): (u32, &[u32], &[u32]) = match nested {
+        false => (4, &[2], &[3]),
+        true => (6, &[2, 3], &[3, 5]),
+    };
+    for launch in 1..=launches {
+        if resumes.contains(&launch) {
             // SAFETY: plain call.
             unsafe { (roctx.profiler_resume)(0) };
         }
@@ -47,7 +57,7 @@ fn main() {
         check("hipMemcpy D2H", unsafe {
             (hip.memcpy)(c.as_mut_ptr().cast(), d[2], bytes, 2)
         });
-        if launch == 3 {
+        if pauses.contains(&launch) {
             // SAFETY: plain call.
             unsafe { (roctx.profiler_pause)(0) };
         }
@@ -59,5 +69,8 @@ fn main() {
         // SAFETY: our allocations.
         check("hipFree", unsafe { (hip.free)(p) });
     }
-    println!("selected=2,3");
+    match nested {
+        false => println!("selected=2,3"),
+        true => println!("selected=2,3 ref-counted=2,3,4,5"),
+    }
 }
