@@ -259,6 +259,7 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
                 .map_err(|e| write_failure(e, &prefix))?;
                 files.push(path);
             }
+            let mut config = None;
             if settings.output_config {
                 let path = staged.file("config", "json");
                 let doc = crate::output_config::document(
@@ -276,6 +277,7 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
                     std::io::Write::write_all(out, b"\n")
                 })
                 .map_err(|e| write_failure(e, &prefix))?;
+                config = Some(path.clone());
                 files.push(path);
             }
             if manifest.counters.is_some() {
@@ -284,18 +286,19 @@ pub fn convert(job: Job, signals: &Signals) -> Outcome {
                     .map_err(|e| write_failure(e, &prefix))?;
                 files.push(path);
             }
-            Ok(files)
+            Ok((files, config))
         });
         match staged {
-            Ok(mut files) => {
-                let config = staged_prefix_file(&files, "config", "json");
+            Ok((mut files, config)) => {
+                // --minimum-output-data: smaller files are left out (the asked-for config
+                // file never is).
                 files.retain(|f| {
-                    let small = settings.minimum_output_bytes > 0
-                        && Some(f) != config.as_ref()
-                        && std::fs::metadata(f)
-                            .is_ok_and(|m| m.is_file() && m.len() < settings.minimum_output_bytes);
+                    let size = match std::fs::metadata(f) {
+                        Ok(m) if m.is_file() && Some(f) != config.as_ref() => m.len(),
+                        _ => return true,
+                    };
+                    let small = size < settings.minimum_output_bytes;
                     if small {
-                        let size = std::fs::metadata(f).map_or(0, |m| m.len());
                         too_small.push((Placement::final_path(f), size));
                         let _ = std::fs::remove_file(f);
                     }
@@ -454,15 +457,6 @@ pub(crate) fn counter_values(
         rows.push(r);
     }
     rows
-}
-
-/// The staged file `<prefix>_<name>.<ext>` among `files`, if one is.
-fn staged_prefix_file(files: &[PathBuf], name: &str, ext: &str) -> Option<PathBuf> {
-    let suffix = format!("_{name}.{ext}");
-    files
-        .iter()
-        .find(|f| f.to_string_lossy().ends_with(&suffix))
-        .cloned()
 }
 
 /// The Perfetto writer's options from the run's settings.

@@ -140,6 +140,13 @@ pub fn explain_with(
             "--marker-trace was requested but the application never loaded ROCTx (librocprofiler-sdk-roctx); link the application against it, see Using ROCTx".into()
         });
     }
+    // The tool said why nothing was collected (the first -P window never opened).
+    let period_missed = traces.iter().any(|t| {
+        t.docs
+            .warnings
+            .iter()
+            .any(|w| w.about == trace_records::docs::WarningKind::CollectionPeriod)
+    });
     for (asked, have, what) in [
         (
             sel.kernels,
@@ -180,13 +187,6 @@ pub fn explain_with(
             "--marker-trace: no ROCTx mark or range was recorded",
         ),
     ] {
-        // The tool said why nothing was collected (the first -P window never opened).
-        let period_missed = traces.iter().any(|t| {
-            t.docs
-                .warnings
-                .iter()
-                .any(|w| w.about == trace_records::docs::WarningKind::CollectionPeriod)
-        });
         if asked && !have && (hsa_received || !wants_hsa) && !period_missed {
             out.push(format!(
                 "{what} (the application made none, or they happened outside the traced runtime)"

@@ -481,8 +481,7 @@ impl<'de> Deserialize<'de> for Formats {
 impl<'de> Deserialize<'de> for IterationRanges {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         fn split(s: &str) -> Vec<String> {
-            s.split(|c: char| c.is_whitespace() || "[],".contains(c))
-                .filter(|t| !t.is_empty())
+            trace_records::ranges::range_tokens(s)
                 .map(String::from)
                 .collect()
         }
@@ -506,14 +505,8 @@ impl<'de> Deserialize<'de> for IterationRanges {
 }
 
 fn parse_range(token: &str) -> Option<IterationRange> {
-    let (first, last) = match token.split_once('-') {
-        Some((a, b)) => (a.parse().ok()?, b.parse().ok()?),
-        None => {
-            let v = token.parse().ok()?;
-            (v, v)
-        }
-    };
-    (first <= last).then_some(IterationRange { first, last })
+    let (first, last) = trace_records::ranges::range_token(token).ok()?;
+    Some(IterationRange { first, last })
 }
 
 #[cfg(test)]

@@ -130,29 +130,22 @@ pub enum RankDecision {
     Unprofiled(MpiRank),
 }
 
-/// Parses `0-3,8` (commas or blanks; integers or inclusive ranges).
+/// Parses `0-3,8` (commas or blanks; integers or inclusive ranges), with the range-list
+/// tokens of `--kernel-iteration-range` ([`trace_records::ranges::range_token`]).
 pub fn parse_ranks(v: &str) -> Result<Vec<(u64, u64)>, String> {
-    let mut out = Vec::new();
-    for tok in v.split([',', ' ', '[', ']']).filter(|t| !t.is_empty()) {
-        let num = |s: &str| {
-            s.trim()
-                .parse::<u64>()
-                .map_err(|_| format!("--profile-mpi-ranks: '{tok}' is not a rank or a range A-B"))
-        };
-        let (a, b) = match tok.split_once('-') {
-            Some((a, b)) => (num(a)?, num(b)?),
-            None => {
-                let n = num(tok)?;
-                (n, n)
-            }
-        };
-        if a > b {
-            return Err(format!(
-                "--profile-mpi-ranks: the range '{tok}' ends before it starts"
-            ));
-        }
-        out.push((a, b));
-    }
+    use trace_records::ranges::{TokenError, range_token, range_tokens};
+    let out = range_tokens(v)
+        .map(|tok| {
+            range_token(tok).map_err(|e| match e {
+                TokenError::Reversed { .. } => {
+                    format!("--profile-mpi-ranks: the range '{tok}' ends before it starts")
+                }
+                TokenError::NotANumber | TokenError::TooLarge => {
+                    format!("--profile-mpi-ranks: '{tok}' is not a rank or a range A-B")
+                }
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
     if out.is_empty() {
         return Err(format!("--profile-mpi-ranks: '{v}' names no rank"));
     }

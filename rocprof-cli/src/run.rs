@@ -671,6 +671,18 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
             eprintln!("rocprof: warning: {why}");
         }
     }
+    // The thunk is probed once for every pass; what it shows is said before the first launch,
+    // with whether this runtime and thunk are a matched pair.
+    let layout = choose_layout(
+        &settings,
+        wsl_topology::platform::select(&settings).platform,
+    );
+    for w in &layout.warnings {
+        eprintln!("rocprof: warning: {w}");
+    }
+    if let Some(w) = crate::pairing::warning(&layout) {
+        eprintln!("rocprof: warning: {w}");
+    }
     let total = passes.len();
     let mut code = ExitCode::SUCCESS;
     for (k, pass) in passes.iter().enumerate() {
@@ -684,7 +696,7 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
                     .unwrap_or_default()
             );
         }
-        let c = run_pass(pass, app, signals, &tool, att.as_ref())?;
+        let c = run_pass(pass, app, signals, &tool, att.as_ref(), &settings, &layout)?;
         if k == 0 || c != ExitCode::SUCCESS {
             code = c;
         }
@@ -720,6 +732,8 @@ fn run_pass(
     signals: &'static Signals,
     tool: &std::path::Path,
     att: Option<&crate::att::AttPlan>,
+    settings: &Settings,
+    layout: &crate::avail::LayoutDecision,
 ) -> Result<ExitCode> {
     let opts = &pass.opts;
     let sel = opts.selection();
@@ -727,7 +741,6 @@ fn run_pass(
         eprintln!("rocprof: warning: {}", messages::no_tracing_option());
     }
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
-    let settings = Settings::from_env();
 
     let (launch_date, launch_time) = process::now_local();
     let mut launch = Launch {
@@ -753,19 +766,6 @@ fn run_pass(
     }
     outputs::validate(&output, &launch)?;
 
-    let selection = wsl_topology::platform::select(&settings);
-    let layout = choose_layout(&settings, selection.platform);
-    for w in &layout.warnings {
-        eprintln!("rocprof: warning: {w}");
-    }
-    // Said once, before the first launch: the application is about to run with a runtime and a
-    // thunk that are not a matched pair.
-    static PAIRING: std::sync::Once = std::sync::Once::new();
-    PAIRING.call_once(|| {
-        if let Some(w) = crate::pairing::warning(&layout) {
-            eprintln!("rocprof: warning: {w}");
-        }
-    });
     let mut env_extra: Vec<(&'static str, String)> = sel
         .env()
         .into_iter()

@@ -18,19 +18,24 @@ impl IterationRanges {
     /// 1), a range whose end is below its start and anything that is not a number.
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut ranges = Vec::new();
-        let separators = |c: char| matches!(c, '[' | ']' | ',') || c.is_whitespace();
-        for token in text.split(separators).filter(|t| !t.is_empty()) {
-            let (lo, hi) = match token.split_once('-') {
-                Some((a, b)) => (iteration(a, token)?, iteration(b, token)?),
-                None => {
-                    let n = iteration(token, token)?;
-                    (n, n)
-                }
+        for token in range_tokens(text) {
+            let zero = || {
+                format!(
+                    "'{token}': iteration 0 never happens (a kernel's first launch is iteration 1)"
+                )
             };
-            if hi < lo {
-                return Err(format!(
-                    "'{token}': the range ends before it starts (write {hi}-{lo})"
-                ));
+            let (lo, hi) = range_token(token).map_err(|e| match e {
+                TokenError::NotANumber => {
+                    format!("'{token}' is not an iteration number or an inclusive range A-B")
+                }
+                TokenError::TooLarge => format!("'{token}': the number is too large"),
+                TokenError::Reversed { hi: 0, .. } => zero(),
+                TokenError::Reversed { lo, hi } => {
+                    format!("'{token}': the range ends before it starts (write {hi}-{lo})")
+                }
+            })?;
+            if lo == 0 {
+                return Err(zero());
             }
             ranges.push((lo, hi));
         }
@@ -79,19 +84,50 @@ impl fmt::Display for IterationRanges {
     }
 }
 
-fn iteration(digits: &str, token: &str) -> Result<u64, String> {
+/// The tokens of rocprofv3's range lists (`--kernel-iteration-range`, `--profile-mpi-ranks`):
+/// `[`, `]`, `,` and blanks separate them.
+pub fn range_tokens(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| matches!(c, '[' | ']' | ',') || c.is_whitespace())
+        .filter(|t| !t.is_empty())
+}
+
+/// What is wrong with one token of a range list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenError {
+    /// Neither an integer nor `A-B` of integers (decimal digits only).
+    NotANumber,
+    /// A number beyond `u64`.
+    TooLarge,
+    /// `A-B` with `B < A`.
+    Reversed {
+        /// A.
+        lo: u64,
+        /// B.
+        hi: u64,
+    },
+}
+
+/// One token of a range list: an integer `N` (the range `N-N`) or an inclusive range `A-B`.
+pub fn range_token(token: &str) -> Result<(u64, u64), TokenError> {
+    let (lo, hi) = match token.split_once('-') {
+        Some((a, b)) => (decimal(a)?, decimal(b)?),
+        None => {
+            let n = decimal(token)?;
+            (n, n)
+        }
+    };
+    match hi < lo {
+        true => Err(TokenError::Reversed { lo, hi }),
+        false => Ok((lo, hi)),
+    }
+}
+
+/// A non-negative integer of decimal digits only (no sign, no blanks).
+fn decimal(digits: &str) -> Result<u64, TokenError> {
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!(
-            "'{token}' is not an iteration number or an inclusive range A-B"
-        ));
+        return Err(TokenError::NotANumber);
     }
-    match digits.parse::<u64>() {
-        Ok(0) => Err(format!(
-            "'{token}': iteration 0 never happens (a kernel's first launch is iteration 1)"
-        )),
-        Ok(n) => Ok(n),
-        Err(_) => Err(format!("'{token}': the number is too large")),
-    }
+    digits.parse().map_err(|_| TokenError::TooLarge)
 }
 
 /// One collection period: wait `delay_ns`, collect for `duration_ns`, `repeat` times (0 =
@@ -213,13 +249,10 @@ fn triple(v: &str) -> Result<[u64; 3], String> {
     }
     let mut out = [0u64; 3];
     for (o, p) in out.iter_mut().zip(&parts) {
-        let p = p.trim();
-        if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(bad());
-        }
-        *o = p
-            .parse()
-            .map_err(|_| format!("'{v}': the number is too large"))?;
+        *o = decimal(p.trim()).map_err(|e| match e {
+            TokenError::TooLarge => format!("'{v}': the number is too large"),
+            _ => bad(),
+        })?;
     }
     Ok(out)
 }
