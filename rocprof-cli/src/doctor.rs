@@ -128,6 +128,11 @@ impl Context {
     pub fn wsl(&self) -> bool {
         self.auto.platform == wsl_topology::Platform::Wsl
     }
+
+    /// Whether autodetection found native Linux (the KFD topology).
+    pub fn native(&self) -> bool {
+        self.auto.reason == wsl_topology::platform::SelectionReason::KfdSysfs
+    }
 }
 
 /// The JSON report.
@@ -139,7 +144,7 @@ pub struct Report {
     /// The counts.
     summary: Summary,
     /// What the self-test saw.
-    self_test: Option<selftest::Details>,
+    self_test: selftest::Details,
     /// The application inspected (`-- app`).
     app: Option<app::Details>,
     /// Wall-clock milliseconds the doctor took (self-test included).
@@ -174,7 +179,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
             schema: SCHEMA,
             checks,
             summary,
-            self_test: Some(test.details()),
+            self_test: test.details(),
             app: inspected.map(|a| a.details),
             elapsed_ms: elapsed.as_millis() as u64,
         };

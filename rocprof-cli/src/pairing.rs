@@ -98,6 +98,7 @@ mod tests {
                 path: path.clone(),
                 real: path,
                 via: Via::LdLibraryPath,
+                soname: None,
             }),
             shadowed: Vec::new(),
         }

@@ -14,9 +14,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use support::{record_dirs, rocprof, scratch, stderr, workload};
-
-type Row = HashMap<String, String>;
+use support::{Row, record_dirs, reference_run, rocprof, scratch, stderr, workload};
 
 const AXPB: &str = "axpb(float const*, float*, unsigned long)";
 const SEED: (&str, &str) = ("WSLSIM_SEED", "5");
@@ -32,18 +30,8 @@ fn profile(tmp: &Path, dir: &Path, options: &[&str], env: &[(&str, &str)]) -> Ou
     ] {
         c.env_remove(v);
     }
-    let out = c
-        .arg("--sim")
-        .args(options)
-        .arg("-d")
-        .arg(dir)
-        .args(["-o", "run", "--"])
-        .arg(workload("reference-workload"))
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    out
+    c.arg("--sim").args(options).arg("-d").arg(dir);
+    reference_run(c, env)
 }
 
 /// `rocprof analyze [--json] <inputs>`.
@@ -78,6 +66,16 @@ fn process(r: &Value, i: usize, k: usize) -> &Value {
 
 fn n(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// The dispatch ids of a counter group's GRBM zeros.
+fn grbm_zero_ids(g: &Value) -> Vec<u64> {
+    g["grbm_zero"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|z| n(&z["dispatch_id"]))
+        .collect()
 }
 
 /// (checked, held, violated, start-only, unmatched) of a tally.
@@ -772,12 +770,7 @@ fn a_grbm_burst_recorded_by_rocprof_is_reported() {
     let r = report(&tmp, &[&out]);
     let g = &r["counters"][0];
     assert_eq!(g["origins"][0], "csv-with-hygiene");
-    let ids: Vec<u64> = g["grbm_zero"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|z| n(&z["dispatch_id"]))
-        .collect();
+    let ids = grbm_zero_ids(g);
     assert_eq!(ids, flagged);
     let b = &g["grbm_bursts"][0];
     assert_eq!(b["at_session_start"], true);
@@ -822,12 +815,7 @@ fn a_grbm_burst_written_as_zeros_is_recognised() {
     let r = report(&tmp, &[&out]);
     let g = &r["counters"][0];
     assert_eq!(g["origins"][0], "csv");
-    let ids: Vec<u64> = g["grbm_zero"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|z| n(&z["dispatch_id"]))
-        .collect();
+    let ids = grbm_zero_ids(g);
     assert_eq!(ids, [1, 2]);
     assert_eq!(g["grbm_bursts"][0]["at_session_start"], true);
     let d = &g["divisions"][0];

@@ -230,8 +230,9 @@ pub fn inspect(argv0: &OsStr, ctx: &Context) -> Inspected {
     details.rpath = object.elf.rpath.clone();
     details.runpath = object.elf.runpath.clone();
     let program_meta = std::fs::metadata(&program).ok();
-    if !object.elf.loadable_here() {
-        checks.push(Check::error(
+    // A program the profiler cannot get into: that one error, nothing further inspected.
+    let refusal = if !object.elf.loadable_here() {
+        Some(Check::error(
             "app",
             format!(
                 "{} is built for ELF machine {}, not x86-64",
@@ -239,37 +240,30 @@ pub fn inspect(argv0: &OsStr, ctx: &Context) -> Inspected {
                 object.elf.machine
             ),
             "build the application for x86-64",
-        ));
-        return Inspected {
-            checks,
-            runtime: None,
-            details,
-        };
-    }
-    if object.elf.interp.is_none() {
-        checks.push(Check::error(
+        ))
+    } else if object.elf.interp.is_none() {
+        Some(Check::error(
             "app",
             format!(
                 "{} is statically linked: it ignores LD_PRELOAD, so the profiler never runs inside it and nothing is recorded",
                 program.display()
             ),
             "profile a dynamically linked build of the application",
-        ));
-        return Inspected {
-            checks,
-            runtime: None,
-            details,
-        };
-    }
-    if program_meta.is_some_and(|m| m.permissions().mode() & 0o6000 != 0) {
-        checks.push(Check::error(
+        ))
+    } else if program_meta.is_some_and(|m| m.permissions().mode() & 0o6000 != 0) {
+        Some(Check::error(
             "app",
             format!(
                 "{} is set-user-ID or set-group-ID: the loader runs it in secure-execution mode, which ignores LD_LIBRARY_PATH and any LD_PRELOAD path outside the system directories, so the profiler never runs inside it",
                 program.display()
             ),
             "profile a copy without the set-ID bits",
-        ));
+        ))
+    } else {
+        None
+    };
+    if let Some(c) = refusal {
+        checks.push(c);
         return Inspected {
             checks,
             runtime: None,

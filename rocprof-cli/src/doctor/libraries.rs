@@ -86,7 +86,7 @@ pub fn describe(r: &Resolution, stem: &str) -> String {
     if let Some((a, b, c)) = loader::rocm_release(&f.real, stem) {
         facts.push(format!("ROCm {a}.{b}.{c}"));
     }
-    if let Some(s) = loader::soname(&f.real) {
+    if let Some(s) = &f.soname {
         facts.push(format!("SONAME {s}"));
     }
     let mut s = format!("{} resolves to {}", r.name, f.describe());
@@ -117,15 +117,11 @@ fn searched(loader: &Loader) -> String {
     )
 }
 
-fn native(ctx: &Context) -> bool {
-    ctx.auto.reason == wsl_topology::platform::SelectionReason::KfdSysfs
-}
-
 fn thunk(ctx: &Context) -> Check {
     const CHECK: &str = "lib.thunk";
     let r = &ctx.libs.thunk;
     let Some(found) = &r.chosen else {
-        if native(ctx) {
+        if ctx.native() {
             return Check::ok(
                 CHECK,
                 "librocdxg.so is not found; native Linux does not use it",

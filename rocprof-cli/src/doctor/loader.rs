@@ -74,6 +74,9 @@ pub struct Found {
     pub real: PathBuf,
     /// Why its directory was searched.
     pub via: Via,
+    /// Its `DT_SONAME` (read when the search looked at the file).
+    #[serde(skip)]
+    pub soname: Option<String>,
 }
 
 impl Found {
@@ -205,10 +208,11 @@ impl Loader {
     ) -> Resolution {
         if name.contains('/') {
             let path = PathBuf::from(name);
-            let chosen = loadable(&path).map(|real| Found {
+            let chosen = loadable(&path).map(|(real, soname)| Found {
                 path,
                 real,
                 via: Via::Path,
+                soname,
             });
             return Resolution {
                 name: name.to_owned(),
@@ -219,13 +223,14 @@ impl Loader {
         let mut found: Vec<Found> = Vec::new();
         for dir in self.dirs(requester, exe) {
             let path = dir.path.join(name);
-            if let Some(real) = loadable(&path)
+            if let Some((real, soname)) = loadable(&path)
                 && !found.iter().any(|f| same_file(&f.real, &real))
             {
                 found.push(Found {
                     path,
                     real,
                     via: dir.via,
+                    soname,
                 });
             }
         }
@@ -251,8 +256,9 @@ impl Loader {
     }
 }
 
-/// The file behind `path` if the loader would take it (a 64-bit x86-64 ELF file).
-fn loadable(path: &Path) -> Option<PathBuf> {
+/// The file behind `path` and its `DT_SONAME`, if the loader would take it (a 64-bit x86-64
+/// ELF file).
+fn loadable(path: &Path) -> Option<(PathBuf, Option<String>)> {
     let meta = std::fs::metadata(path).ok()?;
     if !meta.is_file() {
         return None;
@@ -261,7 +267,7 @@ fn loadable(path: &Path) -> Option<PathBuf> {
     elf::read(&real)
         .ok()
         .filter(Elf::loadable_here)
-        .map(|_| real)
+        .map(|e| (real, e.soname))
 }
 
 /// Whether two paths are the same file (device and inode), as the loader compares them.

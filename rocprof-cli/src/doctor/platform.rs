@@ -7,7 +7,6 @@ use crate::att::{PC_SAMPLING_UNAVAILABLE, SPM_UNAVAILABLE};
 use std::path::Path;
 use wsl_topology::Platform;
 use wsl_topology::agent::OmissionKind;
-use wsl_topology::platform::SelectionReason;
 use wsl_topology::settings::{ENV_DXG_DEVICE, ENV_FORCE_PLATFORM, ForcedPlatform};
 
 /// libdxcore's name, and where WSL installs it.
@@ -22,10 +21,6 @@ pub fn checks(ctx: &Context) -> Vec<Check> {
 }
 
 /// Whether native Linux's KFD topology is what autodetection found.
-fn native(ctx: &Context) -> bool {
-    ctx.auto.reason == SelectionReason::KfdSysfs
-}
-
 fn dxg(ctx: &Context) -> Check {
     const CHECK: &str = "platform.dxg";
     let device = &ctx.settings.dxg_device;
@@ -43,7 +38,7 @@ fn dxg(ctx: &Context) -> Check {
             ),
         );
     }
-    if native(ctx) {
+    if ctx.native() {
         return Check::ok(
             CHECK,
             format!(
@@ -110,7 +105,7 @@ fn dxcore(ctx: &Context) -> Check {
             ),
         );
     }
-    if native(ctx) {
+    if ctx.native() {
         return Check::ok(CHECK, "not used on native Linux");
     }
     if ctx.settings.dxg_device.exists() {
@@ -138,7 +133,7 @@ fn dxcore(ctx: &Context) -> Check {
 fn kfd(ctx: &Context) -> Check {
     const CHECK: &str = "platform.kfd";
     let present = Path::new(KFD).exists();
-    if native(ctx) {
+    if ctx.native() {
         return Check::ok(
             CHECK,
             format!(

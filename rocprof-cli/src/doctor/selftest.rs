@@ -92,6 +92,14 @@ pub struct Run {
 }
 
 impl Run {
+    /// A run that produced nothing, and why.
+    fn failed(why: String) -> Run {
+        Run {
+            failure: Some(why),
+            ..Run::default()
+        }
+    }
+
     fn init(&self) -> Option<&StatusReport> {
         self.outcome.as_ref()?.init.as_ref()
     }
@@ -107,6 +115,16 @@ impl Run {
 
     fn mapping(&self) -> Option<&AgentMapping> {
         self.traces.iter().find_map(|t| t.docs.mapping.as_ref())
+    }
+
+    /// The profiler's own discovery, as its record log has it.
+    fn tool_discovery(&self) -> Option<&trace_records::docs::DiscoveryFacts> {
+        self.traces.iter().find_map(|t| t.docs.discovery.as_ref())
+    }
+
+    /// The API calls the profiler recorded.
+    fn api_calls(&self) -> usize {
+        self.traces.iter().map(|t| t.api.len()).sum()
     }
 }
 
@@ -178,7 +196,7 @@ impl SelfTest {
                 })
                 .unwrap_or_default(),
             agent_mapping: main.and_then(|m| m.mapping().cloned()),
-            api_calls: main.map_or(0, |m| m.traces.iter().map(|t| t.api.len()).sum()),
+            api_calls: main.map_or(0, Run::api_calls),
             probes: self.probes.clone(),
             generation: self.generation.clone(),
             elapsed_ms: main.map_or(0, |m| m.elapsed.as_millis() as u64),
@@ -248,15 +266,17 @@ fn counter_plan(ctx: &Context) -> Result<Vec<trace_records::docs::CounterEvent>,
 /// Runs the self-test and its probes.
 pub fn run(ctx: &Context, runtime: &str) -> SelfTest {
     let mut test = SelfTest::default();
+    let by_file = libraries::generation_from_file(&ctx.libs.hsa).map(|(generation, evidence)| {
+        GenerationFinding {
+            generation,
+            evidence,
+        }
+    });
     let (program, tool) = match locate() {
         Ok(found) => found,
         Err(e) => {
             test.skipped = Some(e);
-            test.generation =
-                libraries::generation_from_file(&ctx.libs.hsa).map(|(g, e)| GenerationFinding {
-                    generation: g,
-                    evidence: e,
-                });
+            test.generation = by_file;
             return test;
         }
     };
@@ -298,18 +318,12 @@ pub fn run(ctx: &Context, runtime: &str) -> SelfTest {
     } else {
         None
     };
-    let by_file = libraries::generation_from_file(&ctx.libs.hsa);
     test.generation = match (behaviour, by_file) {
-        (Some(b), Some((f, why))) if b.generation != f => Some(GenerationFinding {
-            evidence: format!("{} (although it is {why})", b.evidence),
+        (Some(b), Some(f)) if b.generation != f.generation => Some(GenerationFinding {
+            evidence: format!("{} (although it is {})", b.evidence, f.evidence),
             ..b
         }),
-        (Some(b), _) => Some(b),
-        (None, Some((g, why))) => Some(GenerationFinding {
-            generation: g,
-            evidence: why,
-        }),
-        (None, None) => None,
+        (b, f) => b.or(f),
     };
     test.main = Some(main);
     test
@@ -418,10 +432,7 @@ fn profiled(
     let dir = match RecordDir::create() {
         Ok(d) => d,
         Err(e) => {
-            return Run {
-                failure: Some(e.to_string()),
-                ..Run::default()
-            };
+            return Run::failed(e.to_string());
         }
     };
     let preload = match base.non_empty("LD_PRELOAD") {
@@ -449,10 +460,7 @@ fn spawn(program: &Path, request: &Request, env: &Env) -> Run {
     let json = match serde_json::to_string(request) {
         Ok(j) => j,
         Err(e) => {
-            return Run {
-                failure: Some(e.to_string()),
-                ..Run::default()
-            };
+            return Run::failed(e.to_string());
         }
     };
     let mut cmd = Command::new(program);
@@ -465,10 +473,7 @@ fn spawn(program: &Path, request: &Request, env: &Env) -> Run {
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
-            return Run {
-                failure: Some(format!("cannot start {}: {e}", program.display())),
-                ..Run::default()
-            };
+            return Run::failed(format!("cannot start {}: {e}", program.display()));
         }
     };
     let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
@@ -685,7 +690,7 @@ fn table(ctx: &Context, main: &Run, test: &SelfTest) -> Check {
             .filter(|t| t.runtime == Runtime::Hsa)
             .map(|t| t.wrapped)
             .sum();
-        let calls: usize = main.traces.iter().map(|t| t.api.len()).sum();
+        let calls = main.api_calls();
         return Check::ok(
             CHECK,
             format!(
@@ -804,8 +809,8 @@ fn agents(main: &Run) -> Check {
         )
     };
     if !m.unmatched_gpu_node_ids.is_empty() {
-        let tool_discovery = main.traces.iter().find_map(|t| t.docs.discovery.as_ref());
-        let why = tool_discovery
+        let why = main
+            .tool_discovery()
             .map(|d| {
                 let omissions: Vec<String> = d
                     .omissions
@@ -963,11 +968,7 @@ fn counters(ctx: &Context, main: &Run, test: &SelfTest) -> Check {
                 ),
             );
         }
-        let tool_platform = main
-            .traces
-            .iter()
-            .find_map(|t| t.docs.discovery.as_ref())
-            .map(|d| d.platform);
+        let tool_platform = main.tool_discovery().map(|d| d.platform);
         if gate.is_none() && tool_platform.is_some_and(|p| p != wsl_topology::Platform::Wsl) {
             return Check::error(
                 CHECK,

@@ -167,3 +167,16 @@ impl Run {
         v
     }
 }
+
+/// Finishes `c` (a `rocprof` command with its options) as `… -o run -- reference-workload`
+/// with `env`, runs it and fails the test unless it exits 0.
+pub fn reference_run(mut c: Command, env: &[(&str, &str)]) -> Output {
+    let out = c
+        .args(["-o", "run", "--"])
+        .arg(workload("reference-workload"))
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    out
+}
