@@ -191,6 +191,20 @@ fn with_tables<T>(f: impl FnOnce(&mut Tables) -> T) -> T {
     f(guard.get_or_insert_with(Tables::default))
 }
 
+/// `f` on the executable `executable` (under the tables' lock), or `ERROR_INVALID_EXECUTABLE`.
+fn with_executable<T>(
+    executable: Executable,
+    f: impl FnOnce(&mut ExecutableObj) -> Result<T, Status>,
+) -> Result<T, Status> {
+    with_tables(|t| {
+        let exe = t
+            .executables
+            .get_mut(&executable.handle)
+            .ok_or(ERROR_INVALID_EXECUTABLE)?;
+        f(exe)
+    })
+}
+
 /// Kernel objects by address, looked up on every dispatch: kept out of [`TABLES`] so dispatches
 /// only share a read lock. Written with the TABLES lock held (lock order: TABLES, KERNELS,
 /// IMAGES).
@@ -280,11 +294,7 @@ pub fn loaded_info(handle: u64) -> Option<LoadedInfo> {
 
 /// The loaded code objects of `executable`, in load order.
 pub fn loaded_handles(executable: Executable) -> Result<Vec<u64>, Status> {
-    with_tables(|t| {
-        let exe = t
-            .executables
-            .get(&executable.handle)
-            .ok_or(ERROR_INVALID_EXECUTABLE)?;
+    with_executable(executable, |exe| {
         Ok(exe
             .loaded
             .iter()
@@ -305,11 +315,7 @@ fn find_symbol(symbol: ExecutableSymbol) -> Option<(String, Arc<KernelEntry>)> {
 }
 
 fn symbol_handles(executable: Executable) -> Result<Vec<(u64, Agent)>, Status> {
-    with_tables(|t| {
-        let exe = t
-            .executables
-            .get(&executable.handle)
-            .ok_or(ERROR_INVALID_EXECUTABLE)?;
+    with_executable(executable, |exe| {
         Ok(exe
             .symbols
             .iter()
@@ -443,11 +449,7 @@ pub unsafe extern "C" fn hsa_executable_load_agent_code_object(
             eprintln!("libhsa-runtime64 (sim): cannot load code object: {error}");
             ERROR_INVALID_CODE_OBJECT
         })?;
-        let handle = with_tables(|t| {
-            let exe = t
-                .executables
-                .get_mut(&executable.handle)
-                .ok_or(ERROR_INVALID_EXECUTABLE)?;
+        let handle = with_executable(executable, |exe| {
             if exe.frozen {
                 return Err(ERROR_FROZEN_EXECUTABLE);
             }
@@ -505,11 +507,7 @@ pub unsafe extern "C" fn hsa_executable_freeze(
     _options: *const c_char,
 ) -> Status {
     guard(|| {
-        with_tables(|t| {
-            let exe = t
-                .executables
-                .get_mut(&executable.handle)
-                .ok_or(ERROR_INVALID_EXECUTABLE)?;
+        with_executable(executable, |exe| {
             if exe.frozen {
                 return Err(ERROR_FROZEN_EXECUTABLE);
             }
@@ -551,8 +549,7 @@ pub unsafe extern "C" fn hsa_executable_get_info(
     value: *mut c_void,
 ) -> Status {
     guard(|| {
-        let frozen = with_tables(|t| t.executables.get(&executable.handle).map(|e| e.frozen))
-            .ok_or(ERROR_INVALID_EXECUTABLE)?;
+        let frozen = with_executable(executable, |e| Ok(e.frozen))?;
         let out = value.cast::<u32>();
         // SAFETY: the caller provides storage of the attribute's type (all u32 enums here).
         unsafe {
@@ -572,9 +569,7 @@ pub unsafe extern "C" fn hsa_executable_validate(
     result: *mut u32,
 ) -> Status {
     guard(|| {
-        with_tables(|t| t.executables.contains_key(&executable.handle))
-            .then_some(())
-            .ok_or(ERROR_INVALID_EXECUTABLE)?;
+        with_executable(executable, |_| Ok(()))?;
         // SAFETY: checked for null by write_out; writable per the API.
         unsafe { write_out(result, 0) }
     })
@@ -597,11 +592,7 @@ fn symbol_by_name(
     symbol: *mut ExecutableSymbol,
 ) -> Result<(), Status> {
     let name = name.to_str().map_err(|_| ERROR_INVALID_SYMBOL_NAME)?;
-    let found = with_tables(|t| {
-        let exe = t
-            .executables
-            .get(&executable.handle)
-            .ok_or(ERROR_INVALID_EXECUTABLE)?;
+    let found = with_executable(executable, |exe| {
         exe.symbols
             .iter()
             .find(|s| s.name == name && agent.is_none_or(|a| a == s.entry.agent))

@@ -89,6 +89,18 @@ fn launch_from_stub(stub: *const c_void, args: &mut [*mut c_void]) {
     unsafe { (hip.launch_kernel)(stub, grid, block, args.as_mut_ptr(), shmem, stream) };
 }
 
+/// Defines a host stub: `pub extern "C" fn $name(args)` that hands [`launch_from_stub`] its
+/// own address and a pointer to each argument, as hipcc's generated stubs do.
+macro_rules! host_stub {
+    ($(#[$meta:meta])* $name:ident($($arg:ident: $ty:ty),* $(,)?);) => {
+        $(#[$meta])*
+        #[inline(never)]
+        pub extern "C" fn $name($(mut $arg: $ty),*) {
+            launch_from_stub($name as *const c_void, &mut [$((&raw mut $arg).cast()),*]);
+        }
+    };
+}
+
 fn grid_items(launch: *const LaunchPrefix) -> u64 {
     // SAFETY: the dispatch passes a valid launch description.
     let l = unsafe { *launch };
@@ -118,18 +130,9 @@ pub unsafe extern "C" fn axpb_impl(kernarg: *const c_void, launch: *const Launch
     }
 }
 
-/// The host stub of `axpb`.
-#[inline(never)]
-pub extern "C" fn axpb(x: *const f32, y: *mut f32, n: u64) {
-    let (mut x, mut y, mut n) = (x, y, n);
-    launch_from_stub(
-        axpb as *const c_void,
-        &mut [
-            (&raw mut x).cast(),
-            (&raw mut y).cast(),
-            (&raw mut n).cast(),
-        ],
-    );
+host_stub! {
+    /// The host stub of `axpb`.
+    axpb(x: *const f32, y: *mut f32, n: u64);
 }
 
 /// `axpb`'s registration record.
@@ -170,19 +173,9 @@ pub unsafe extern "C" fn vector_add_impl(kernarg: *const c_void, launch: *const 
     }
 }
 
-/// The host stub of `vector_add`.
-#[inline(never)]
-pub extern "C" fn vector_add(a: *const f32, b: *const f32, c: *mut f32, n: u64) {
-    let (mut a, mut b, mut c, mut n) = (a, b, c, n);
-    launch_from_stub(
-        vector_add as *const c_void,
-        &mut [
-            (&raw mut a).cast(),
-            (&raw mut b).cast(),
-            (&raw mut c).cast(),
-            (&raw mut n).cast(),
-        ],
-    );
+host_stub! {
+    /// The host stub of `vector_add`.
+    vector_add(a: *const f32, b: *const f32, c: *mut f32, n: u64);
 }
 
 /// `vector_add`'s registration record.
@@ -244,32 +237,14 @@ pub unsafe extern "C" fn deep_scale_impl(kernarg: *const c_void, launch: *const 
     unsafe { scale_by(kernarg, launch, 4.0) }
 }
 
-/// The host stub of `scale`.
-#[inline(never)]
-pub extern "C" fn scale(x: *const f32, y: *mut f32, n: u64) {
-    let (mut x, mut y, mut n) = (x, y, n);
-    launch_from_stub(
-        scale as *const c_void,
-        &mut [
-            (&raw mut x).cast(),
-            (&raw mut y).cast(),
-            (&raw mut n).cast(),
-        ],
-    );
+host_stub! {
+    /// The host stub of `scale`.
+    scale(x: *const f32, y: *mut f32, n: u64);
 }
 
-/// The host stub of `deep_scale`.
-#[inline(never)]
-pub extern "C" fn deep_scale(x: *const f32, y: *mut f32, n: u64) {
-    let (mut x, mut y, mut n) = (x, y, n);
-    launch_from_stub(
-        deep_scale as *const c_void,
-        &mut [
-            (&raw mut x).cast(),
-            (&raw mut y).cast(),
-            (&raw mut n).cast(),
-        ],
-    );
+host_stub! {
+    /// The host stub of `deep_scale`.
+    deep_scale(x: *const f32, y: *mut f32, n: u64);
 }
 
 /// `scale`'s registration record (256 B of scratch per work-item).

@@ -182,6 +182,15 @@ pub fn load_or_exit<T>(load: fn() -> Result<T, LoadError>) -> T {
     })
 }
 
+/// The value of `result`, or exits with status 2 and one line: the error and
+/// [`crate::HOW_TO_RUN`] (for the workloads that open a library themselves).
+pub fn or_exit<T>(result: Result<T, LoadError>) -> T {
+    result.unwrap_or_else(|e| {
+        eprintln!("{}: {e}; {}", crate::program_name(), crate::HOW_TO_RUN);
+        std::process::exit(2)
+    })
+}
+
 static HIP: OnceLock<Hip> = OnceLock::new();
 static ROCTX: OnceLock<Roctx> = OnceLock::new();
 

@@ -8,18 +8,7 @@
 
 use std::ffi::c_void;
 
-use sim_workloads::loader::{Library, LoadError};
-
-fn or_exit<T>(result: Result<T, LoadError>) -> T {
-    result.unwrap_or_else(|e| {
-        eprintln!(
-            "{}: {e}; {}",
-            sim_workloads::program_name(),
-            sim_workloads::HOW_TO_RUN
-        );
-        std::process::exit(2)
-    })
-}
+use sim_workloads::loader::{Library, or_exit};
 
 type NoArgs = unsafe extern "C" fn() -> u32;
 type IterateAgents =
