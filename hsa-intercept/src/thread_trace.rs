@@ -89,7 +89,7 @@ pub fn instrument(config: TraceConfig) -> Result<&'static dyn Instrument, String
     };
     let trace: &'static ThreadTrace = Box::leak(Box::new(ThreadTrace {
         filter: KernelFilter::new(&config.include, &config.exclude)?
-            .with_iterations(config.iterations.clone()),
+            .with_iterations(config.iterations),
         params,
         dir: PathBuf::from(&r.dir),
         gpu_index: r.gpu_index.clone(),
@@ -448,11 +448,13 @@ impl Instrument for ThreadTrace {
         let (agent, kit) = self.kit(dispatch.agent, dispatch.agent_node)?;
         let (slot, begin, end) = self.take(kit)?;
         if !(injection.before(begin) && injection.after(end)) {
-            // No room beside another instrument's packets: give the slot back.
+            // No room beside another instrument's packets: give the slot back (and wake a
+            // dispatch waiting for one, as the harvest does).
             if let Ok(mut slots) = kit.slots.lock()
                 && let Some(s) = slots.get_mut(slot)
             {
                 s.busy = None;
+                kit.freed.notify_one();
             }
             return None;
         }
