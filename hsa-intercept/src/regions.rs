@@ -48,11 +48,6 @@ pub fn allows() -> bool {
     !ENABLED.load(Ordering::Acquire) || DEPTH.load(Ordering::Acquire) > 0
 }
 
-/// Whether region selection is on.
-pub fn enabled() -> bool {
-    ENABLED.load(Ordering::Acquire)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,13 +7,11 @@
 //! than upstream's timer thread that starts and stops the context: the check allocates
 //! nothing and takes no lock, needs no thread, and a record's fate depends only on its own
 //! time, never on when a timer thread happened to be scheduled. Without periods the check is
-//! one relaxed atomic load.
+//! one atomic load (whether windows were installed).
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
 use trace_records::ranges::Periods;
 
-static ON: AtomicBool = AtomicBool::new(false);
 static WINDOWS: OnceLock<Windows> = OnceLock::new();
 
 /// The periods and the time they count from.
@@ -39,24 +37,21 @@ impl Windows {
 /// Collects only within `periods`, counted from `start_ns` (the host timeline). Only the first
 /// call has an effect.
 pub fn install(start_ns: u64, periods: Periods) {
-    if WINDOWS.set(Windows { start_ns, periods }).is_ok() {
-        ON.store(true, Ordering::Release);
-    }
+    let _ = WINDOWS.set(Windows { start_ns, periods });
 }
 
 /// Whether a record at `ts` (host timeline, ns) is collected.
 #[inline]
 pub fn collecting(ts: u64) -> bool {
-    if !ON.load(Ordering::Relaxed) {
-        return true;
-    }
     WINDOWS.get().is_none_or(|w| w.collecting(ts))
 }
 
 /// Whether something happening now is collected (the clock is read only with periods).
 #[inline]
 pub fn collecting_now() -> bool {
-    !ON.load(Ordering::Relaxed) || collecting(crate::api::now_ns())
+    WINDOWS
+        .get()
+        .is_none_or(|w| w.collecting(crate::api::now_ns()))
 }
 
 /// With collection periods, when `now` is still before the first window: how long the tool
@@ -67,7 +62,7 @@ pub fn before_first_window(now: u64) -> Option<(u64, u64)> {
 
 /// Whether collection periods are in force.
 pub fn enabled() -> bool {
-    ON.load(Ordering::Acquire)
+    WINDOWS.get().is_some()
 }
 
 #[cfg(test)]

@@ -13,7 +13,8 @@
 
 use hsa_intercept::api::{new_correlation_id, now_ns, set_region, thread_id};
 use hsa_intercept::hsa::replace_entry;
-use hsa_intercept::{sink, tables};
+use hsa_intercept::sink;
+use hsa_intercept::tables::{self, ApiTable};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_int, c_void};
@@ -82,10 +83,42 @@ fn emit(kind: MarkerKind, message: StringId, correlation_id: u64, start: u64, en
     });
 }
 
-fn original<F: Copy>(k: usize) -> Option<F> {
-    let p = ORIGINAL[k].load(Ordering::Acquire);
-    // SAFETY: slot k only ever holds the runtime's entry of the matching signature `F`.
+/// The runtime's entry kept in `slot`, if one was replaced.
+///
+/// # Safety
+/// `F` must be the signature of the entry `slot` keeps.
+unsafe fn kept<F: Copy>(slot: &AtomicUsize) -> Option<F> {
+    let p = slot.load(Ordering::Acquire);
+    // SAFETY: a non-zero slot holds the runtime's entry, of signature `F` (the caller's word).
     (p != 0).then(|| unsafe { std::mem::transmute_copy::<usize, F>(&p) })
+}
+
+fn original<F: Copy>(k: usize) -> Option<F> {
+    // SAFETY: slot k only ever holds the runtime's entry of the matching signature `F`.
+    unsafe { kept(&ORIGINAL[k]) }
+}
+
+/// Replaces entry k of `table` (at `base`) with `wrappers[k]`, keeping the runtime's entry in
+/// `slots[k]`. Returns how many were replaced.
+///
+/// # Safety
+/// `base` must be the runtime's table of `table`'s layout, handed over before first use;
+/// wrapper k has entry k's signature.
+unsafe fn replace_all(
+    table: &ApiTable,
+    base: *mut u8,
+    wrappers: &[*const c_void],
+    slots: &[AtomicUsize],
+) -> usize {
+    let mut wrapped = 0;
+    for ((w, slot), name) in wrappers.iter().zip(slots).zip(table.names) {
+        // SAFETY: forwarded from the caller.
+        if let Some(previous) = unsafe { replace_entry(table, base, name, *w) } {
+            slot.store(previous as usize, Ordering::Release);
+            wrapped += 1;
+        }
+    }
+    wrapped
 }
 
 fn guard<R>(default: R, f: impl FnOnce() -> R) -> R {
@@ -190,16 +223,8 @@ pub unsafe fn wrap_core(core: *mut u8) -> usize {
         range_start_a as *const c_void,
         range_stop as *const c_void,
     ];
-    let table = &tables::ROCTX_CORE_TABLE;
-    let mut wrapped = 0;
-    for (k, w) in wrappers.into_iter().enumerate() {
-        // SAFETY: the caller's table, not yet in use; wrapper k has entry k's signature.
-        if let Some(previous) = unsafe { replace_entry(table, core, table.names[k], w) } {
-            ORIGINAL[k].store(previous as usize, Ordering::Release);
-            wrapped += 1;
-        }
-    }
-    wrapped
+    // SAFETY: the caller's table, not yet in use; wrapper k has entry k's signature.
+    unsafe { replace_all(&tables::ROCTX_CORE_TABLE, core, &wrappers, &ORIGINAL) }
 }
 
 /// The runtime's `roctxProfilerPause` and `roctxProfilerResume`.
@@ -227,14 +252,10 @@ unsafe extern "C" fn profiler_resume(tid: u64) -> c_int {
 }
 
 fn control(k: usize, tid: u64) -> c_int {
-    let p = CONTROL[k].load(Ordering::Acquire);
-    if p == 0 {
-        return 0;
-    }
-    // SAFETY: the slot holds the runtime's entry of this signature (stored by wrap_control).
-    let f = unsafe { std::mem::transmute_copy::<usize, unsafe extern "C" fn(u64) -> c_int>(&p) };
+    // SAFETY: both control slots hold the runtime's entry of this signature (see wrap_control).
+    let f = unsafe { kept::<unsafe extern "C" fn(u64) -> c_int>(&CONTROL[k]) };
     // SAFETY: the runtime's own entry with the caller's argument.
-    unsafe { f(tid) }
+    f.map_or(0, |f| unsafe { f(tid) })
 }
 
 /// Replaces ROCTx's control entries (pause, resume) with the `--selected-regions` wrappers.
@@ -248,14 +269,6 @@ pub unsafe fn wrap_control(control: *mut u8) -> usize {
         profiler_pause as *const c_void,
         profiler_resume as *const c_void,
     ];
-    let table = &tables::ROCTX_CONTROL_TABLE;
-    let mut wrapped = 0;
-    for (k, w) in wrappers.into_iter().enumerate() {
-        // SAFETY: the caller's table, not yet in use; wrapper k has entry k's signature.
-        if let Some(previous) = unsafe { replace_entry(table, control, table.names[k], w) } {
-            CONTROL[k].store(previous as usize, Ordering::Release);
-            wrapped += 1;
-        }
-    }
-    wrapped
+    // SAFETY: the caller's table, not yet in use; wrapper k has entry k's signature.
+    unsafe { replace_all(&tables::ROCTX_CONTROL_TABLE, control, &wrappers, &CONTROL) }
 }

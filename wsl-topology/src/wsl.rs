@@ -299,18 +299,20 @@ fn read_thunk(
             NodeIssue::LayoutMismatch { node_id, expected, written } => Omission::new(
                 Subject::Node { node_id },
                 OmissionKind::LayoutMismatch,
-                match crate::layout::NodeLayout::from_size(written.bytes()) {
-                    Some(known) => format!(
-                        "the thunk wrote {written} of HsaNodeProperties but the layout in use has {} bytes, so the record was refused instead of misread. Set ROCPROF_HSAKMT_LAYOUT to {} (or let `rocprof` probe it) — or, better, install a matched runtime and thunk",
-                        expected.size(),
-                        known.size()
-                    ),
-                    None => format!(
-                        "the thunk wrote {written} of HsaNodeProperties but the layout in use has {} bytes, so the record was refused instead of misread. No HsaNodeProperties layout this build knows has {} bytes (368, 376, 392 and 396 do), so no ROCPROF_HSAKMT_LAYOUT can read it: install a runtime and librocdxg built from the same ROCm release",
-                        expected.size(),
-                        written.bytes()
-                    ),
-                },
+                format!(
+                    "the thunk wrote {written} of HsaNodeProperties but the layout in use has {} bytes, so the record was refused instead of misread. {}",
+                    expected.size(),
+                    match crate::layout::NodeLayout::from_size(written.bytes()) {
+                        Some(known) => format!(
+                            "Set ROCPROF_HSAKMT_LAYOUT to {} (or let `rocprof` probe it) — or, better, install a matched runtime and thunk",
+                            known.size()
+                        ),
+                        None => format!(
+                            "No HsaNodeProperties layout this build knows has {} bytes (368, 376, 392 and 396 do), so no ROCPROF_HSAKMT_LAYOUT can read it: install a runtime and librocdxg built from the same ROCm release",
+                            written.bytes()
+                        ),
+                    }
+                ),
             ),
         });
     }
