@@ -11,7 +11,7 @@
 //! A resolved vaddr must also lie inside `[0, load_size)` (a `load_size` of 0 means "unknown"
 //! and disables the check for marker pcs).
 //!
-//! Instruction text comes from a [`Listing`] (filled by a [`Disassembler`], e.g. a future comgr
+//! Instruction text comes from a [`Listing`] (filled by a [`Disassembler`], e.g. comgr's
 //! binding) through [`ListingIsa`], or, with no disassembler, from [`ByAddress`], which answers
 //! every pc inside a known code object with a placeholder text and a guessed size of
 //! [`FALLBACK_INSTRUCTION_SIZE`] bytes. With that fallback the decoder's stitching follows the
@@ -52,6 +52,20 @@ pub struct CodeObject {
     pub kernels: Vec<KernelSymbol>,
 }
 
+impl CodeObject {
+    /// The saved file's contents.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the file cannot be read.
+    pub fn read(&self) -> Result<Vec<u8>, Error> {
+        std::fs::read(&self.file).map_err(|source| Error::Io {
+            action: "read code object",
+            path: self.file.clone(),
+            source,
+        })
+    }
+}
+
 /// The code objects loaded during a run, by id.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CodeObjectTable {
@@ -72,6 +86,18 @@ impl CodeObjectTable {
     /// The object with load id `id`.
     pub fn get(&self, id: u64) -> Option<&CodeObject> {
         self.objects.get(&id)
+    }
+
+    /// Adds `kernel` to the symbols of object `id`; false (and nothing added) when there is
+    /// no such object.
+    pub fn add_kernel(&mut self, id: u64, kernel: KernelSymbol) -> bool {
+        match self.objects.get_mut(&id) {
+            Some(object) => {
+                object.kernels.push(kernel);
+                true
+            }
+            None => false,
+        }
     }
 
     /// All objects, by ascending id.
@@ -172,7 +198,7 @@ pub struct DisassembledInstruction {
     pub source: String,
 }
 
-/// Disassembles code objects (to be implemented over comgr).
+/// Disassembles code objects (comgr's: [`crate::comgr::ComgrDisassembler`]).
 pub trait Disassembler {
     /// Disassembles the instructions of `code_object` (the whole ELF file) whose vaddrs lie in
     /// `vaddr`, in address order.
@@ -220,6 +246,32 @@ impl Listing {
             .map(|(_, i)| i)
     }
 
+    /// Disassembles `kernel` of `object` (whose file holds `bytes`) with `disassembler` and
+    /// adds its instructions.
+    ///
+    /// # Errors
+    /// [`Error::Disassembly`] with the disassembler's message; nothing is added then.
+    pub fn disassemble_kernel(
+        &mut self,
+        disassembler: &dyn Disassembler,
+        object: &CodeObject,
+        bytes: &[u8],
+        kernel: &KernelSymbol,
+    ) -> Result<(), Error> {
+        let instructions = disassembler
+            .disassemble(bytes, kernel.vaddr.clone())
+            .map_err(|reason| Error::Disassembly {
+                id: object.id,
+                file: object.file.clone(),
+                kernel: kernel.name.clone(),
+                reason,
+            })?;
+        for inst in instructions {
+            self.insert(object.id, inst);
+        }
+        Ok(())
+    }
+
     /// The number of instructions.
     pub fn len(&self) -> usize {
         self.instructions.len()
@@ -240,30 +292,16 @@ impl Listing {
         let mut listing = Self::new();
         let mut errors = Vec::new();
         for obj in table.iter() {
-            let bytes = match std::fs::read(&obj.file) {
+            let bytes = match obj.read() {
                 Ok(b) => b,
-                Err(source) => {
-                    errors.push(Error::Io {
-                        action: "read code object",
-                        path: obj.file.clone(),
-                        source,
-                    });
+                Err(e) => {
+                    errors.push(e);
                     continue;
                 }
             };
             for kernel in &obj.kernels {
-                match disassembler.disassemble(&bytes, kernel.vaddr.clone()) {
-                    Ok(insts) => {
-                        for inst in insts {
-                            listing.insert(obj.id, inst);
-                        }
-                    }
-                    Err(reason) => errors.push(Error::Disassembly {
-                        id: obj.id,
-                        file: obj.file.clone(),
-                        kernel: kernel.name.clone(),
-                        reason,
-                    }),
+                if let Err(e) = listing.disassemble_kernel(disassembler, obj, &bytes, kernel) {
+                    errors.push(e);
                 }
             }
         }

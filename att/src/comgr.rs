@@ -260,7 +260,7 @@ impl Comgr {
         let mut reasons = Vec::new();
         for name in SONAMES {
             // SAFETY: the caller vouches for what is found under comgr's sonames.
-            match unsafe { Library::open(Some(name), libc::RTLD_LAZY | libc::RTLD_LOCAL) } {
+            match unsafe { crate::library::open_local(std::ffi::OsStr::new(name)) } {
                 Ok(lib) => {
                     let (lib, path) = loaded_path(lib, Path::new(name));
                     // SAFETY: as above.
@@ -331,12 +331,12 @@ impl Comgr {
     /// [`SYMBOLS`] with comgr's C signatures.
     pub unsafe fn open_path(path: &Path) -> Result<Self, Error> {
         // SAFETY: the caller vouches for the library's initialisers.
-        let lib =
-            unsafe { Library::open(Some(path.as_os_str()), libc::RTLD_LAZY | libc::RTLD_LOCAL) }
-                .map_err(|e| Error::ComgrOpen {
-                    path: path.to_owned(),
-                    reason: e.to_string(),
-                })?;
+        let lib = unsafe { crate::library::open_local(path.as_os_str()) }.map_err(|e| {
+            Error::ComgrOpen {
+                path: path.to_owned(),
+                reason: e.to_string(),
+            }
+        })?;
         // SAFETY: forwarded to the caller.
         unsafe { Self::from_library(lib, path.to_owned()) }
     }
@@ -348,13 +348,7 @@ impl Comgr {
     unsafe fn from_library(lib: Library, path: PathBuf) -> Result<Self, Error> {
         // SAFETY: the symbols come from the library the caller vouched for, and `lib` is kept
         // next to the table, so the pointers stay valid for the Comgr's lifetime.
-        let fns = unsafe {
-            ComgrFns::load(&path, |sym| {
-                lib.get::<*mut c_void>(sym.to_bytes_with_nul())
-                    .ok()
-                    .and_then(|s| NonNull::new(*s))
-            })
-        }?;
+        let fns = unsafe { ComgrFns::load(&path, |sym| crate::library::symbol(&lib, sym)) }?;
         tracing::debug!(library = %path.display(), "loaded comgr");
         Ok(Self {
             fns,
@@ -808,25 +802,24 @@ impl<'c> ComgrDisassembler<'c> {
     /// [`Error::Comgr`] when the entry itself is not an instruction comgr can disassemble (an
     /// entry in data or in the middle of an instruction), so a [`Sweep`] is never empty.
     pub fn sweep(&self, bytes: &[u8], entry_vaddr: u64) -> Result<Sweep, Error> {
-        let first = self.instruction_at(bytes, entry_vaddr)?;
-        let mut instructions = vec![first];
+        let mut last = self.instruction_at(bytes, entry_vaddr)?;
+        let mut instructions = Vec::new();
         let stop = loop {
-            let Some(last) = instructions.last() else {
-                break SweepStop::EndOfCode;
-            };
-            if is_end(&last.text) {
+            // In bounds: `disassemble_at` checked that the instruction ends within `bytes`.
+            let next = last.vaddr + last.size;
+            let end = is_end(&last.text);
+            instructions.push(last);
+            if end {
                 break SweepStop::EndProgram;
             }
             if instructions.len() >= MAX_SWEEP_INSTRUCTIONS {
                 break SweepStop::Cap;
             }
-            // In bounds: `disassemble_at` checked that the instruction ends within `bytes`.
-            let next = last.vaddr + last.size;
             if next >= bytes.len() as u64 {
                 break SweepStop::EndOfCode;
             }
             match self.disassemble_at(bytes, next) {
-                Ok(inst) => instructions.push(inst),
+                Ok(inst) => last = inst,
                 Err(failure) => {
                     break SweepStop::Undecodable {
                         vaddr: next,
@@ -899,32 +892,17 @@ impl<'c> ComgrDisassembler<'c> {
                 continue;
             };
             let file = object.file.clone();
-            let bytes = files.entry(k.id).or_insert_with(|| {
-                std::fs::read(&file)
-                    .map_err(|source| {
-                        errors.push(Error::Io {
-                            action: "read code object",
-                            path: file.clone(),
-                            source,
-                        });
-                    })
-                    .ok()
-            });
+            let bytes = files
+                .entry(k.id)
+                .or_insert_with(|| object.read().map_err(|e| errors.push(e)).ok());
             let Some(bytes) = bytes.as_deref() else {
                 continue;
             };
             if let Some(symbol) = table.kernel_containing(k.id, k.vaddr) {
-                if done.insert((k.id, symbol.vaddr.start)) {
-                    match self.disassemble(bytes, symbol.vaddr.clone()) {
-                        Ok(insts) => {
-                            for inst in insts {
-                                listing.insert(k.id, inst);
-                            }
-                        }
-                        Err(reason) => {
-                            errors.push(disassembly_error(file.clone(), &symbol.name, reason));
-                        }
-                    }
+                if done.insert((k.id, symbol.vaddr.start))
+                    && let Err(e) = listing.disassemble_kernel(self, object, bytes, symbol)
+                {
+                    errors.push(e);
                 }
                 continue;
             }
@@ -953,14 +931,14 @@ impl<'c> ComgrDisassembler<'c> {
                             ),
                         ));
                     }
-                    if let Some(mut object) = table.get(k.id).cloned() {
-                        object.kernels.push(KernelSymbol {
+                    table.add_kernel(
+                        k.id,
+                        KernelSymbol {
                             name: k.name.clone(),
                             demangled: k.demangled.clone(),
                             vaddr: range,
-                        });
-                        table.insert(object);
-                    }
+                        },
+                    );
                 }
                 Err(e) => errors.push(disassembly_error(file.clone(), &k.name, e.to_string())),
             }
@@ -1063,15 +1041,10 @@ impl<'a> ComgrIsa<'a> {
         if let Some(known) = self.files.borrow().get(&id) {
             return known.clone();
         }
-        let object = self.table.get(id)?;
-        let bytes = match std::fs::read(&object.file) {
+        let bytes = match self.table.get(id)?.read() {
             Ok(b) => Some(Rc::<[u8]>::from(b)),
-            Err(source) => {
-                self.errors.borrow_mut().push(Error::Io {
-                    action: "read code object",
-                    path: object.file.clone(),
-                    source,
-                });
+            Err(e) => {
+                self.errors.borrow_mut().push(e);
                 None
             }
         };

@@ -183,6 +183,26 @@ pub fn probe_trusted(option_dirs: &[PathBuf], env: &SearchEnv) -> Result<PathBuf
     unsafe { probe(option_dirs, env) }
 }
 
+/// `dlopen(file, RTLD_LAZY | RTLD_LOCAL)`: how this crate loads every library (a path, or a
+/// soname for the loader's search).
+///
+/// # Safety
+/// Loading a shared object runs its initialisers: the caller vouches for them.
+pub(crate) unsafe fn open_local(file: &std::ffi::OsStr) -> Result<Library, libloading::Error> {
+    // SAFETY: forwarded to the caller.
+    unsafe { Library::open(Some(file), libc::RTLD_LAZY | libc::RTLD_LOCAL) }
+}
+
+/// The address of the symbol `name` in `lib`, or `None` when it is missing (or null): the
+/// `lookup` the function tables are resolved through.
+pub(crate) fn symbol(lib: &Library, name: &CStr) -> Option<NonNull<c_void>> {
+    // SAFETY: the symbol is read as a raw address (`*mut c_void`), which is what `dlsym`
+    // returns for any symbol; nothing is called or dereferenced here.
+    unsafe { lib.get::<*mut c_void>(name.to_bytes_with_nul()) }
+        .ok()
+        .and_then(|s| NonNull::new(*s))
+}
+
 /// Looks every name of `symbols` up through `lookup`, in order: all the pointers, or every
 /// name that did not resolve (the all-or-nothing rule of the project's function tables).
 pub(crate) fn resolve_all<const N: usize>(
@@ -279,21 +299,13 @@ impl Decoder {
     #[doc(alias = "dlopen")]
     pub unsafe fn load(path: &Path) -> Result<Self, Error> {
         // SAFETY: the caller vouches for the library's initialisers.
-        let lib =
-            unsafe { Library::open(Some(path.as_os_str()), libc::RTLD_LAZY | libc::RTLD_LOCAL) }
-                .map_err(|e| Error::Open {
-                    path: path.to_owned(),
-                    reason: e.to_string(),
-                })?;
+        let lib = unsafe { open_local(path.as_os_str()) }.map_err(|e| Error::Open {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
         // SAFETY: the symbols come from the library the caller vouched for, and `lib` is kept
         // next to the table, so the pointers stay valid for the Decoder's lifetime.
-        let fns = unsafe {
-            DecoderFns::load(path, |sym| {
-                lib.get::<*mut c_void>(sym.to_bytes_with_nul())
-                    .ok()
-                    .and_then(|s| NonNull::new(*s))
-            })
-        }?;
+        let fns = unsafe { DecoderFns::load(path, |sym| symbol(&lib, sym)) }?;
         tracing::debug!(library = %path.display(), "loaded the trace decoder");
         Ok(Self {
             fns,

@@ -21,16 +21,23 @@ fn manifest() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn comgr_library() -> PathBuf {
+/// The simulator's `library`, built by `build_command` from the sources of the crates in
+/// `sim/<crate_dirs>`.
+fn sim_library(library: &str, build_command: &str, crate_dirs: [&str; 2]) -> PathBuf {
     harness::locate(&harness::Target {
-        library: "libamd_comgr.so",
-        build_command: "cargo build -p sim-comgr",
-        sources: &[
-            manifest().join("../sim/comgr/src"),
-            manifest().join("../sim/codeobj/src"),
-        ],
+        library,
+        build_command,
+        sources: &crate_dirs.map(|dir| manifest().join(format!("../sim/{dir}/src"))),
     })
     .unwrap_or_else(|why| panic!("{why}"))
+}
+
+fn comgr_library() -> PathBuf {
+    sim_library(
+        "libamd_comgr.so",
+        "cargo build -p sim-comgr",
+        ["comgr", "codeobj"],
+    )
 }
 
 fn open_comgr() -> Comgr {
@@ -66,10 +73,13 @@ fn expected(code_offset: u64, (salu, valu): (u32, u32)) -> Vec<DisassembledInstr
         .collect()
 }
 
-fn table_with(id: u64, file: PathBuf, load_size: u64) -> CodeObjectTable {
+/// `bytes` saved as `dir/name`, and a table holding them as code object 1 at [`LOAD`].
+fn saved_table(dir: &Path, name: &str, bytes: &[u8], load_size: u64) -> CodeObjectTable {
+    let file = dir.join(name);
+    std::fs::write(&file, bytes).unwrap();
     let mut t = CodeObjectTable::new();
     t.insert(CodeObject {
-        id,
+        id: 1,
         load_base: LOAD,
         load_size,
         file,
@@ -184,9 +194,12 @@ fn the_isa_answers_marker_and_raw_pcs_from_the_saved_file() {
     let d = comgr.disassembler(&comgr::isa_name("gfx1150")).unwrap();
     let (bytes, kernels) = code_object();
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("1_gfx1150_code_object_id_1.out");
-    std::fs::write(&file, &bytes).unwrap();
-    let mut table = table_with(1, file, bytes.len() as u64);
+    let mut table = saved_table(
+        dir.path(),
+        "1_gfx1150_code_object_id_1.out",
+        &bytes,
+        bytes.len() as u64,
+    );
     table.insert(CodeObject {
         id: 2,
         load_base: LOAD + 0x10_0000,
@@ -278,9 +291,7 @@ fn listed_kernels_give_the_code_view_every_instruction() {
     let d = comgr.disassembler(&comgr::isa_name("gfx1150")).unwrap();
     let (bytes, kernels) = code_object();
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("co.out");
-    std::fs::write(&file, &bytes).unwrap();
-    let mut table = table_with(1, file, bytes.len() as u64);
+    let mut table = saved_table(dir.path(), "co.out", &bytes, bytes.len() as u64);
     let entry = |i: usize, id| KernelEntry {
         id,
         vaddr: kernels[i].code_offset,
@@ -356,9 +367,8 @@ fn a_sweep_stopping_early_is_listed_and_reported() {
     let third = (entry + 12) as usize;
     bytes[third..third + 4].copy_from_slice(&[0xff; 4]);
     let dir = tempfile::tempdir().unwrap();
+    let mut table = saved_table(dir.path(), "co.out", &bytes, 0);
     let file = dir.path().join("co.out");
-    std::fs::write(&file, &bytes).unwrap();
-    let mut table = table_with(1, file.clone(), 0);
     let mut listing = Listing::new();
     let errors = d.list_kernels(
         &mut table,
@@ -382,15 +392,11 @@ fn a_sweep_stopping_early_is_listed_and_reported() {
 }
 
 fn decoder_library() -> PathBuf {
-    harness::locate(&harness::Target {
-        library: "librocprof_trace_decoder.so",
-        build_command: "cargo build -p sim-trace-decoder",
-        sources: &[
-            manifest().join("../sim/trace-decoder/src"),
-            manifest().join("../sim/sqtt/src"),
-        ],
-    })
-    .unwrap_or_else(|why| panic!("{why}"))
+    sim_library(
+        "librocprof_trace_decoder.so",
+        "cargo build -p sim-trace-decoder",
+        ["trace-decoder", "sqtt"],
+    )
 }
 
 /// One SE stream: two waves of kernel 0 running its whole program.
@@ -435,9 +441,12 @@ fn decoded_through_the_simulated_decoder_with_real_sizes_and_texts() {
     let (bytes, kernels) = code_object();
     let code = kernels[0].code_offset;
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("1_gfx1150_code_object_id_1.out");
-    std::fs::write(&file, &bytes).unwrap();
-    let mut table = table_with(1, file, bytes.len() as u64);
+    let mut table = saved_table(
+        dir.path(),
+        "1_gfx1150_code_object_id_1.out",
+        &bytes,
+        bytes.len() as u64,
+    );
     // SAFETY: the workspace's own simulated decoder; its initialisers do nothing.
     let decoder = unsafe { Decoder::load(&decoder_library()) }.unwrap();
     let decoded = {

@@ -345,6 +345,15 @@ fn agent_handle(node: u32) -> u64 {
     u64::from(node) + 1
 }
 
+/// The name (gfx target) of the agent on driver node `node`, if process `t` recorded it.
+fn agent_name(t: &ProcessTrace, node: u32) -> Option<&str> {
+    t.docs
+        .agents()
+        .iter()
+        .find(|a| a.node_id == node)
+        .map(|a| a.name.as_str())
+}
+
 /// What [`write_outputs`] did for one process.
 #[derive(Debug, Default)]
 pub struct Written {
@@ -373,13 +382,8 @@ pub fn write_outputs(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let stage_dir = staged.0.parent().unwrap_or(Path::new("."));
-    let gpu_name = |node: u32| {
-        t.docs
-            .agents()
-            .iter()
-            .find(|a| a.node_id == node)
-            .map_or_else(|| format!("node{node}"), |a| a.name.clone())
-    };
+    let gpu_name =
+        |node: u32| agent_name(t, node).map_or_else(|| format!("node{node}"), str::to_owned);
     let copy = |from: &str, to: String, w: &mut Written| {
         let target = stage_dir.join(to);
         match std::fs::copy(raw.join(from), &target) {
@@ -494,12 +498,7 @@ fn decode_all(
         att::outputs::AttWriter::new(final_dir, att::outputs::OutputOptions::default());
     let mut said = std::collections::HashSet::new();
     for d in &t.docs.thread_traces {
-        let gfx = t
-            .docs
-            .agents()
-            .iter()
-            .find(|a| a.node_id == d.agent_node_id)
-            .map_or("gfx1150", |a| a.name.as_str());
+        let gfx = agent_name(t, d.agent_node_id).unwrap_or("gfx1150");
         let disassembler = comgr.as_ref().and_then(|c| {
             c.disassembler(&att::comgr::isa_name(gfx))
                 .map_err(|e| {
@@ -628,14 +627,14 @@ fn add_hit_ranges(
         }
     }
     for (id, (lo, hi)) in ranges {
-        if let Some(mut object) = table.get(id).cloned() {
-            object.kernels.push(att::codeobj::KernelSymbol {
+        table.add_kernel(
+            id,
+            att::codeobj::KernelSymbol {
                 name: name.to_owned(),
                 demangled: name.to_owned(),
                 vaddr: lo..hi + att::codeobj::FALLBACK_INSTRUCTION_SIZE,
-            });
-            table.insert(object);
-        }
+            },
+        );
     }
 }
 
