@@ -331,7 +331,8 @@ impl<'a, 'v> Process<'a, 'v> {
             operation: names::KERNEL_DISPATCH_COMPLETE,
             thread_id: d.thread_id.into(),
             correlation_id: CorrelationId {
-                external: crate::rename::region(self.view.trace, d).map_or(0, |_| d.region.into()),
+                // --kernel-rename's region key (its message's id; 0: not renamed).
+                external: d.region.into(),
                 ..CorrelationId::of_async(d.correlation_id)
             },
             start_timestamp: d.start,

@@ -168,17 +168,18 @@ pub fn write_with(
     };
     let mut full = Budget::new(span);
     pass(&mut full)?;
+    let full_bytes = full.written();
     let mut written = Written {
-        bytes: full.written,
-        full_bytes: full.written,
+        bytes: full_bytes,
+        full_bytes,
         ..Written::default()
     };
     if let Some(limit) = options.buffer_bytes
-        && full.written > limit
+        && full_bytes > limit
     {
         let mut limited = full.limited(limit, options.fill_policy == FillPolicy::RingBuffer);
         pass(&mut limited)?;
-        written.bytes = limited.written;
+        written.bytes = limited.written();
         written.dropped_slices = limited.dropped_slices;
         written.dropped_counters = limited.dropped_counters;
         written.dropped_events = limited.dropped_slices + limited.dropped_counters;
@@ -739,14 +740,9 @@ fn write_device<W: Write>(
                         .regions
                         .entry(k.region)
                         .or_insert_with(|| seq.intern(region)),
-                    None => match names.kernels.get(&k.kernel_id) {
-                        Some(&iid) => iid,
-                        None => {
-                            let iid = seq.intern(&kernel_slice_name(view.kernel_name(k.kernel_id)));
-                            names.kernels.insert(k.kernel_id, iid);
-                            iid
-                        }
-                    },
+                    None => *names.kernels.entry(k.kernel_id).or_insert_with(|| {
+                        seq.intern(&kernel_slice_name(view.kernel_name(k.kernel_id)))
+                    }),
                 };
                 let call = view.issuing_call(k.correlation_id);
                 let symbol = view.symbol(k.kernel_id);
@@ -848,49 +844,25 @@ fn write_copy_bytes<W: Write>(
         steps.push((c.dst_node_id, c.start, c.bytes.into()));
         steps.push((c.dst_node_id, c.end, -i128::from(c.bytes)));
     }
-    steps.sort_unstable_by_key(|&(node, ts, delta)| (node, ts, delta));
-    let mut i = 0;
-    while i < steps.len() {
-        let node = steps[i].0;
-        let a = agent_name(view, node);
-        let track = uuids.track(TRACK_COPY_BYTES, node.into());
-        seq.descriptor(
-            t0,
-            TrackDescriptor {
-                uuid: Some(track),
-                parent_uuid: Some(uuids.process()),
-                name: Some(format!(
-                    "COPY BYTES to {} [{}] ({})",
-                    a.label, a.index, a.kind
-                )),
-                counter: Some(CounterDescriptor {
-                    unit: Some(proto::UNIT_SIZE_BYTES),
-                    unit_multiplier: Some(1024),
-                }),
-                ..Default::default()
-            },
-        )?;
-        let mut in_flight: i128 = 0;
-        while i < steps.len() && steps[i].0 == node {
-            let ts = steps[i].1;
-            while i < steps.len() && steps[i].0 == node && steps[i].1 == ts {
-                in_flight += steps[i].2;
-                i += 1;
-            }
-            let kib = i64::try_from(in_flight.max(0) / 1024).unwrap_or(i64::MAX);
-            seq.counter(ts, track, CounterValue::Int(kib))?;
-        }
-    }
-    Ok(())
+    write_steps(
+        seq,
+        view,
+        uuids,
+        t0,
+        (TRACK_COPY_BYTES, "COPY BYTES to", Some(1024)),
+        steps,
+    )
 }
 
-/// A byte-counter track named `name` under the process.
+/// A byte-counter track named `name` under the process, its values in units of
+/// `unit_multiplier` bytes (`None`: bytes).
 fn bytes_track<W: Write>(
     seq: &mut Sequence<'_, W>,
     uuids: Uuids,
     t0: u64,
     track: u64,
     name: String,
+    unit_multiplier: Option<i64>,
 ) -> io::Result<()> {
     seq.descriptor(
         t0,
@@ -900,24 +872,26 @@ fn bytes_track<W: Write>(
             name: Some(name),
             counter: Some(CounterDescriptor {
                 unit: Some(proto::UNIT_SIZE_BYTES),
-                unit_multiplier: None,
+                unit_multiplier,
             }),
             ..Default::default()
         },
     )
 }
 
-/// Writes one counter track per agent from `(agent, time, delta)` steps: the running sum at
-/// each distinct time.
+/// Writes one counter track per agent, `<title> <agent> [<idx>] (<type>)`, from
+/// `(agent, time, delta)` steps: the running sum (in units of `unit_multiplier` bytes) at each
+/// distinct time.
 fn write_steps<W: Write>(
     seq: &mut Sequence<'_, W>,
     view: &ProcessView<'_>,
     uuids: Uuids,
     t0: u64,
-    (kind, title): (u8, &str),
+    (kind, title, unit_multiplier): (u8, &str, Option<i64>),
     mut steps: Vec<(u32, u64, i128)>,
 ) -> io::Result<()> {
     steps.sort_unstable();
+    let unit = i128::from(unit_multiplier.unwrap_or(1));
     let mut i = 0;
     while i < steps.len() {
         let node = steps[i].0;
@@ -928,7 +902,8 @@ fn write_steps<W: Write>(
             uuids,
             t0,
             track,
-            format!("{title} on {} [{}] ({})", a.label, a.index, a.kind),
+            format!("{title} {} [{}] ({})", a.label, a.index, a.kind),
+            unit_multiplier,
         )?;
         let mut held: i128 = 0;
         while i < steps.len() && steps[i].0 == node {
@@ -937,8 +912,8 @@ fn write_steps<W: Write>(
                 held += steps[i].2;
                 i += 1;
             }
-            let bytes = i64::try_from(held.max(0)).unwrap_or(i64::MAX);
-            seq.counter(ts, track, CounterValue::Int(bytes))?;
+            let value = i64::try_from(held.max(0) / unit).unwrap_or(i64::MAX);
+            seq.counter(ts, track, CounterValue::Int(value))?;
         }
     }
     Ok(())
@@ -956,7 +931,8 @@ fn write_memory<W: Write>(
     // Live allocations by address: (agent, bytes), so a free lowers its agent's track.
     let mut live: HashMap<u64, (u32, u64)> = HashMap::new();
     let mut allocated: Vec<(u32, u64, i128)> = Vec::new();
-    let mut freed: Vec<u64> = Vec::new();
+    // (time, bytes freed so far) at each free.
+    let mut freed: Vec<(u64, u64)> = Vec::new();
     let mut freed_total: u64 = 0;
     for a in t.allocations.iter().filter(|a| drawable(a.start, a.end)) {
         let op = AllocationOperation::from_u8(a.operation);
@@ -971,8 +947,7 @@ fn write_memory<W: Write>(
                     allocated.push((node, a.end, -i128::from(size)));
                     freed_total = freed_total.saturating_add(size);
                 }
-                freed.push(a.end);
-                freed.push(freed_total);
+                freed.push((a.end, freed_total));
             }
             None => {}
         }
@@ -982,15 +957,15 @@ fn write_memory<W: Write>(
         view,
         uuids,
         t0,
-        (TRACK_ALLOCATE_BYTES, "ALLOCATE BYTES"),
+        (TRACK_ALLOCATE_BYTES, "ALLOCATE BYTES on", None),
         allocated,
     )?;
     if !freed.is_empty() {
         let track = uuids.track(TRACK_FREE_BYTES, 0);
-        bytes_track(seq, uuids, t0, track, "FREE BYTES".into())?;
-        for pair in freed.chunks_exact(2) {
-            let bytes = i64::try_from(pair[1]).unwrap_or(i64::MAX);
-            seq.counter(pair[0], track, CounterValue::Int(bytes))?;
+        bytes_track(seq, uuids, t0, track, "FREE BYTES".into(), None)?;
+        for (ts, total) in freed {
+            let bytes = i64::try_from(total).unwrap_or(i64::MAX);
+            seq.counter(ts, track, CounterValue::Int(bytes))?;
         }
     }
     // Scratch held per queue: an alloc replaces the queue's area, a free or reclaim ends it.
@@ -1012,7 +987,7 @@ fn write_memory<W: Write>(
         view,
         uuids,
         t0,
-        (TRACK_SCRATCH, "SCRATCH MEMORY"),
+        (TRACK_SCRATCH, "SCRATCH MEMORY on", None),
         scratch,
     )
 }

@@ -116,7 +116,9 @@ pub fn read(path: &Path) -> Result<Vec<ProcessTrace>, Error> {
             },
             interned: HashMap::new(),
             operations: HashMap::new(),
+            correlations: HashMap::new(),
         };
+        p.correlations = p.stacks().map_err(sql)?;
         p.agents().map_err(sql)?;
         p.api().map_err(sql)?;
         p.symbols().map_err(sql)?;
@@ -148,7 +150,6 @@ fn rows<T>(
     it.collect()
 }
 
-/// A column as an integer (NULL, text or a missing value: 0).
 /// `column` when `table` (a table or view) has it, else `NULL` (databases of older writers
 /// lack the newer columns).
 fn column_or_null(db: &Connection, table: &str, column: &str) -> String {
@@ -161,6 +162,7 @@ fn column_or_null(db: &Connection, table: &str, column: &str) -> String {
     }
 }
 
+/// A column as an integer (NULL, text or a missing value: 0).
 fn int(r: &Row<'_>, k: usize) -> i64 {
     r.get::<_, Option<i64>>(k).ok().flatten().unwrap_or(0)
 }
@@ -198,10 +200,12 @@ struct Reader<'a> {
     trace: ProcessTrace,
     interned: HashMap<String, StringId>,
     operations: HashMap<(u8, String), u16>,
+    /// The correlation id of each event ([`Reader::stacks`]), read once per process.
+    correlations: HashMap<i64, u64>,
 }
 
-impl Reader<'_> {
-    fn string(&self, id: i64) -> &str {
+impl<'a> Reader<'a> {
+    fn string(&self, id: i64) -> &'a str {
         self.strings.get(&id).map_or("", String::as_str)
     }
 
@@ -323,13 +327,12 @@ impl Reader<'_> {
             let name = sample_names.get(&ev).cloned().unwrap_or_default();
             calls.push((ts, ts, tid, name, ev));
         }
-        let stacks = self.stacks()?;
         let mut api = Vec::with_capacity(calls.len());
         for (start, end, tid, name, ev) in calls {
             let Some((category, _, extdata)) = events.get(&ev) else {
                 continue;
             };
-            let correlation = stacks.get(&ev).copied().unwrap_or(ev as u64);
+            let correlation = self.correlations.get(&ev).copied().unwrap_or(ev as u64);
             if category == "MARKER_CORE_RANGE_API" {
                 let message = serde_json::from_str::<serde_json::Value>(extdata)
                     .ok()
@@ -461,7 +464,6 @@ impl Reader<'_> {
     }
 
     fn dispatches(&mut self) -> rusqlite::Result<()> {
-        let stacks = self.stacks()?;
         let region = column_or_null(self.db, "rocpd_kernel_dispatch", "region_name_id");
         let rows = self.select(
             "rocpd_kernel_dispatch",
@@ -475,14 +477,14 @@ impl Reader<'_> {
         )?;
         for v in rows {
             // A --kernel-rename name (upstream's region name); "" when not renamed.
-            let region = match self.string(v[17]).to_owned() {
-                name if name.is_empty() => 0,
-                name => self.intern(&name),
+            let region = match self.string(v[17]) {
+                "" => 0,
+                name => self.intern(name),
             };
             self.trace.dispatches.push(KernelDispatchRecord {
                 dispatch_id: v[0] as u64,
                 kernel_id: v[1] as u64,
-                correlation_id: stacks.get(&v[16]).copied().unwrap_or(0),
+                correlation_id: self.correlations.get(&v[16]).copied().unwrap_or(0),
                 start: v[4] as u64,
                 end: v[5] as u64,
                 queue_id: v[2] as u64,
@@ -501,7 +503,6 @@ impl Reader<'_> {
     }
 
     fn copies(&mut self) -> rusqlite::Result<()> {
-        let stacks = self.stacks()?;
         let rows = self.select(
             "rocpd_memory_copy",
             "start, end, size, src_agent_id, dst_agent_id, tid, stream_id, name_id, event_id",
@@ -519,7 +520,7 @@ impl Reader<'_> {
             .find(|d| d.csv_name() == self.string(v[7]))
             .map_or(0, |d| d as u8);
             self.trace.copies.push(MemoryCopyRecord {
-                correlation_id: stacks.get(&v[8]).copied().unwrap_or(0),
+                correlation_id: self.correlations.get(&v[8]).copied().unwrap_or(0),
                 start: v[0] as u64,
                 end: v[1] as u64,
                 bytes: v[2] as u64,
@@ -537,7 +538,6 @@ impl Reader<'_> {
     /// `rocpd_memory_allocate`: level `SCRATCH` rows are scratch events, the others memory
     /// allocations (`VIRTUAL` ones the VMEM operations), each in time order.
     fn allocations(&mut self) -> rusqlite::Result<()> {
-        let stacks = self.stacks()?;
         let rows = self.select(
             "rocpd_memory_allocate",
             "tid, agent_id, type, level, start, end, address, size, queue_id, event_id, extdata",
@@ -562,7 +562,7 @@ impl Reader<'_> {
             },
         )?;
         for ([tid, start, end, address, size, queue, event], agent, kind, level, extdata) in rows {
-            let correlation_id = stacks.get(&event).copied().unwrap_or(0);
+            let correlation_id = self.correlations.get(&event).copied().unwrap_or(0);
             if level == "SCRATCH" {
                 let operation = match kind.as_str() {
                     "FREE" => ScratchOperation::Free,

@@ -40,11 +40,14 @@ fn rows(path: &Path) -> (String, Vec<HashMap<String, String>>) {
     (header, r.deserialize().map(Result::unwrap).collect())
 }
 
+mod common;
+
+fn scratch_dir(test: &str) -> PathBuf {
+    common::scratch("memory", test)
+}
+
 fn out_dir(test: &str) -> OutputPrefix {
-    let dir =
-        std::env::temp_dir().join(format!("trace-export-memory-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    OutputPrefix(dir.join("out"))
+    OutputPrefix(scratch_dir(test).join("out"))
 }
 
 fn selection() -> CsvSelection {
@@ -265,8 +268,8 @@ proptest! {
         for (row, r) in parsed.iter().zip(&t.allocations) {
             prop_assert_eq!(&row["Address"], &address_cell(r.address));
             prop_assert_eq!(row["Address"].len(), 18);
-            prop_assert_eq!(allocation_from(row).address, r.address);
             let back = allocation_from(row);
+            prop_assert_eq!(back.address, r.address);
             prop_assert_eq!((back.size, back.correlation_id, back.start, back.operation, back.has_agent),
                 (r.size, r.correlation_id, r.start, r.operation, r.has_agent));
             if r.has_agent != 0 {
@@ -332,10 +335,7 @@ fn rocpd_rows_and_views_map_operations_to_type_and_level() {
     let t = memory_trace();
     let labels = AgentLabels::default();
     let views = [trace_export::view::ProcessView::new(&t, &labels)];
-    let dir =
-        std::env::temp_dir().join(format!("trace-export-memory-{}-rocpd", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("rocpd");
     let path = dir.join("results.db");
     let run = trace_export::view::RunInfo::default();
     trace_export::rocpd::write(&path, &run, &views).unwrap();
@@ -420,12 +420,7 @@ fn a_database_gives_its_allocations_and_scratch_back() {
     t.scratch[0].flags = 1;
     let labels = AgentLabels::default();
     let views = [trace_export::view::ProcessView::new(&t, &labels)];
-    let dir = std::env::temp_dir().join(format!(
-        "trace-export-memory-{}-roundtrip",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("roundtrip");
     let path = dir.join("results.db");
     trace_export::rocpd::write(&path, &trace_export::view::RunInfo::default(), &views).unwrap();
     let back = trace_export::rocpd_read::read(&path).unwrap();
@@ -460,9 +455,7 @@ fn json_buffer_records_hold_allocations_and_scratch() {
     let t = memory_trace();
     let labels = AgentLabels::default();
     let views = [trace_export::view::ProcessView::new(&t, &labels)];
-    let dir = std::env::temp_dir().join(format!("trace-export-memory-{}-json", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("json");
     let path = dir.join("results.json");
     trace_export::json::write(&path, &trace_export::view::RunInfo::default(), &views).unwrap();
     let doc: serde_json::Value =
@@ -508,12 +501,7 @@ fn perfetto_has_the_memory_counter_tracks() {
     let t = memory_trace();
     let labels = AgentLabels::default();
     let views = [trace_export::view::ProcessView::new(&t, &labels)];
-    let dir = std::env::temp_dir().join(format!(
-        "trace-export-memory-{}-pftrace",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("pftrace");
     let path = dir.join("results.pftrace");
     trace_export::perfetto::write(&path, &trace_export::view::RunInfo::default(), &views).unwrap();
     let packets = proto::Trace::decode(std::fs::read(&path).unwrap().as_slice())

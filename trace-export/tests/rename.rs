@@ -6,34 +6,18 @@
 use std::path::PathBuf;
 use trace_export::csv::{CsvSelection, OutputPrefix, write_csv};
 use trace_export::view::{ProcessView, RunInfo};
-use trace_records::agents::{Agent, AgentIndex, AgentKind, AgentLabels, GpuProperties};
+use trace_records::agents::{AgentIndex, AgentKind, AgentLabels};
 use trace_records::docs::AgentsList;
 use trace_records::*;
 
 const KERNEL: &str = "zzz_kernel(int)";
 const REGION: &str = "phase_a";
 
-fn scratch(test: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("trace-export-rename-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+mod common;
+use common::agent;
 
-fn agent(kind: AgentKind, node_id: u32, name: &str) -> Agent {
-    Agent {
-        kind,
-        logical_node_id: node_id,
-        node_id,
-        logical_node_type_id: 0,
-        name: name.into(),
-        product_name: name.into(),
-        vendor_name: "AMD".into(),
-        model_name: String::new(),
-        cpu_cores_count: if kind == AgentKind::Cpu { 8 } else { 0 },
-        gpu: (kind == AgentKind::Gpu).then(GpuProperties::default),
-    }
+fn scratch(test: &str) -> PathBuf {
+    common::scratch("rename", test)
 }
 
 fn trace() -> ProcessTrace {

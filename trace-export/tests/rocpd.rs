@@ -6,7 +6,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 use trace_export::rocpd;
 use trace_export::view::{ProcessView, RunInfo};
-use trace_records::agents::{Agent, AgentIndex, AgentKind, AgentLabels, GpuProperties};
+use trace_records::agents::{AgentIndex, AgentKind, AgentLabels};
 use trace_records::docs::AgentsList;
 use trace_records::*;
 
@@ -14,34 +14,11 @@ use trace_records::*;
 mod rocpd_views;
 use rocpd_views::PLAIN;
 
-fn scratch(test: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("trace-export-rocpd-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+mod common;
+use common::agent;
 
-fn agent(kind: AgentKind, node_id: u32, name: &str) -> Agent {
-    Agent {
-        kind,
-        logical_node_id: node_id,
-        node_id,
-        logical_node_type_id: 0,
-        name: name.into(),
-        product_name: format!("{name} product"),
-        vendor_name: if kind == AgentKind::Gpu { "AMD" } else { "CPU" }.into(),
-        model_name: String::new(),
-        cpu_cores_count: if kind == AgentKind::Cpu { 8 } else { 0 },
-        gpu: (kind == AgentKind::Gpu).then(|| GpuProperties {
-            device_id: 0x150e,
-            cu_count: 16,
-            capability: 0b1010_0000_0001,
-            fw_version: 0x0300_0123,
-            workgroup_max_dim: [1024, 1024, 1024],
-            ..Default::default()
-        }),
-    }
+fn scratch(test: &str) -> PathBuf {
+    common::scratch("rocpd", test)
 }
 
 /// A trace builder: strings interned on the way.

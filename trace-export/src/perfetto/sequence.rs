@@ -133,9 +133,7 @@ pub(super) struct Budget {
     /// Event bytes per time bucket.
     buckets: Vec<u64>,
     /// Bytes always written.
-    pub fixed: u64,
-    /// Every byte written.
-    pub written: u64,
+    fixed: u64,
     /// Keep only events whose key is in `[from, to)` (`None`: keep all).
     window: Option<(u64, u64)>,
     /// Slices and counter values left out by the window.
@@ -152,7 +150,6 @@ impl Budget {
             span: (span.0, span.1.max(span.0)),
             buckets: vec![0; BUCKETS],
             fixed: 0,
-            written: 0,
             window: None,
             dropped_slices: 0,
             dropped_counters: 0,
@@ -185,12 +182,15 @@ impl Budget {
     fn weigh(&mut self, key: u64, bytes: u64) {
         let b = self.bucket(key);
         self.buckets[b] += bytes;
-        self.written += bytes;
     }
 
     fn weigh_fixed(&mut self, bytes: u64) {
         self.fixed += bytes;
-        self.written += bytes;
+    }
+
+    /// Every byte written: the fixed costs and the events'.
+    pub fn written(&self) -> u64 {
+        self.fixed + self.buckets.iter().sum::<u64>()
     }
 
     /// After a complete pass that wrote more than `limit` bytes: the accounting for a second

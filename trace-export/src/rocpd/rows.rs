@@ -90,12 +90,13 @@ const SCRATCH_CATEGORY: &str = "SCRATCH_MEMORY";
 /// `rocpd_memory_allocate`'s `type` and `level` of an allocation record: `ALLOCATE` is
 /// `ALLOC`, the VMEM operations are `VIRTUAL`, the others `REAL`.
 fn allocation_kind(operation: u8) -> (&'static str, &'static str) {
-    match AllocationOperation::from_u8(operation) {
-        Some(AllocationOperation::VmemAllocate) => ("ALLOC", "VIRTUAL"),
-        Some(AllocationOperation::VmemFree) => ("FREE", "VIRTUAL"),
-        Some(AllocationOperation::Free) => ("FREE", "REAL"),
-        Some(AllocationOperation::Allocate) | None => ("ALLOC", "REAL"),
-    }
+    let op = AllocationOperation::from_u8(operation);
+    let freed = op.is_some_and(|o| !o.is_allocation());
+    let virtual_ = op.is_some_and(AllocationOperation::is_vmem);
+    (
+        if freed { "FREE" } else { "ALLOC" },
+        if virtual_ { "VIRTUAL" } else { "REAL" },
+    )
 }
 
 /// `rocpd_memory_allocate`'s `type` of a scratch record (its level is `SCRATCH`).
