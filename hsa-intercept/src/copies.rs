@@ -14,9 +14,9 @@
 //! - the copy time cannot be read: the application's signal still completes; the copy counts as
 //!   [`LossCause::CopyUntraced`].
 
-use crate::api::{current_correlation_id, new_correlation_id, thread_id};
 use crate::hsa::*;
 use crate::sink;
+use crate::tracer::{current_correlation_id, new_correlation_id, thread_id};
 use std::ffi::c_void;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -380,7 +380,7 @@ macro_rules! entries {
 pub unsafe fn entry(table: &ApiTable, base: *const u8, name: &str) -> Option<*const c_void> {
     let k = table.operation(name)? as usize;
     // SAFETY: forwarded from the caller.
-    let size = unsafe { crate::api::runtime_size(table, base) };
+    let size = unsafe { crate::tables::runtime_size(table, base) };
     if table.offset(k) + 8 > size {
         return None;
     }

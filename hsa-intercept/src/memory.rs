@@ -19,10 +19,11 @@
 //! tables are built once, at the first event, by iterating the runtime's agents with its own
 //! (untraced) entries, and only read afterwards.
 
-use crate::api::{current_correlation_id, new_correlation_id, now_ns, thread_id};
+use crate::clock::now_ns;
 use crate::hsa::*;
 use crate::sink;
 use crate::tables::{AMD_EXT, ApiTable, CORE, TOOLS};
+use crate::tracer::{current_correlation_id, new_correlation_id, thread_id};
 use c_layout::c_struct;
 use std::cell::Cell;
 use std::ffi::c_void;

@@ -51,7 +51,7 @@ pub fn collecting(ts: u64) -> bool {
 pub fn collecting_now() -> bool {
     WINDOWS
         .get()
-        .is_none_or(|w| w.collecting(crate::api::now_ns()))
+        .is_none_or(|w| w.collecting(crate::clock::now_ns()))
 }
 
 /// With collection periods, when `now` is still before the first window: how long the tool

@@ -133,6 +133,19 @@ impl ApiTable {
     }
 }
 
+/// The table's own `sizeof` as the runtime wrote it in its header.
+///
+/// # Safety
+/// `base` must point at a readable table with `table`'s header.
+pub unsafe fn runtime_size(table: &ApiTable, base: *const u8) -> usize {
+    match table.header {
+        // SAFETY: ApiTableVersion.minor_id (u32 at offset 4) holds sizeof(table).
+        Header::Version => unsafe { base.add(4).cast::<u32>().read_unaligned() as usize },
+        // SAFETY: the table starts with a size_t.
+        Header::Size => unsafe { base.cast::<u64>().read_unaligned() as usize },
+    }
+}
+
 /// `CoreApiTable`.
 pub const CORE: ApiTable = ApiTable {
     c_name: "CoreApiTable",

@@ -11,7 +11,12 @@
 //! `rax:rdx` and `xmm0:xmm1`. No HSA, HIP or ROCTx entry point is variadic, and the largest
 //! stack-argument area among them is 64 bytes (`hipExtModuleLaunchKernel`, 14 arguments);
 //! `hipMemset3D` passes 56 bytes of structs by value.
+//!
+//! [`wrap_table`] wraps every enabled entry of a runtime's table this way, each tagged with its
+//! domain and operation for the tracer ([`crate::tracer`], which knows nothing of wrapping).
 
+use crate::tables::{ApiTable, runtime_size};
+use crate::tracer::{self, tag};
 use std::ffi::c_void;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -50,10 +55,28 @@ pub fn set_hooks(hooks: &'static dyn Hooks) -> bool {
 /// Set when the hooks are the API tracer: the trampolines then call it directly.
 static API_TRACER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Installs [`crate::api::ApiTracer`] as the hooks, called directly rather than through the
-/// trait object (once per process; `false` if hooks were already installed).
+/// The hooks that turn every wrapped call into a [`trace_records::ApiRecord`] (the tracer's
+/// enter and exit, [`crate::tracer`]).
+#[derive(Debug, Default)]
+pub struct ApiTracer;
+
+impl Hooks for ApiTracer {
+    #[inline]
+    fn enter(&self, _tag: u32) {
+        let _ = tracer::on_enter();
+    }
+
+    #[inline]
+    fn exit(&self, tag: u32) {
+        // Through the trait (not the trampoline's direct path) there is no state to hand over.
+        tracer::on_exit(tag, tracer::call_state());
+    }
+}
+
+/// Installs [`ApiTracer`] as the hooks, called directly rather than through the trait object
+/// (once per process; `false` if hooks were already installed).
 pub fn use_api_tracer() -> bool {
-    static TRACER: crate::api::ApiTracer = crate::api::ApiTracer;
+    static TRACER: ApiTracer = ApiTracer;
     let installed = set_hooks(&TRACER);
     if installed {
         API_TRACER.store(true, Ordering::Release);
@@ -85,7 +108,7 @@ extern "C" fn trampoline_enter(slot: u64) -> Entered {
     let mut context = std::ptr::null_mut();
     if API_TRACER.load(Ordering::Relaxed) {
         // The tracer records the tag at exit only.
-        context = std::panic::catch_unwind(crate::api::on_enter).unwrap_or(std::ptr::null_mut());
+        context = std::panic::catch_unwind(tracer::on_enter).unwrap_or(std::ptr::null_mut());
     } else if let Some(h) = HOOKS.get() {
         let tag = slot.tag.load(Ordering::Relaxed);
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.enter(tag)));
@@ -100,7 +123,7 @@ extern "C" fn trampoline_enter(slot: u64) -> Entered {
 extern "C" fn trampoline_exit(slot: u64, context: *mut c_void) {
     let tag = SLOTS[slot as usize % MAX_SLOTS].tag.load(Ordering::Relaxed);
     if API_TRACER.load(Ordering::Relaxed) {
-        let _ = std::panic::catch_unwind(|| crate::api::on_exit(tag, context));
+        let _ = std::panic::catch_unwind(|| tracer::on_exit(tag, context));
     } else if let Some(h) = HOOKS.get() {
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.exit(tag)));
     }
@@ -239,4 +262,57 @@ pub unsafe fn wrap_entry(entry: *mut *const c_void, tag: u32) -> Result<*const c
     // SAFETY: as above: the caller owns the slot while tables are handed over.
     unsafe { entry.write(stub.cast()) };
     Ok(original)
+}
+
+/// What [`wrap_table`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WrapReport {
+    /// Entries replaced by trampolines.
+    pub wrapped: usize,
+    /// Entries the runtime left null.
+    pub null: usize,
+    /// Entries this build knows but the runtime's table is too short to hold.
+    pub beyond_size: usize,
+    /// Entries not wrapped because the slots ran out.
+    pub no_slot: usize,
+}
+
+/// Wraps, in place, every entry of the table at `base` whose operation `enabled` accepts, with
+/// the trampoline tagged `(table.domain, operation)`. Entries at or beyond the runtime's own
+/// size are never touched. Returns the originals (null where not wrapped) and a report.
+///
+/// # Safety
+/// `base` must point at a writable table laid out as `table` describes, handed over before
+/// any thread calls through it.
+pub unsafe fn wrap_table(
+    table: &ApiTable,
+    base: *mut u8,
+    enabled: impl Fn(u16) -> bool,
+) -> (Vec<*const c_void>, WrapReport) {
+    // SAFETY: forwarded from the caller.
+    let size = unsafe { runtime_size(table, base) };
+    let mut report = WrapReport::default();
+    let mut originals = vec![std::ptr::null(); table.names.len()];
+    for (k, original) in originals.iter_mut().enumerate() {
+        let offset = table.offset(k);
+        if offset + 8 > size {
+            report.beyond_size += 1;
+            continue;
+        }
+        if !enabled(k as u16) {
+            continue;
+        }
+        // SAFETY: offset + 8 <= the runtime's size; entries are pointer-aligned.
+        let entry = unsafe { base.add(offset) }.cast::<*const c_void>();
+        // SAFETY: forwarded from the caller.
+        match unsafe { wrap_entry(entry, tag(table.domain, k as u16)) } {
+            Ok(o) => {
+                *original = o;
+                report.wrapped += 1;
+            }
+            Err(WrapError::Null) => report.null += 1,
+            Err(WrapError::NoSlot) => report.no_slot += 1,
+        }
+    }
+    (originals, report)
 }

@@ -2,8 +2,9 @@
 //! place, calls through it are recorded with correlation ids and timestamps, and the log reads
 //! back. (One test: the sink and hooks are process-global.)
 
-use hsa_intercept::api::{current_correlation_id, wrap_table};
 use hsa_intercept::tables::CORE;
+use hsa_intercept::tracer::current_correlation_id;
+use hsa_intercept::wrap::wrap_table;
 use hsa_intercept::{sink, wrap};
 use std::ffi::c_void;
 use std::sync::OnceLock;

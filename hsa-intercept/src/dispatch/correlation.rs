@@ -2,13 +2,10 @@
 //! through one of the two wrapped signal stores, which is when the correlation id of the call
 //! enqueuing the packets is known; it is remembered per packet index for the packet handler.
 
-use super::queues::{DOORBELLS, QUEUES, QueueState};
-use crate::api::{current_correlation_id, current_region, new_correlation_id, thread_id};
+use super::queues::{CORRELATION_RING, DOORBELLS, QUEUES, QueueState};
 use crate::hsa::*;
+use crate::tracer::{current_correlation_id, current_region, new_correlation_id, thread_id};
 use std::sync::atomic::Ordering;
-
-/// Packets whose correlation is remembered per queue (by packet index modulo this).
-pub(super) const CORRELATION_RING: usize = 4096;
 
 /// Remembers who enqueued the packets up to `value` when `signal` is an intercepted doorbell.
 #[inline]

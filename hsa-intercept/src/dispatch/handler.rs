@@ -4,15 +4,14 @@
 //! around it, and a barrier-AND packet completing the application's own signal — in
 //! [`trace_packet`]. Anything else passes through unchanged.
 
-use super::correlation::CORRELATION_RING;
 use super::harvest::{harvest, wake_harvester};
 use super::instrument::{DispatchInfo, Injection, MAX_AFTER, MAX_BEFORE, installed};
-use super::queues::{Instrumented, PENDING, Pending, QueueState};
+use super::queues::{CORRELATION_RING, Instrumented, PENDING, Pending, QueueState};
 use super::signals::take_signal;
 use super::symbols::kernel;
-use crate::api::new_correlation_id;
 use crate::hsa::*;
 use crate::sink;
+use crate::tracer::new_correlation_id;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use trace_records::KernelDispatchRecord;

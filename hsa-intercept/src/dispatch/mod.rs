@@ -16,8 +16,10 @@
 //! the records of everything an application waited for are written before it can crash.
 //!
 //! One module per concern:
-//! - `queues`: the intercepted queues' states, the 64 lock-free slots that find them, the
-//!   per-queue completion ring, and the replaced `hsa_queue_create` / `hsa_queue_destroy`;
+//! - `queues`: the intercepted queues' states, the 64 lock-free slots that find them and the
+//!   per-queue completion ring;
+//! - `intercept`: the replaced `hsa_queue_create` / `hsa_queue_destroy` that fill and empty
+//!   those slots;
 //! - `correlation`: the doorbell-store wrappers that remember who enqueued each packet;
 //! - `handler`: the intercept-queue packet handler and its packet rewriting;
 //! - [`instrument`]: the seam for per-dispatch instruments (packets before and after a
@@ -35,18 +37,20 @@ pub mod filter;
 mod handler;
 mod harvest;
 pub mod instrument;
+mod intercept;
 mod queues;
 mod signals;
 mod symbols;
 
 pub use harvest::{finish_outstanding, harvest_all};
-pub use queues::on_first_queue;
+pub use intercept::on_first_queue;
 pub use symbols::registers_from;
 
 use crate::hsa::*;
 use correlation::store;
 use harvest::{HARVESTER, start_harvester, wait};
-use queues::{DOORBELLS, PENDING, QUEUES, queue_create, queue_destroy};
+use intercept::{queue_create, queue_destroy};
+use queues::{DOORBELLS, PENDING, QUEUES};
 use signals::SIGNAL_POOL;
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;

@@ -1,37 +1,23 @@
-//! The intercepted queues: one state per queue (where its doorbell is, who enqueued each
-//! packet, its pending dispatches and its completion ring), found through [`MAX_QUEUES`]
-//! lock-free slots, and the replaced `hsa_queue_create` / `hsa_queue_destroy` that fill and
-//! empty those slots.
+//! The intercepted queues' state: one [`QueueState`] per queue (where its doorbell is, who
+//! enqueued each packet, its pending dispatches and its completion ring), found through
+//! [`MAX_QUEUES`] lock-free slots. The replaced `hsa_queue_create` / `hsa_queue_destroy` that
+//! fill and empty the slots are in `intercept`; this module uses no other part of `dispatch`.
 
-use super::correlation::CORRELATION_RING;
-use super::handler::handler;
-use super::harvest::{discard, harvest, start_harvester};
-use crate::hsa::*;
-use crate::sink;
 use std::collections::VecDeque;
-use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use trace_records::KernelDispatchRecord;
-use trace_records::docs::WarningKind;
 
+/// Packets whose correlation is remembered per queue (by packet index modulo this).
+pub(super) const CORRELATION_RING: usize = 4096;
 /// Claimed dispatches whose completion is tracked per queue (by sequence number modulo this):
 /// a harvest never claims a dispatch this far ahead of the completed prefix.
 pub(super) const DONE_RING: usize = 1024;
 /// Pending dispatches a queue has room for before its list grows (growing allocates).
 const PENDING_CAPACITY: usize = 256;
 /// Intercepted queues tracked at once.
-const MAX_QUEUES: usize = 64;
-
-static FIRST_QUEUE_HOOK: OnceLock<fn()> = OnceLock::new();
-static FIRST_QUEUE: std::sync::Once = std::sync::Once::new();
-
-/// Runs `hook` once, when the application creates its first queue (the runtime's agents exist
-/// by then): the tool pairs its agent records with the HSA agents there.
-pub fn on_first_queue(hook: fn()) {
-    let _ = FIRST_QUEUE_HOOK.set(hook);
-}
+pub(super) const MAX_QUEUES: usize = 64;
 
 /// One intercepted queue: where its doorbell is, and who enqueued each packet.
 pub(super) struct QueueState {
@@ -155,113 +141,6 @@ pub(super) static PENDING: AtomicUsize = AtomicUsize::new(0);
 /// signal-store wrappers, with their queue states.
 pub(super) static DOORBELLS: [AtomicU64; MAX_QUEUES] = [const { AtomicU64::new(0) }; MAX_QUEUES];
 pub(super) static QUEUES: [AtomicUsize; MAX_QUEUES] = [const { AtomicUsize::new(0) }; MAX_QUEUES];
-
-pub(super) unsafe extern "C" fn queue_create(
-    agent: u64,
-    size: u32,
-    kind: u32,
-    callback: QueueCallback,
-    data: *mut c_void,
-    private_segment: u32,
-    group_segment: u32,
-    queue: *mut *mut HsaQueue,
-) -> Status {
-    let Some(f) = fns() else { return ERROR };
-    if let Some(hook) = FIRST_QUEUE_HOOK.get() {
-        FIRST_QUEUE.call_once(|| {
-            let _ = std::panic::catch_unwind(hook);
-        });
-    }
-    // SAFETY: the caller's arguments, forwarded to the runtime's own intercept-queue creation.
-    let status = unsafe {
-        (f.queue_intercept_create)(
-            agent,
-            size,
-            kind,
-            callback,
-            data,
-            private_segment,
-            group_segment,
-            queue,
-        )
-    };
-    if status != SUCCESS || queue.is_null() {
-        return status;
-    }
-    // SAFETY: on success the runtime wrote a valid queue pointer.
-    let q = unsafe { *queue };
-    let guarded = std::panic::catch_unwind(|| {
-        // SAFETY: `q` is the runtime's live queue.
-        let (queue_id, doorbell) = unsafe { ((*q).id, (*q).doorbell_signal) };
-        let state: &'static QueueState = Box::leak(Box::new(QueueState::new(
-            agent,
-            agent_node(agent).0,
-            queue_id,
-        )));
-        let Some(i) = DOORBELLS.iter().position(|d| {
-            d.compare_exchange(0, doorbell, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-        }) else {
-            // Harvesting and doorbell correlation find queues through these slots only.
-            static SAID: std::sync::Once = std::sync::Once::new();
-            SAID.call_once(|| {
-                sink::warn(
-                    WarningKind::Internal,
-                    format!(
-                        "more than {MAX_QUEUES} queues at once; kernel dispatches on the others \
-                         are not traced"
-                    ),
-                )
-            });
-            return;
-        };
-        QUEUES[i].store(state as *const QueueState as usize, Ordering::Release);
-        start_harvester();
-        // SAFETY: the runtime's own functions on its own queue.
-        unsafe {
-            (f.set_profiler_enabled)(q, 1);
-            (f.queue_intercept_register)(
-                q,
-                handler,
-                (state as *const QueueState).cast_mut().cast(),
-            );
-        }
-    });
-    if guarded.is_err() {
-        sink::warn(
-            WarningKind::Internal,
-            "kernel tracing could not be set up on a queue; its dispatches are not traced",
-        );
-    }
-    status
-}
-
-pub(super) unsafe extern "C" fn queue_destroy(queue: *mut HsaQueue) -> Status {
-    let Some(f) = fns() else { return ERROR };
-    let mut state = None;
-    if !queue.is_null() {
-        // SAFETY: the application's live queue.
-        let doorbell = unsafe { (*queue).doorbell_signal };
-        for (i, d) in DOORBELLS.iter().enumerate() {
-            if d.compare_exchange(doorbell, 0, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-            {
-                state = Some(QUEUES[i].swap(0, Ordering::AcqRel));
-            }
-        }
-    }
-    // SAFETY: forwarded.
-    let status = unsafe { (f.queue_destroy)(queue) };
-    if let Some(p) = state.filter(|p| *p != 0) {
-        // SAFETY: queue states are leaked (never freed) once published.
-        let q = unsafe { &*(p as *const QueueState) };
-        let _ = std::panic::catch_unwind(|| {
-            harvest(q, true);
-            discard(q, "their queue was destroyed");
-        });
-    }
-    status
-}
 
 /// The states of the queues currently intercepted (a destroyed queue is harvested and leaves
 /// the slots in `hsa_queue_destroy`).

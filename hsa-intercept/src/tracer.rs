@@ -1,8 +1,14 @@
-//! API call tracing: correlation ids, host timestamps, one [`ApiRecord`] per call.
+//! The API tracer: one call stack per thread (correlation ids, start times, the ROCTx region,
+//! the thread's sink cache), and the enter and exit work around every traced call that turns it
+//! into one [`ApiRecord`].
+//!
+//! The trampolines ([`crate::wrap`]) call `on_enter` and `on_exit` directly; the dispatch,
+//! copy and memory tracing and the tool's ROCTx wrappers take correlation ids, thread ids and
+//! the region from here. This module knows nothing of wrapping: it depends only on the clock,
+//! the collection periods and the sink.
 
+use crate::clock::now_ns;
 use crate::sink;
-use crate::tables::{ApiTable, Header};
-use crate::wrap::{Hooks, WrapError, wrap_entry};
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -72,9 +78,6 @@ fn with_stack<R>(f: impl FnOnce(&mut CallStack) -> R) -> Option<R> {
     STACK.try_with(|s| f(unsafe { &mut *s.get() })).ok()
 }
 
-/// The host timeline of every record: `CLOCK_MONOTONIC` nanoseconds (see [`crate::clock`]).
-pub use crate::clock::now_ns;
-
 /// The calling thread's OS id (cached).
 #[inline]
 pub fn thread_id() -> u32 {
@@ -108,33 +111,20 @@ pub fn current_region() -> u32 {
     with_stack(|s| s.region).unwrap_or(0)
 }
 
-/// Packs a domain and operation into a trampoline tag.
+/// Packs a domain and operation into a trampoline tag (what the exit records).
 pub const fn tag(domain: ApiDomain, operation: u16) -> u32 {
     ((domain as u32) << 16) | operation as u32
 }
 
-/// The hooks that turn every wrapped call into an [`ApiRecord`].
-#[derive(Debug, Default)]
-pub struct ApiTracer;
-
-impl Hooks for ApiTracer {
-    #[inline]
-    fn enter(&self, _tag: u32) {
-        let _ = on_enter();
-    }
-
-    #[inline]
-    fn exit(&self, tag: u32) {
-        // Through the trait (not the trampoline's direct path) there is no state to hand over.
-        on_exit(
-            tag,
-            with_stack(|s| std::ptr::from_mut(s).cast()).unwrap_or(std::ptr::null_mut()),
-        );
-    }
+/// This thread's call state, as [`on_enter`] returns it (null if the thread has none), for an
+/// exit that did not keep what its enter returned.
+#[inline]
+pub(crate) fn call_state() -> *mut c_void {
+    with_stack(|s| std::ptr::from_mut(s).cast()).unwrap_or(std::ptr::null_mut())
 }
 
-/// The tracer's work before a wrapped call (called directly by the trampoline). Returns this
-/// thread's call state for [`on_exit`] (null if the thread has none).
+/// The tracer's work before a traced call. Returns this thread's call state for [`on_exit`]
+/// (null if the thread has none).
 #[inline]
 pub(crate) fn on_enter() -> *mut c_void {
     let start = now_ns();
@@ -153,8 +143,8 @@ pub(crate) fn on_enter() -> *mut c_void {
     .unwrap_or(std::ptr::null_mut())
 }
 
-/// The tracer's work after a wrapped call: one [`ApiRecord`]. `state` is what [`on_enter`]
-/// returned on this thread for the same call.
+/// The tracer's work after a traced call: one [`ApiRecord`] tagged `tag` (see [`tag`]).
+/// `state` is what [`on_enter`] returned on this thread for the same call.
 #[inline]
 pub(crate) fn on_exit(tag: u32, state: *mut c_void) {
     let end = now_ns();
@@ -183,70 +173,4 @@ pub(crate) fn on_exit(tag: u32, state: *mut c_void) {
         reserved: 0,
     };
     sink::emit_cached(&mut s.local, &record);
-}
-
-/// What [`wrap_table`] did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WrapReport {
-    /// Entries replaced by trampolines.
-    pub wrapped: usize,
-    /// Entries the runtime left null.
-    pub null: usize,
-    /// Entries this build knows but the runtime's table is too short to hold.
-    pub beyond_size: usize,
-    /// Entries not wrapped because the slots ran out.
-    pub no_slot: usize,
-}
-
-/// The table's own `sizeof` as the runtime wrote it in its header.
-///
-/// # Safety
-/// `base` must point at a readable table with `table`'s header.
-pub unsafe fn runtime_size(table: &ApiTable, base: *const u8) -> usize {
-    match table.header {
-        // SAFETY: ApiTableVersion.minor_id (u32 at offset 4) holds sizeof(table).
-        Header::Version => unsafe { base.add(4).cast::<u32>().read_unaligned() as usize },
-        // SAFETY: the table starts with a size_t.
-        Header::Size => unsafe { base.cast::<u64>().read_unaligned() as usize },
-    }
-}
-
-/// Wraps, in place, every entry of the table at `base` whose operation `enabled` accepts, with
-/// the trampoline tagged `(table.domain, operation)`. Entries at or beyond the runtime's own
-/// size are never touched. Returns the originals (null where not wrapped) and a report.
-///
-/// # Safety
-/// `base` must point at a writable table laid out as `table` describes, handed over before
-/// any thread calls through it.
-pub unsafe fn wrap_table(
-    table: &ApiTable,
-    base: *mut u8,
-    enabled: impl Fn(u16) -> bool,
-) -> (Vec<*const c_void>, WrapReport) {
-    // SAFETY: forwarded from the caller.
-    let size = unsafe { runtime_size(table, base) };
-    let mut report = WrapReport::default();
-    let mut originals = vec![std::ptr::null(); table.names.len()];
-    for (k, original) in originals.iter_mut().enumerate() {
-        let offset = table.offset(k);
-        if offset + 8 > size {
-            report.beyond_size += 1;
-            continue;
-        }
-        if !enabled(k as u16) {
-            continue;
-        }
-        // SAFETY: offset + 8 <= the runtime's size; entries are pointer-aligned.
-        let entry = unsafe { base.add(offset) }.cast::<*const c_void>();
-        // SAFETY: forwarded from the caller.
-        match unsafe { wrap_entry(entry, tag(table.domain, k as u16)) } {
-            Ok(o) => {
-                *original = o;
-                report.wrapped += 1;
-            }
-            Err(WrapError::Null) => report.null += 1,
-            Err(WrapError::NoSlot) => report.no_slot += 1,
-        }
-    }
-    (originals, report)
 }
