@@ -4,9 +4,10 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::process::ExitCode;
+use wsl_topology::layout_choice::{LayoutChoice, LayoutDecision};
 use wsl_topology::settings::ENV_LAYOUT;
 use wsl_topology::wsl::ThunkProbe;
-use wsl_topology::{Agent, Discovery, NodeLayout, Omission, Platform, Settings};
+use wsl_topology::{Agent, Discovery, NodeLayout, Omission, Settings};
 
 /// Options of `rocprof avail`.
 #[derive(Debug, clap::Args)]
@@ -38,15 +39,6 @@ pub struct Args {
 /// Version of the JSON document's schema.
 pub const SCHEMA: &str = "rocprof-avail/1";
 
-/// How the `HsaNodeProperties` layout was chosen.
-#[derive(Debug, Clone, Serialize)]
-pub struct LayoutChoice {
-    /// The size used.
-    pub size: usize,
-    /// `environment`, `probe` or `default`.
-    pub source: &'static str,
-}
-
 /// Everything `avail` reports.
 #[derive(Debug, Serialize)]
 pub struct Report {
@@ -61,81 +53,6 @@ pub struct Report {
     warnings: Vec<String>,
 }
 
-/// What probing the thunk decided.
-#[derive(Debug, Default)]
-pub struct LayoutDecision {
-    /// The probe's findings, when the thunk loaded.
-    pub probe: Option<ThunkProbe>,
-    /// Why the thunk could not be probed.
-    pub probe_error: Option<String>,
-    /// The layout chosen (None off WSL).
-    pub choice: Option<LayoutChoice>,
-    /// Findings the user should see.
-    pub warnings: Vec<String>,
-}
-
-/// Probes the thunk (on WSL) and picks the layout: the user's `ROCPROF_HSAKMT_LAYOUT` wins,
-/// then what the thunk accepts or writes, then the default. Also used by run mode, which hands
-/// the choice to the profiled application.
-pub fn choose_layout(settings: &Settings, platform: Platform) -> LayoutDecision {
-    let mut warnings = Vec::new();
-    if platform != Platform::Wsl || settings.attach_marker {
-        return LayoutDecision::default();
-    }
-    let (probe, probe_error) = match wsl_topology::wsl::probe_thunk() {
-        Ok(p) => (Some(p), None),
-        Err(e) => (None, Some(e.to_string())),
-    };
-    let probed = probe.as_ref().and_then(|p| p.probe.recommended());
-    if let Some(p) = &probe {
-        if p.probe.inconsistent() {
-            warnings.push(format!(
-                "the thunk accepts {}-byte records in DxgAbiCheck but writes {} bytes; it is inconsistent with itself, and nodes it writes will be refused",
-                p.probe.accepted.map_or(0, NodeLayout::size),
-                p.probe.measured.unwrap_or(0)
-            ));
-        }
-        let rejects_all = p.probe.handshake_offered && p.probe.accepted.is_none();
-        if rejects_all {
-            warnings.push("DxgAbiCheck accepts none of the HsaNodeProperties layouts this build knows (368, 376, 392, 396): the thunk is from a ROCm release this build cannot read, and it will refuse the profiler; install a matched runtime and thunk".to_owned());
-        } else if probed.is_none() {
-            warnings.push(match p.probe.measured {
-                Some(size) => format!("the thunk writes {size}-byte HsaNodeProperties records, a layout this build does not know (368, 376, 392, 396): its nodes will be refused"),
-                None => "the thunk's record size could not be determined".to_owned(),
-            });
-        }
-    }
-    let choice = match (settings.layout, probed) {
-        (Some(user), probed) => {
-            if let Some(p) = probed.filter(|&p| p != user) {
-                warnings.push(format!(
-                    "{ENV_LAYOUT}={} overrides the thunk's own {}-byte layout: its nodes will be refused",
-                    user.size(),
-                    p.size()
-                ));
-            }
-            LayoutChoice {
-                size: user.size(),
-                source: "environment",
-            }
-        }
-        (None, Some(p)) => LayoutChoice {
-            size: p.size(),
-            source: "probe",
-        },
-        (None, None) => LayoutChoice {
-            size: NodeLayout::DEFAULT.size(),
-            source: "default",
-        },
-    };
-    LayoutDecision {
-        probe,
-        probe_error,
-        choice: Some(choice),
-        warnings,
-    }
-}
-
 /// Builds the report: settings, platform, probe, discovery.
 pub fn collect() -> Result<Report> {
     let mut settings = Settings::from_env();
@@ -143,15 +60,16 @@ pub fn collect() -> Result<Report> {
         bail!("{bad}");
     }
     let selection = wsl_topology::platform::select(&settings);
-    let decision = choose_layout(&settings, selection.platform);
+    let decision = wsl_topology::layout_choice::choose(&settings, selection.platform);
     // Before anything is launched: would this runtime and thunk even work together?
-    let pairing = crate::pairing::warning(&decision);
+    let pairing = rocprof_doctor::pairing_warning(&decision).map(|w| w.to_string());
     let LayoutDecision {
         probe,
         probe_error,
         choice: layout,
-        mut warnings,
+        warnings,
     } = decision;
+    let mut warnings: Vec<String> = warnings.iter().map(ToString::to_string).collect();
     warnings.extend(pairing);
     if let Some(choice) = &layout {
         settings.layout = NodeLayout::from_size(choice.size);

@@ -13,10 +13,8 @@
 //!   function order) is known to this project, and wrapping unknown slots would risk calling
 //!   data as code. The report says so instead of staying silent.
 
-use crate::run::parse_bool;
-use serde::{Deserialize, Serialize};
-use trace_records::ProcessTrace;
-use trace_records::docs::{DomainLibrary, Runtime};
+use rocprof_runner::plan::ForeignDomain;
+use trace_records::env::parse_bool;
 
 /// The options (rocprofv3's names).
 #[derive(Debug, Default, Clone, clap::Args)]
@@ -85,88 +83,6 @@ pub struct DomainOptions {
 pub const OMPT_CATEGORIES: [&str; 8] = [
     "thread", "parallel", "task", "sync", "mutex", "target", "device", "error",
 ];
-
-/// A domain this stack cannot trace by itself, asked for by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ForeignDomain {
-    /// `--rccl-trace`.
-    Rccl,
-    /// `--rocdecode-trace`.
-    RocDecode,
-    /// `--rocjpeg-trace`.
-    RocJpeg,
-    /// `--kokkos-trace`.
-    Kokkos,
-    /// `--ompt-trace`.
-    Ompt,
-    /// `--rocshmem-trace`.
-    RocShmem,
-    /// `--hipfile-trace`.
-    HipFile,
-    /// `--hip-graph-trace`.
-    HipGraph,
-    /// `--hip-event-trace`.
-    HipEvent,
-    /// `--kfd-*`.
-    Kfd,
-}
-
-impl ForeignDomain {
-    /// The option that asks for it.
-    pub fn option(self) -> &'static str {
-        match self {
-            Self::Rccl => "--rccl-trace",
-            Self::RocDecode => "--rocdecode-trace",
-            Self::RocJpeg => "--rocjpeg-trace",
-            Self::Kokkos => "--kokkos-trace",
-            Self::Ompt => "--ompt-trace",
-            Self::RocShmem => "--rocshmem-trace",
-            Self::HipFile => "--hipfile-trace",
-            Self::HipGraph => "--hip-graph-trace",
-            Self::HipEvent => "--hip-event-trace",
-            Self::Kfd => "--kfd-trace",
-        }
-    }
-
-    /// The library whose loading the domain needs.
-    pub fn library(self) -> Option<DomainLibrary> {
-        match self {
-            Self::Rccl => Some(DomainLibrary::Rccl),
-            Self::RocDecode => Some(DomainLibrary::RocDecode),
-            Self::RocJpeg => Some(DomainLibrary::RocJpeg),
-            Self::Kokkos => Some(DomainLibrary::Kokkos),
-            Self::Ompt => Some(DomainLibrary::OpenMp),
-            Self::RocShmem => Some(DomainLibrary::RocShmem),
-            Self::HipFile => Some(DomainLibrary::HipFile),
-            Self::HipGraph | Self::HipEvent | Self::Kfd => None,
-        }
-    }
-
-    /// The name the library registers its API table under with rocprofiler-register, if it
-    /// registers one.
-    pub fn register_name(self) -> Option<&'static str> {
-        match self {
-            Self::Rccl => Some("rccl"),
-            Self::RocDecode => Some("rocdecode"),
-            Self::RocJpeg => Some("rocjpeg"),
-            _ => None,
-        }
-    }
-
-    /// What is said before the run, when the domain can never have records here.
-    pub fn before_run(self) -> Option<&'static str> {
-        match self {
-            Self::Kfd => Some(
-                "--kfd-*: KFD page-migration, page-mapping and queue events come from the amdgpu driver's /dev/kfd event interface, which WSL2 does not have (the GPU is reached through /dev/dxg); nothing of these domains will be recorded. They need native Linux with the amdgpu driver",
-            ),
-            Self::HipGraph | Self::HipEvent => Some(
-                "--hip-graph-trace/--hip-event-trace: graph launches and event records as their own records come from ROCprofiler-SDK's HIP stream instrumentation, which rocprof does not have; the hipGraph*/hipEvent* calls themselves are in the HIP API trace (--hip-trace)",
-            ),
-            _ => None,
-        }
-    }
-}
 
 impl DomainOptions {
     /// The domains asked for by name (not through `-s`/`-r`), in option order.
@@ -258,65 +174,10 @@ impl DomainOptions {
     }
 }
 
-/// What the run showed of each domain asked for by name: lines for stderr (without the
-/// `rocprof: ` prefix).
-pub fn after_run(asked: &[ForeignDomain], traces: &[ProcessTrace]) -> Vec<String> {
-    let mut out = Vec::new();
-    if traces.is_empty() {
-        return out;
-    }
-    for &d in asked {
-        let Some(lib) = d.library() else { continue };
-        let registered = d.register_name().is_some_and(|name| {
-            traces.iter().any(|t| {
-                t.docs
-                    .tables
-                    .iter()
-                    .any(|tb| tb.runtime == Runtime::Other(name.to_owned()))
-            })
-        });
-        let loaded = traces.iter().any(|t| {
-            t.docs
-                .exit
-                .as_ref()
-                .is_some_and(|e| e.domain_libraries_loaded.contains(&lib))
-        });
-        let all_exited = traces.iter().all(|t| t.docs.exit.is_some());
-        let line = if registered {
-            format!(
-                "{}: {} registered its API table, but rocprof knows no layout of that table, so its calls were not traced (their GPU work is in the kernel and copy traces as usual)",
-                d.option(),
-                lib.file_name()
-            )
-        } else if loaded {
-            format!(
-                "{}: the application loaded {}, but it registered no API table with rocprofiler-register, so there was nothing to trace",
-                d.option(),
-                lib.file_name()
-            )
-        } else if all_exited {
-            format!(
-                "{}: the application never loaded {}, so nothing of that domain was recorded",
-                d.option(),
-                lib.file_name()
-            )
-        } else {
-            format!(
-                "{}: no API table of {} reached the tool (the application did not exit normally, so whether it loaded the library is unknown)",
-                d.option(),
-                lib.file_name()
-            )
-        };
-        out.push(line);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
-    use trace_records::docs::{ExitFacts, TableReceived};
 
     #[derive(Parser)]
     struct P {
@@ -369,38 +230,5 @@ mod tests {
                 .unwrap_err()
                 .contains("unknown category 'threads'")
         );
-    }
-
-    fn exited(libs: Vec<DomainLibrary>) -> ProcessTrace {
-        let mut t = ProcessTrace::default();
-        t.docs.exit = Some(ExitFacts {
-            domain_libraries_loaded: libs,
-            ..Default::default()
-        });
-        t
-    }
-
-    #[test]
-    fn the_report_tells_never_loaded_from_loaded_and_registered() {
-        let asked = [ForeignDomain::Rccl, ForeignDomain::Kfd];
-        let never = after_run(&asked, &[exited(Vec::new())]);
-        assert_eq!(never.len(), 1, "KFD is said before the run only: {never:?}");
-        assert!(never[0].contains("never loaded librccl.so"), "{never:?}");
-
-        let loaded = after_run(&asked, &[exited(vec![DomainLibrary::Rccl])]);
-        assert!(loaded[0].contains("registered no API table"), "{loaded:?}");
-
-        let mut t = exited(vec![DomainLibrary::Rccl]);
-        t.docs.tables.push(TableReceived {
-            runtime: Runtime::Other("rccl".into()),
-            instance: 0,
-            wrapped: 0,
-        });
-        let reg = after_run(&asked, &[t]);
-        assert!(reg[0].contains("registered its API table"), "{reg:?}");
-
-        let crashed = after_run(&asked, &[ProcessTrace::default()]);
-        assert!(crashed[0].contains("unknown"), "{crashed:?}");
-        assert!(after_run(&asked, &[]).is_empty());
     }
 }

@@ -166,7 +166,7 @@ pub struct Job {
     /// `--summary-output-file`.
     pub summary_output_file: Option<String>,
     /// `-u/--summary-units`.
-    pub summary_units: Option<crate::outputs::SummaryUnits>,
+    pub summary_units: Option<rocprof_runner::plan::SummaryUnits>,
     /// `--output-config`.
     pub output_config: Option<bool>,
     /// `--minimum-output-data` (KB).
@@ -599,7 +599,10 @@ mod tests {
         assert_eq!(j.memory_allocation_trace, Some(true));
         assert_eq!(j.runtime_trace, Some(true));
         assert_eq!(j.kernel_rename, Some(true));
-        assert_eq!(j.summary_units, Some(crate::outputs::SummaryUnits::Msec));
+        assert_eq!(
+            j.summary_units,
+            Some(rocprof_runner::plan::SummaryUnits::Msec)
+        );
         assert_eq!(j.minimum_output_data, Some(4));
         assert_eq!(
             j.summary_groups.as_deref(),

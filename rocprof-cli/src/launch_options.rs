@@ -7,9 +7,9 @@
 //! pid, environment and arguments), so it runs unprofiled and writes nothing, and the job's
 //! ranks stay the processes `mpirun` started.
 
-use crate::run::parse_bool;
 use std::ffi::OsString;
 use std::path::Path;
+use trace_records::env::parse_bool;
 
 /// The options (rocprofv3's names).
 #[derive(Debug, Default, Clone, clap::Args)]

@@ -9,23 +9,14 @@ mod convert;
 mod counters;
 mod doctor;
 mod domains;
-mod explain;
 mod input;
 mod launch_options;
-mod merge;
 mod messages;
-mod output_config;
 mod outputs;
-mod pairing;
-mod placeholders;
-mod pmc;
-mod process;
-mod record_dir;
 mod report;
 mod run;
 mod scope;
 mod sim;
-mod summary;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -180,7 +171,7 @@ fn run(args: Vec<OsString>) -> Result<ExitCode> {
             }
             Command::Merge(a) => {
                 init_logging(cli.log_level, "warn");
-                merge::run(&a.inputs, &a.output)
+                convert::merge(&a.inputs, &a.output)
             }
             Command::Doctor(a) => {
                 init_logging(cli.log_level, "off");

@@ -1,164 +1,53 @@
-//! What `rocprof` says after the records are read: the tool's own warnings from inside the
-//! application (which never print there), what discovery left out, and one line per cause of
-//! lost records.
+//! The one place the libraries' notices reach the terminal: `rocprof: <level>: <text>` on
+//! stderr (the `-S` tables where `--summary-output-file` sends them), and the CLI's own lines.
 
-use std::collections::BTreeMap;
-use trace_records::ProcessTrace;
-use trace_records::docs::OmissionKind;
-use trace_records::loss::{LossCause, LossCounts};
+use rocprof_runner::notice::{Level, Notice, Report, Stream};
+use std::io::Write as _;
 
-/// Lines to print (without the `rocprof: ` prefix) after the output files are written.
-pub fn after_run(traces: &[ProcessTrace]) -> Vec<String> {
-    let mut out = Vec::new();
-    // Identical warnings of several processes are said once, with the processes named.
-    let mut warnings: BTreeMap<String, Vec<u32>> = BTreeMap::new();
-    for t in traces {
-        for w in &t.docs.warnings {
-            warnings.entry(w.message.clone()).or_default().push(t.pid);
-        }
-        if let Some(d) = &t.docs.discovery {
-            for o in &d.omissions {
-                if matches!(
-                    o.kind,
-                    OmissionKind::NonAmdAdapter | OmissionKind::NoAdapters
-                ) {
-                    continue;
-                }
-                let line = format!("agent discovery left out {}: {}", o.subject, o.reason);
-                warnings.entry(line).or_default().push(t.pid);
+/// The terminal: every notice is written as it arrives.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Terminal;
+
+/// The prefix a level is introduced with (after `rocprof: `).
+fn prefix(level: Level) -> &'static str {
+    match level {
+        Level::Error => "error: ",
+        Level::Warning => "warning: ",
+        Level::Note => "note: ",
+        Level::Counters => "counters: ",
+        Level::Info => "",
+        Level::Echo => "echo: ",
+    }
+}
+
+impl Report for Terminal {
+    fn notice(&mut self, notice: Notice) {
+        if let Notice::Summary(s) = &notice {
+            if let Some(pid) = s.pid {
+                line(&format!("summary of process {pid}:"));
             }
+            // One write each, so the tables are not interleaved with other output.
+            let _ = match s.stream {
+                Stream::Stdout => std::io::stdout().write_all(s.tables.as_bytes()),
+                Stream::Stderr => std::io::stderr().write_all(s.tables.as_bytes()),
+            };
+            return;
         }
-    }
-    for (message, mut pids) in warnings {
-        pids.sort_unstable();
-        pids.dedup();
-        out.push(format!("warning ({}): {message}", processes(&pids)));
-    }
-    out.extend(loss_lines(traces));
-    out
-}
-
-/// "process 12" / "processes 12, 13 and 14" / "processes 12, 13 and 5 others".
-fn processes(pids: &[u32]) -> String {
-    match pids {
-        [] => "no process".into(),
-        [one] => format!("process {one}"),
-        [head @ .., last] if pids.len() <= 4 => {
-            let head: Vec<String> = head.iter().map(u32::to_string).collect();
-            format!("processes {} and {last}", head.join(", "))
-        }
-        _ => format!(
-            "processes {}, {} and {} others",
-            pids[0],
-            pids[1],
-            pids.len() - 2
-        ),
+        line(&format!("{}{notice}", prefix(notice.level())));
     }
 }
 
-/// One line per cause with a count above zero, summed over the processes (each process's share
-/// is named when several lost records).
-pub fn loss_lines(traces: &[ProcessTrace]) -> Vec<String> {
-    let mut total = LossCounts::default();
-    for t in traces {
-        total.merge(&t.losses);
-    }
-    let mut lines = Vec::new();
-    for (cause, n) in total.nonzero() {
-        let mut line = LossCounts::default();
-        line.add(cause, n);
-        let mut text = line.report_lines().remove(0);
-        let shares: Vec<String> = traces
-            .iter()
-            .filter(|t| t.losses.get(cause) > 0)
-            .map(|t| format!("{} in process {}", t.losses.get(cause), t.pid))
-            .collect();
-        if shares.len() > 1 {
-            text.push_str(&format!(" [{}]", shares.join(", ")));
-        }
-        lines.push(text);
-    }
-    lines
+/// `rocprof: <text>` on stderr, in one write (ranks sharing a terminal do not interleave).
+pub fn line(text: &str) {
+    let _ = std::io::stderr().write_all(format!("rocprof: {text}\n").as_bytes());
 }
 
-/// Total records lost (all causes, all processes).
-pub fn total_lost(traces: &[ProcessTrace]) -> u64 {
-    traces
-        .iter()
-        .map(|t| LossCause::ALL.iter().map(|c| t.losses.get(*c)).sum::<u64>())
-        .sum()
+/// `rocprof: warning: <text>`.
+pub fn warn(text: &str) {
+    line(&format!("warning: {text}"));
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use trace_records::docs::{ToolWarning, WarningKind};
-
-    fn trace(pid: u32, warning: Option<&str>, lost: &[(LossCause, u64)]) -> ProcessTrace {
-        let mut t = ProcessTrace {
-            pid,
-            ..Default::default()
-        };
-        if let Some(w) = warning {
-            t.docs.warnings.push(ToolWarning {
-                about: WarningKind::UnpairedAgents,
-                message: w.into(),
-            });
-        }
-        for (c, n) in lost {
-            t.losses.add(*c, *n);
-        }
-        t
-    }
-
-    #[test]
-    fn identical_warnings_are_said_once_with_their_processes() {
-        let traces = [
-            trace(10, Some("GPU node 2 cannot be profiled"), &[]),
-            trace(11, Some("GPU node 2 cannot be profiled"), &[]),
-            trace(12, Some("other"), &[]),
-        ];
-        let lines = after_run(&traces);
-        assert_eq!(
-            lines,
-            vec![
-                "warning (processes 10 and 11): GPU node 2 cannot be profiled",
-                "warning (process 12): other"
-            ]
-        );
-        let many: Vec<ProcessTrace> = (0..7).map(|p| trace(p, Some("w"), &[])).collect();
-        assert_eq!(
-            after_run(&many),
-            vec!["warning (processes 0, 1 and 5 others): w"]
-        );
-    }
-
-    #[test]
-    fn losses_are_summed_per_cause_and_shared_out() {
-        let traces = [
-            trace(
-                1,
-                None,
-                &[(LossCause::NoSpace, 5), (LossCause::DispatchTime, 1)],
-            ),
-            trace(2, None, &[(LossCause::NoSpace, 2)]),
-        ];
-        let lines = loss_lines(&traces);
-        assert_eq!(lines.len(), 2, "{lines:?}");
-        assert!(
-            lines[0].starts_with("lost 7 records (no-space)"),
-            "{lines:?}"
-        );
-        assert!(
-            lines[0].ends_with("[5 in process 1, 2 in process 2]"),
-            "{lines:?}"
-        );
-        assert!(
-            lines[1].starts_with("lost 1 record (dispatch-time)"),
-            "{lines:?}"
-        );
-        assert!(!lines[1].contains('['), "one process: no breakdown");
-        assert_eq!(total_lost(&traces), 8);
-        assert!(loss_lines(&[trace(3, None, &[])]).is_empty());
-    }
+/// `rocprof: note: <text>`.
+pub fn note(text: &str) {
+    line(&format!("note: {text}"));
 }

@@ -1,28 +1,24 @@
-//! `rocprof [options] -- app args…`: check everything that can be checked, run the application
-//! with the tool preloaded and a private record directory, then convert its record logs into
-//! rocprofv3's files ([`crate::convert`], shared with `rocprof convert`).
+//! `rocprof [options] -- app args…`: check everything that can be checked, turn the options
+//! into the runner's passes ([`rocprof_runner::run::Pass`]), then run them
+//! ([`rocprof_runner::run::Session`]), saying what happens through the CLI's report.
 //!
 //! Before the launch (exit code 2 on any problem): the options, the environment discovery
 //! reads (a malformed `ROCPROF_HSAKMT_LAYOUT` refuses to start; other malformed settings warn),
-//! the output paths ([`crate::outputs::validate`]), the record directory and its `run.json`.
+//! the output paths, the record directory and its `run.json`.
 
-use crate::avail::choose_layout;
-use crate::convert::{self, Job};
 use crate::messages;
-use crate::outputs::{self, OutputOptions};
-use crate::placeholders::Launch;
-use crate::pmc::{self, CounterPlan};
-use crate::process::{self, LaunchError, Signals, Status};
-use crate::record_dir::{RecordDir, RunManifest, SCHEMA};
-use anyhow::{Context as _, Result, anyhow, bail};
-use serde::{Deserialize, Serialize};
+use crate::outputs::OutputOptions;
+use crate::report::Terminal;
+use anyhow::{Result, anyhow, bail};
+use rocprof_runner::plan::launcher::Launcher;
+use rocprof_runner::plan::{AttPlan, Selection};
+use rocprof_runner::pmc;
+use rocprof_runner::run::{Pass, Session};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use trace_records::{ApiDomain, ProcessTrace, env};
-use wsl_topology::Settings;
-
-pub use trace_records::env::parse_bool;
+use trace_records::env;
+use trace_records::env::parse_bool;
 
 macro_rules! flags {
     ($( $(#[$m:meta])* $field:ident : $long:literal $(, short = $short:literal)? ; )*) => {
@@ -150,22 +146,13 @@ pub enum ReplayMode {
     Kernel,
 }
 
-/// The resolved selection of what to trace.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Selection {
-    pub hip_runtime: bool,
-    pub hip_compiler: bool,
-    pub hsa_core: bool,
-    pub hsa_amd: bool,
-    pub hsa_image: bool,
-    pub hsa_finalizer: bool,
-    pub kernels: bool,
-    pub copies: bool,
-    pub markers: bool,
-    #[serde(default)]
-    pub memory_allocations: bool,
-    #[serde(default)]
-    pub scratch_memory: bool,
+/// One run configuration as the options give it: the options (a job's over the command
+/// line's), its counter pass, and where its outputs go.
+struct OptionPass {
+    opts: RunOptions,
+    counters: Option<pmc::CounterPlan>,
+    /// `pass_<N>` or `pmc_<N>` under the output directory, when there are several passes.
+    subdir: Option<String>,
 }
 
 impl RunOptions {
@@ -229,7 +216,7 @@ impl RunOptions {
         }
         self.output.formats()?;
         for w in self.output.check_extras(any)? {
-            eprintln!("rocprof: warning: {w}");
+            crate::report::warn(&w);
         }
         self.sampling.refuse_on_wsl()?;
         self.scope.validate(self.selected_regions == Some(true))?;
@@ -242,8 +229,8 @@ impl RunOptions {
         }
         let counting = !self.pmc.is_empty() || self.input.is_some();
         if self.att.config(counting)?.is_none() && self.att.any() {
-            eprintln!(
-                "rocprof: warning: the --att-* options are ignored without --att (add --att to trace)"
+            crate::report::warn(
+                "the --att-* options are ignored without --att (add --att to trace)",
             );
         }
         for (name, re) in [
@@ -268,14 +255,8 @@ impl RunOptions {
 
     /// The kernel filters as the tool reads them (rocprofv3 applies them to counter collection
     /// and thread trace only).
-    fn filter_env(&self) -> Vec<(&'static str, String)> {
+    fn tool_env(&self) -> Vec<(&'static str, String)> {
         let mut v = Vec::new();
-        if let Some(re) = &self.kernel_include_regex {
-            v.push((env::KERNEL_FILTER_INCLUDE_REGEX, re.clone()));
-        }
-        if let Some(re) = &self.kernel_exclude_regex {
-            v.push((env::KERNEL_FILTER_EXCLUDE_REGEX, re.clone()));
-        }
         if self.selected_regions == Some(true) {
             v.push((env::SELECTED_REGIONS, "1".to_owned()));
         }
@@ -289,86 +270,9 @@ impl RunOptions {
     }
 }
 
-impl Selection {
-    /// The tool's switches for this selection.
-    fn env(&self) -> Vec<(&'static str, &'static str)> {
-        [
-            (env::HIP_RUNTIME_API_TRACE, self.hip_runtime),
-            (env::HIP_COMPILER_API_TRACE, self.hip_compiler),
-            (env::HSA_CORE_API_TRACE, self.hsa_core),
-            (env::HSA_AMD_EXT_API_TRACE, self.hsa_amd),
-            (env::HSA_IMAGE_EXT_API_TRACE, self.hsa_image),
-            (env::HSA_FINALIZER_EXT_API_TRACE, self.hsa_finalizer),
-            (env::KERNEL_TRACE, self.kernels),
-            (env::MEMORY_COPY_TRACE, self.copies),
-            (env::MARKER_API_TRACE, self.markers),
-            (env::MEMORY_ALLOCATION_TRACE, self.memory_allocations),
-            (env::SCRATCH_MEMORY_TRACE, self.scratch_memory),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k, if v { "1" } else { "0" }))
-        .collect()
-    }
-}
-
-/// The tool library next to the executable.
-fn tool_library() -> Result<PathBuf> {
-    let exe = std::env::current_exe().context("cannot locate the rocprof executable")?;
-    let lib = exe
-        .parent()
-        .map(|d| d.join("librocprof_tool.so"))
-        .unwrap_or_default();
-    if !lib.exists() {
-        bail!(
-            "the profiler library is missing: expected {} next to rocprof (build it with `cargo xtask build`)",
-            lib.display()
-        );
-    }
-    Ok(lib)
-}
-
-pub(crate) fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .unwrap_or_else(|_| "localhost".into())
-}
-
-/// `first`, then the current value of the colon-separated list in `var` (if any).
-pub(crate) fn prepended(var: &str, first: OsString) -> OsString {
-    let mut list = first;
-    if let Some(old) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-        list.push(":");
-        list.push(old);
-    }
-    list
-}
-
-/// The environment discovery reads: a malformed `ROCPROF_HSAKMT_LAYOUT` is refused (the tool
-/// would read every node with a wrong size), the other problems are warnings.
-fn check_settings(settings: &Settings) -> Result<()> {
-    let layout = wsl_topology::settings::ENV_LAYOUT;
-    if let Some(v) = std::env::var(layout).ok().filter(|v| !v.is_empty())
-        && settings.layout.is_none()
-    {
-        bail!(messages::layout_malformed(&v));
-    }
-    for p in &settings.problems {
-        eprintln!("rocprof: warning: {p}");
-    }
-    Ok(())
-}
-
-/// One run configuration: the options, its counter pass, and where its outputs go.
-struct Pass {
-    opts: RunOptions,
-    counters: Option<CounterPlan>,
-    /// `pass_<N>` or `pmc_<N>` under the output directory, when there are several passes.
-    subdir: Option<String>,
-}
-
 /// The passes the options ask for: one per `--pmc` group (one run without counters if there
 /// is none), or one per job of the `-i` file, each job's settings over the command line's.
-fn passes(opts: &RunOptions) -> Result<Vec<Pass>> {
+fn passes(opts: &RunOptions) -> Result<Vec<OptionPass>> {
     let warmup = opts.pmc_discard_warmup;
     let extra = opts
         .extra_counters
@@ -380,7 +284,7 @@ fn passes(opts: &RunOptions) -> Result<Vec<Pass>> {
         let groups = opts.pmc_groups();
         let several = groups.len() > 1;
         if groups.is_empty() {
-            return Ok(vec![Pass {
+            return Ok(vec![OptionPass {
                 opts: opts.clone(),
                 counters: None,
                 subdir: None,
@@ -390,7 +294,7 @@ fn passes(opts: &RunOptions) -> Result<Vec<Pass>> {
             .iter()
             .enumerate()
             .map(|(k, g)| {
-                Ok(Pass {
+                Ok(OptionPass {
                     opts: opts.clone(),
                     counters: Some(pmc::plan(g, warmup, extra)?),
                     subdir: several.then(|| format!("pass_{}", k + 1)),
@@ -422,14 +326,14 @@ fn passes(opts: &RunOptions) -> Result<Vec<Pass>> {
         };
         let prefix = if text { "pmc" } else { "pass" };
         if groups.is_empty() {
-            out.push(Pass {
+            out.push(OptionPass {
                 opts: merged.clone(),
                 counters: None,
                 subdir: Some(format!("{prefix}_{}", out.len() + 1)),
             });
         }
         for g in groups {
-            out.push(Pass {
+            out.push(OptionPass {
                 opts: merged.clone(),
                 counters: Some(pmc::plan(&g, warmup, extra)?),
                 subdir: Some(format!("{prefix}_{}", out.len() + 1)),
@@ -616,6 +520,38 @@ fn job_options(opts: &RunOptions, job: &crate::input::Job) -> Result<RunOptions,
     Ok(o)
 }
 
+/// The runner's pass for one configuration.
+fn runner_pass(p: &OptionPass, att: Option<&AttPlan>, app: &[OsString]) -> Result<Pass> {
+    let opts = &p.opts;
+    let cwd =
+        std::env::current_dir().map_err(|e| anyhow!("cannot read the working directory: {e}"))?;
+    let mut outputs = opts.output.settings(&cwd).map_err(|e| anyhow!(e))?;
+    // rocprofv3's --kokkos-trace implies --kernel-rename unless it is given.
+    if opts.domains.kokkos() && opts.output.kernel_rename.is_none() {
+        outputs.kernel_rename = true;
+    }
+    let lookup = |k: &str| std::env::var(k).ok();
+    let mut command = vec![opts.launch.resolve_app(&app[0])];
+    command.extend(app[1..].iter().cloned());
+    Ok(Pass {
+        selection: opts.selection(),
+        kernel_include_regex: opts.kernel_include_regex.clone(),
+        kernel_exclude_regex: opts.kernel_exclude_regex.clone(),
+        counters: p.counters.clone(),
+        thread_trace: att.cloned(),
+        outputs,
+        foreign_domains: opts.domains.requested(),
+        tool_env: opts.tool_env(),
+        launcher: Launcher {
+            command,
+            preloads: opts.launch.preloads(&lookup),
+            echo: opts.launch.echo == Some(true),
+        },
+        repeat: opts.pmc_repeat,
+        subdir: p.subdir.clone(),
+    })
+}
+
 /// Runs the application (once per pass, and `--pmc-repeat` times per counter pass) and writes
 /// the outputs.
 pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
@@ -623,362 +559,69 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
     if app.is_empty() {
         bail!(messages::nothing_to_run());
     }
+    let report = &mut Terminal;
     let lookup = |k: &str| std::env::var(k).ok();
     let (decision, warnings) = opts.launch.decide(&lookup);
     for w in warnings {
-        eprintln!("rocprof: warning: {w}");
+        crate::report::warn(&w);
     }
     if let crate::launch_options::RankDecision::Unprofiled(rank) = decision {
-        return run_unprofiled(&opts.launch, app, &rank);
+        // One write, so the lines of ranks sharing the terminal do not interleave.
+        crate::report::line(&format!(
+            "rank {} ({}) is not in --profile-mpi-ranks: running the application unprofiled",
+            rank.rank, rank.variable
+        ));
+        let mut command = vec![opts.launch.resolve_app(&app[0])];
+        command.extend(app[1..].iter().cloned());
+        return Ok(rocprof_runner::launch::exec_unprofiled(&command, report));
     }
     for n in opts.launch.notes() {
-        eprintln!("rocprof: note: {n}");
+        crate::report::note(n);
     }
-    let signals = Signals::install().map_err(|e| anyhow!(messages::signals_unavailable(&e)))?;
-    let tool = tool_library()?;
-    let settings = Settings::from_env();
-    check_settings(&settings)?;
+    let mut session = Session::prepare(report)?;
     let passes = passes(opts)?;
     let counting = passes.iter().any(|p| p.counters.is_some());
     let att = opts
         .att
         .config(counting)
         .map_err(|e| anyhow!(e))?
-        .map(|c| crate::att::plan(&c));
+        .map(|c| rocprof_runner::thread_trace::plan(&c, report));
     if counting {
-        warn_vendor_packet_gate(&settings);
+        session.check_vendor_packets(report);
     }
     if opts.selected_regions == Some(true) {
         if att.is_none() && !counting {
-            eprintln!(
-                "rocprof: warning: --selected-regions selects the dispatches of counters and thread trace only, and neither was asked for"
+            crate::report::warn(
+                "--selected-regions selects the dispatches of counters and thread trace only, and neither was asked for",
             );
         }
-        let wsl = wsl_topology::platform::select(&settings).platform == wsl_topology::Platform::Wsl;
+        let wsl = wsl_topology::platform::select(session.settings()).platform
+            == wsl_topology::Platform::Wsl;
         if wsl && !crate::sim::active() {
-            eprintln!(
-                "rocprof: warning: --selected-regions: rocprofv3 captured empty traces with it on WSL2 in testing; this rocprof follows roctxProfilerResume(0)/roctxProfilerPause(0) itself, but if the outputs are empty, select kernels with --kernel-include-regex instead"
+            crate::report::warn(
+                "--selected-regions: rocprofv3 captured empty traces with it on WSL2 in testing; this rocprof follows roctxProfilerResume(0)/roctxProfilerPause(0) itself, but if the outputs are empty, select kernels with --kernel-include-regex instead",
             );
         }
     }
     if opts.pmc_repeat > 1 && !counting {
-        eprintln!(
-            "rocprof: warning: --pmc-repeat repeats counter runs only, and no counters were asked for"
+        crate::report::warn(
+            "--pmc-repeat repeats counter runs only, and no counters were asked for",
         );
     }
     for d in opts.domains.requested() {
         if let Some(why) = d.before_run() {
-            eprintln!("rocprof: warning: {why}");
+            crate::report::warn(why);
         }
     }
-    // The thunk is probed once for every pass; what it shows is said before the first launch,
-    // with whether this runtime and thunk are a matched pair.
-    let layout = choose_layout(
-        &settings,
-        wsl_topology::platform::select(&settings).platform,
-    );
-    for w in &layout.warnings {
-        eprintln!("rocprof: warning: {w}");
+    session.probe_thunk(report);
+    if let Some(w) = rocprof_doctor::pairing_warning(session.layout()) {
+        crate::report::warn(&w.to_string());
     }
-    if let Some(w) = crate::pairing::warning(&layout) {
-        eprintln!("rocprof: warning: {w}");
-    }
-    let total = passes.len();
-    let mut code = ExitCode::SUCCESS;
-    for (k, pass) in passes.iter().enumerate() {
-        if total > 1 {
-            eprintln!(
-                "rocprof: pass {}/{total}{}",
-                k + 1,
-                pass.counters
-                    .as_ref()
-                    .map(|c| format!(": --pmc {}", c.requested.join(" ")))
-                    .unwrap_or_default()
-            );
-        }
-        let c = run_pass(pass, app, signals, &tool, att.as_ref(), &settings, &layout)?;
-        if k == 0 || c != ExitCode::SUCCESS {
-            code = c;
-        }
-        if signals.interrupted().is_some() || c != ExitCode::SUCCESS {
-            break;
-        }
-    }
-    Ok(code)
-}
-
-/// `WSLKMT_VENDOR_PACKET` other than 1 on WSL: the thunk then drops every PM4 packet without an
-/// error, so every counter reads zero.
-fn warn_vendor_packet_gate(settings: &Settings) {
-    let platform = wsl_topology::platform::select(settings).platform;
-    if platform != wsl_topology::Platform::Wsl {
-        return;
-    }
-    if let Ok(v) = std::env::var(VENDOR_PACKET)
-        && v != "1"
-    {
-        eprintln!("rocprof: warning: {}", messages::vendor_packet_gate(&v));
-    }
-}
-
-/// The DXG thunk's switch for vendor (PM4) packets.
-const VENDOR_PACKET: &str = "WSLKMT_VENDOR_PACKET";
-
-/// One pass: `--pmc-repeat` − 1 counter-only runs whose traces are kept in memory, then the run
-/// whose outputs are written, with the counters estimated over all of them.
-fn run_pass(
-    pass: &Pass,
-    app: &[OsString],
-    signals: &'static Signals,
-    tool: &std::path::Path,
-    att: Option<&crate::att::AttPlan>,
-    settings: &Settings,
-    layout: &crate::avail::LayoutDecision,
-) -> Result<ExitCode> {
-    let opts = &pass.opts;
-    let sel = opts.selection();
-    if sel == Selection::default() && pass.counters.is_none() && att.is_none() {
-        eprintln!("rocprof: warning: {}", messages::no_tracing_option());
-    }
-    let cwd = std::env::current_dir().context("cannot read the working directory")?;
-
-    let (launch_date, launch_time) = process::now_local();
-    let mut launch = Launch {
-        rocprof_pid: std::process::id(),
-        hostname: hostname(),
-        cwd: cwd.display().to_string(),
-        argv: app
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-        launch_date,
-        launch_time,
-        env: Default::default(),
-    };
-    let mut output = opts.output.settings(&cwd).map_err(|e| anyhow!(e))?;
-    // rocprofv3's --kokkos-trace implies --kernel-rename unless it is given.
-    if opts.domains.kokkos() && opts.output.kernel_rename.is_none() {
-        output.kernel_rename = true;
-    }
-    launch.capture_env(&[&output.directory, &output.file]);
-    if let Some(sub) = &pass.subdir {
-        output.directory = format!("{}/{sub}", output.directory.trim_end_matches('/'));
-    }
-    outputs::validate(&output, &launch)?;
-
-    let mut env_extra: Vec<(&'static str, String)> = sel
-        .env()
-        .into_iter()
-        .map(|(k, v)| (k, v.to_owned()))
-        .collect();
-    env_extra.extend(opts.filter_env());
-    // --kernel-rename: the tool notes each dispatch's ROCTx range (markers recorded or not).
-    if output.kernel_rename {
-        env_extra.push((env::KERNEL_RENAME, "1".to_owned()));
-    }
-    if let Some(c) = &pass.counters {
-        env_extra.push((env::COUNTERS, serde_json::to_string(&c.request())?));
-    }
-    if let Some(choice) = layout.choice.as_ref().filter(|_| settings.layout.is_none()) {
-        env_extra.push((wsl_topology::settings::ENV_LAYOUT, choice.size.to_string()));
-    }
-
-    let repeat = if pass.counters.is_some() {
-        opts.pmc_repeat
-    } else {
-        1
-    };
-    let mut others: Vec<Vec<ProcessTrace>> = Vec::new();
-    for r in 1..repeat {
-        eprintln!("rocprof: counter run {r}/{repeat}");
-        let dir = RecordDir::create()?;
-        match launch_app(&opts.launch, app, tool, &dir, &env_extra, signals) {
-            Ok(status) if status.success() => {}
-            Ok(status) => {
-                let path = dir.path().to_owned();
-                let _ = dir.remove();
-                bail!(messages::repeat_run_failed(r, &status, &path));
-            }
-            Err(code) => {
-                let _ = dir.remove();
-                return Ok(code);
-            }
-        }
-        others.push(convert::read_traces(&dir));
-        let _ = dir.remove();
-        if signals.interrupted().is_some() {
-            return Ok(ExitCode::from(130));
-        }
-    }
-    if repeat > 1 {
-        eprintln!("rocprof: counter run {repeat}/{repeat} (its traces are written)");
-    }
-
-    let dir = RecordDir::create()?;
-    if let Some(plan) = att {
-        let raw = dir.path().join(crate::att::RAW_DIR);
-        if let Err(e) = std::fs::create_dir(&raw) {
-            let _ = dir.remove();
-            bail!("cannot create {}: {e}", raw.display());
-        }
-        let request = crate::att::request(plan, dir.path());
-        env_extra.push((env::THREAD_TRACE, serde_json::to_string(&request)?));
-    }
-    let mut manifest = RunManifest {
-        schema: SCHEMA.into(),
-        selection: sel,
-        kernel_include_regex: opts.kernel_include_regex.clone(),
-        kernel_exclude_regex: opts.kernel_exclude_regex.clone(),
-        counters: pass.counters.clone(),
-        thread_trace: att.cloned(),
-        outputs: output,
-        launch,
-        status: None,
-        foreign_domains: opts.domains.requested(),
-    };
-    if let Err(e) = dir.write_manifest(&manifest) {
-        let path = dir.path().to_owned();
-        let _ = dir.remove();
-        bail!(messages::manifest_write_failed(&path, &e));
-    }
-    let since = dir.fs_now();
-    let status = match launch_app(&opts.launch, app, tool, &dir, &env_extra, signals) {
-        Ok(status) => status,
-        Err(code) => {
-            let _ = dir.remove();
-            return Ok(code);
-        }
-    };
-    manifest.status = Some(status);
-    // Only `rocprof convert` reads it back, for the explanations; they are worded for an
-    // unknown end if this write fails.
-    let _ = dir.write_manifest(&manifest);
-
-    let outcome = convert::convert(
-        Job {
-            dir,
-            manifest,
-            since,
-            other_runs: others,
-        },
-        signals,
-    );
-    eprintln!(
-        "rocprof: {}",
-        messages::run_summary(
-            &status,
-            outcome.processes,
-            outcome.written.len(),
-            &outcome.dirs()
-        )
-    );
-    Ok(convert::run_exit_code(&status, &outcome))
-}
-
-/// An MPI rank `--profile-mpi-ranks` does not select: replaced by the application itself
-/// (same pid, arguments and environment), so `mpirun` sees its own process run unprofiled.
-fn run_unprofiled(
-    launch: &crate::launch_options::LaunchOptions,
-    app: &[OsString],
-    rank: &crate::launch_options::MpiRank,
-) -> Result<ExitCode> {
-    use std::os::unix::process::CommandExt as _;
-    // One write, so the lines of ranks sharing the terminal do not interleave.
-    let line = format!(
-        "rocprof: rank {} ({}) is not in --profile-mpi-ranks: running the application unprofiled\n",
-        rank.rank, rank.variable
-    );
-    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
-    let program = launch.resolve_app(&app[0]);
-    let err = std::process::Command::new(&program).args(&app[1..]).exec();
-    let name = program.to_string_lossy();
-    let message = match err.kind() {
-        std::io::ErrorKind::NotFound => messages::app_not_found(&name),
-        _ => messages::app_not_executable(&name, &err),
-    };
-    eprintln!("rocprof: error: {message}");
-    Ok(ExitCode::from(
-        if err.kind() == std::io::ErrorKind::NotFound {
-            127
-        } else {
-            126
-        },
-    ))
-}
-
-/// Launches the application with the tool preloaded, recording into `dir`; an `Err` is the
-/// exit code for a launch that failed (said on stderr).
-fn launch_app(
-    opts: &crate::launch_options::LaunchOptions,
-    app: &[OsString],
-    tool: &std::path::Path,
-    dir: &RecordDir,
-    env_extra: &[(&'static str, String)],
-    signals: &'static Signals,
-) -> std::result::Result<Status, ExitCode> {
-    let program = opts.resolve_app(&app[0]);
-    let app_name = program.to_string_lossy().into_owned();
-    let mut cmd = std::process::Command::new(&program);
-    cmd.args(&app[1..]);
-    let mut preload = tool.as_os_str().to_owned();
-    for lib in opts.preloads(&|k| std::env::var(k).ok()) {
-        preload.push(":");
-        preload.push(lib);
-    }
-    let preload = prepended("LD_PRELOAD", preload);
-    if opts.echo == Some(true) {
-        eprintln!("rocprof: echo: LD_PRELOAD={}", preload.to_string_lossy());
-        eprintln!(
-            "rocprof: echo: {}={}",
-            env::RECORD_DIR,
-            dir.path().display()
-        );
-        for (k, v) in env_extra {
-            eprintln!("rocprof: echo: {k}={v}");
-        }
-        let args: Vec<String> = std::iter::once(app_name.clone())
-            .chain(app[1..].iter().map(|a| a.to_string_lossy().into_owned()))
-            .collect();
-        eprintln!("rocprof: echo: {}", args.join(" "));
-    }
-    cmd.env("LD_PRELOAD", preload)
-        .env(env::RECORD_DIR, dir.path());
-    for (k, v) in env_extra {
-        cmd.env(k, v);
-    }
-    process::launch(signals, cmd).map_err(|e| {
-        let message = match &e {
-            LaunchError::NotFound => messages::app_not_found(&app_name),
-            LaunchError::NotExecutable(err) => messages::app_not_executable(&app_name, err),
-            LaunchError::Interrupted(s) => messages::interrupted_before_launch(*s),
-        };
-        eprintln!("rocprof: error: {message}");
-        e.exit_code()
-    })
-}
-
-/// Domains with records, to compare with what was asked for.
-pub fn recorded(traces: &[ProcessTrace]) -> Selection {
-    let mut s = Selection::default();
-    for t in traces {
-        for r in &t.api {
-            match ApiDomain::from_u8(r.domain) {
-                Some(ApiDomain::HipRuntime) => s.hip_runtime = true,
-                Some(ApiDomain::HipCompiler) => s.hip_compiler = true,
-                Some(ApiDomain::HsaCore) => s.hsa_core = true,
-                Some(ApiDomain::HsaAmdExt) => s.hsa_amd = true,
-                Some(ApiDomain::HsaImage) => s.hsa_image = true,
-                Some(ApiDomain::HsaFinalize) => s.hsa_finalizer = true,
-                _ => {}
-            }
-        }
-        s.kernels |= !t.dispatches.is_empty();
-        s.copies |= !t.copies.is_empty();
-        s.markers |= !t.markers.is_empty();
-        s.memory_allocations |= !t.allocations.is_empty();
-        s.scratch_memory |= !t.scratch.is_empty();
-    }
-    s
+    let passes = passes
+        .iter()
+        .map(|p| runner_pass(p, att.as_ref(), app))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(session.run(&passes, report)?)
 }
 
 #[cfg(test)]

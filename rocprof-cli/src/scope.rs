@@ -25,7 +25,7 @@ pub struct ScopeOptions {
     /// With `--selected-regions`: nested roctxProfilerResume/Pause pairs count (collection
     /// stops at the outermost pause).
     #[arg(long = "selected-regions-ref-count", num_args = 0..=1, default_missing_value = "true",
-          value_parser = crate::run::parse_bool, value_name = "BOOL", help_heading = "Filtering")]
+          value_parser = trace_records::env::parse_bool, value_name = "BOOL", help_heading = "Filtering")]
     pub selected_regions_ref_count: Option<bool>,
 }
 

@@ -60,7 +60,7 @@ pub fn enter() -> Result<()> {
             dir.display()
         );
     }
-    let path = crate::run::prepended("LD_LIBRARY_PATH", lib.into_os_string());
+    let path = rocprof_runner::launch::prepended("LD_LIBRARY_PATH", lib.into_os_string());
     let mut cmd = std::process::Command::new(std::env::current_exe()?);
     cmd.args(std::env::args_os().skip(1))
         .env(ACTIVE, "1")

@@ -14,6 +14,7 @@ pub mod hsa_pairing;
 pub mod kfd;
 pub mod kmt;
 pub mod layout;
+pub mod layout_choice;
 pub mod pairing;
 pub mod platform;
 pub mod settings;

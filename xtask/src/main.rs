@@ -4,6 +4,7 @@ use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod modules;
 mod pm4_dump;
 mod tidy;
 

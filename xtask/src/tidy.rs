@@ -36,6 +36,9 @@ pub struct Rule {
     /// Crates (from anywhere) that must not be linked into it: not reachable through normal
     /// dependencies (proc-macro crates run in the compiler and are not followed).
     pub never_links: &'static [&'static str],
+    /// Whether its library may print (only the tool library the application loads: its one
+    /// warning line goes to the application's stderr). Binaries always may.
+    pub prints: bool,
 }
 
 /// A product crate that may use the workspace crates `may_use` and nothing else is forbidden.
@@ -46,6 +49,7 @@ const fn product(name: &'static str, may_use: &'static [&'static str]) -> Rule {
         may_use,
         never_reaches: &[],
         never_links: &[],
+        prints: false,
     }
 }
 
@@ -57,6 +61,7 @@ const fn dev(name: &'static str) -> Rule {
         may_use: &[],
         never_reaches: &[],
         never_links: &[],
+        prints: true,
     }
 }
 
@@ -86,6 +91,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         never_links: CLI_ONLY,
         never_reaches: &["trace-export"],
+        prints: true,
         ..product(
             "rocprof-tool",
             &[
@@ -104,6 +110,27 @@ pub const RULES: &[Rule] = &[
     Rule {
         never_reaches: &["hsa-intercept", "rocprof-tool"],
         ..product(
+            "rocprof-runner",
+            &[
+                "wsl-topology",
+                "trace-records",
+                "trace-export",
+                "pmc-dxg",
+                "att",
+            ],
+        )
+    },
+    product(
+        "rocprof-doctor",
+        &["wsl-topology", "trace-records", "att", "rocprof-runner"],
+    ),
+    product(
+        "trace-analysis",
+        &["trace-records", "trace-export", "pmc-dxg", "rocprof-runner"],
+    ),
+    Rule {
+        never_reaches: &["hsa-intercept", "rocprof-tool"],
+        ..product(
             "rocprof-cli",
             &[
                 "wsl-topology",
@@ -111,6 +138,9 @@ pub const RULES: &[Rule] = &[
                 "trace-export",
                 "pmc-dxg",
                 "att",
+                "rocprof-runner",
+                "rocprof-doctor",
+                "trace-analysis",
             ],
         )
     },
@@ -364,6 +394,8 @@ struct Package {
 #[derive(Debug, Deserialize)]
 struct Target {
     kind: Vec<String>,
+    #[serde(default)]
+    src_path: PathBuf,
 }
 
 #[derive(Debug, Deserialize)]
@@ -475,6 +507,45 @@ pub fn metadata(root: &Path) -> Result<Metadata> {
     serde_json::from_slice(&out.stdout).context("cannot parse the output of cargo metadata")
 }
 
+impl Metadata {
+    /// The source rules ([`crate::modules`]) on every target of every product crate: library
+    /// targets must not print (unless their rule allows it), no target may have a module cycle.
+    /// Tests, examples, benches and build scripts are not checked.
+    pub fn source_findings(&self, rules: &[Rule]) -> Result<(usize, Vec<crate::modules::Finding>)> {
+        let sim = self.workspace_root.join("sim");
+        let mut checked = 0;
+        let mut out = Vec::new();
+        for p in &self.packages {
+            if !self.workspace_members.contains(&p.id) || p.manifest_path.starts_with(&sim) {
+                continue;
+            }
+            let Some(rule) = rules.iter().find(|r| r.name == p.name) else {
+                continue;
+            };
+            if rule.role != Role::Product {
+                continue;
+            }
+            for t in &p.targets {
+                let library = t
+                    .kind
+                    .iter()
+                    .any(|k| matches!(k.as_str(), "lib" | "rlib" | "cdylib" | "staticlib"));
+                let binary = t.kind.iter().any(|k| k == "bin");
+                if !library && !binary {
+                    continue;
+                }
+                checked += 1;
+                out.extend(crate::modules::check_target(
+                    &p.name,
+                    &t.src_path,
+                    library && !rule.prints,
+                )?);
+            }
+        }
+        Ok((checked, out))
+    }
+}
+
 /// Runs the check on the workspace at `root`; fails listing every violation.
 pub fn tidy(root: &Path) -> Result<()> {
     let problems = table_problems(RULES);
@@ -484,8 +555,25 @@ pub fn tidy(root: &Path) -> Result<()> {
             problems.join("\n  ")
         );
     }
-    let graph = metadata(root)?.graph()?;
+    let metadata = metadata(root)?;
+    let graph = metadata.graph()?;
     let violations = check(&graph, RULES);
+    let (targets, findings) = metadata.source_findings(RULES)?;
+    if !findings.is_empty() {
+        let mut text = format!("tidy: {} source rule violation(s):", findings.len());
+        for f in &findings {
+            text.push_str("\n  - ");
+            text.push_str(&f.to_string().replace('\n', "\n  "));
+        }
+        if !violations.is_empty() {
+            text.push_str(&format!(
+                "\n(and {} dependency rule violation(s))",
+                violations.len()
+            ));
+        }
+        bail!("{text}");
+    }
+    eprintln!("tidy: no module cycles in {targets} product targets, and no library prints");
     if violations.is_empty() {
         let count = |o: Origin| graph.crates.iter().filter(|c| c.origin == o).count();
         eprintln!(
@@ -639,7 +727,7 @@ mod tests {
         assert_eq!(v.len(), 2, "{v:#?}");
         assert_eq!(
             v[0].message,
-            "`rocprof-cli` depends on `hsa-intercept`, which its rule does not allow (it may use: wsl-topology, trace-records, trace-export, pmc-dxg, att)"
+            "`rocprof-cli` depends on `hsa-intercept`, which its rule does not allow (it may use: wsl-topology, trace-records, trace-export, pmc-dxg, att, rocprof-runner, rocprof-doctor, trace-analysis)"
         );
         assert_eq!(v[0].path, ["rocprof-cli", "hsa-intercept"]);
         assert_eq!(

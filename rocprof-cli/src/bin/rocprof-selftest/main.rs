@@ -16,9 +16,8 @@
 #![deny(unsafe_code)]
 
 mod hsa;
-#[allow(dead_code)]
-#[path = "../../doctor/protocol.rs"]
-mod protocol;
+
+use rocprof_doctor::protocol;
 
 use pmc_dxg::pm4::{self, HEADER_BARRIER};
 use pmc_dxg::{BaseEvent, Topology};

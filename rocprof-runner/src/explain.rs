@@ -1,0 +1,452 @@
+//! No silent failure: when a run recorded less than was asked, say why in plain words.
+
+use crate::plan::Selection;
+use crate::plan::selection::recorded;
+use crate::process::Status;
+use std::path::{Path, PathBuf};
+use trace_records::ProcessTrace;
+use trace_records::docs::{PlatformKind, Runtime, RuntimeLibrary};
+
+/// Names of the API tables a process received.
+pub fn tables_received(t: &ProcessTrace) -> Vec<Runtime> {
+    t.docs.tables.iter().map(|t| t.runtime.clone()).collect()
+}
+
+/// The processes noted in `<dir>/untraced.pids`: they ran with the profiler loaded but never
+/// loaded a ROCm runtime (so they wrote no log). A missing or unreadable file is no process.
+pub fn untraced_pids(dir: &Path) -> Vec<u32> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let path = dir.join(trace_records::env::UNTRACED_PIDS);
+    let mut bytes = Vec::new();
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path);
+    if let Ok(mut f) = opened
+        && f.metadata().is_ok_and(|m| m.is_file())
+    {
+        let _ = std::io::Read::read_to_end(&mut f, &mut bytes);
+    }
+    let mut pids: Vec<u32> = bytes
+        .chunks_exact(8)
+        .map(|e| u32::from_le_bytes([e[0], e[1], e[2], e[3]]))
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
+
+/// Explanations for everything missing from the run (empty when all is well). `untraced` are
+/// the processes that ran with the profiler but without any ROCm runtime.
+pub fn explain(
+    sel: &Selection,
+    status: &Status,
+    traces: &[ProcessTrace],
+    logs: &[PathBuf],
+    untraced: &[u32],
+) -> Vec<String> {
+    explain_with(sel, status, traces, logs, untraced, |k| {
+        std::env::var(k).ok()
+    })
+}
+
+/// [`explain`] with an injectable environment.
+pub fn explain_with(
+    sel: &Selection,
+    status: &Status,
+    traces: &[ProcessTrace],
+    logs: &[PathBuf],
+    untraced: &[u32],
+    env: impl Fn(&str) -> Option<String>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(sig) = status.signal {
+        let n: usize = traces.iter().map(ProcessTrace::record_count).sum();
+        out.push(format!(
+            "the application was killed by {}; the {n} records written before the crash were recovered",
+            crate::process::signal_name(sig)
+        ));
+    }
+    if logs.is_empty() && !untraced.is_empty() {
+        let n = untraced.len();
+        let which = if n == 1 {
+            "the application's process".to_owned()
+        } else {
+            format!("any of the application's {n} processes")
+        };
+        out.push(format!("nothing was recorded: the profiler ran in {which}, but none loaded a ROCm runtime (libhsa-runtime64 or libamdhip64), so nothing used an AMD GPU through ROCm"));
+        return out;
+    }
+    if logs.is_empty() {
+        out.push("no record log was written: the profiler library never ran inside the application (a statically linked or setuid program ignores LD_PRELOAD, and a wrapper script may drop it)".into());
+        return out;
+    }
+    // A log that could not be read says nothing about the runtime: its process's records are
+    // missing for that reason alone (said with the reason when it was read), so no runtime or
+    // registration problem is inferred from the gap.
+    let unreadable = logs.len().saturating_sub(traces.len());
+    if unreadable > 0 {
+        out.push(format!(
+            "{unreadable} of {} record log(s) could not be read (the reason is above); what those processes recorded is missing because of that, not because of the runtime",
+            logs.len()
+        ));
+        if traces.is_empty() {
+            return out;
+        }
+    }
+    if *sel == Selection::default() || unreadable > 0 {
+        return out;
+    }
+    let got = recorded(traces);
+    let wants_hsa = sel.hsa_core
+        || sel.hsa_amd
+        || sel.hsa_image
+        || sel.hsa_finalizer
+        || sel.kernels
+        || sel.copies
+        || sel.memory_allocations
+        || sel.scratch_memory;
+    // Every table any process received.
+    let tables: Vec<Runtime> = traces.iter().flat_map(tables_received).collect();
+    let received = |r: Runtime| tables.contains(&r);
+    let hsa_received = received(Runtime::Hsa);
+    // Known only when the process exited normally (its exit document lists the runtimes mapped).
+    let exits: Vec<_> = traces.iter().filter_map(|t| t.docs.exit.as_ref()).collect();
+    let hsa_never_loaded = !exits.is_empty()
+        && exits
+            .iter()
+            .all(|e| !e.runtimes_loaded.contains(&RuntimeLibrary::Hsa));
+    if wants_hsa && !hsa_received {
+        if hsa_never_loaded {
+            out.push("nothing was recorded from the GPU runtimes: the application never loaded the HSA runtime (libhsa-runtime64.so.1), so it does not use an AMD GPU through ROCm".into());
+            return out;
+        }
+        out.push(hsa_not_received(traces, status, &env));
+    }
+    let wants_hip = sel.hip_runtime || sel.hip_compiler;
+    let hip_received = tables.iter().any(Runtime::is_hip);
+    if wants_hip && !hip_received && hsa_received {
+        out.push("HIP API tracing was requested but the application never registered a HIP runtime (it does not use HIP, or its libamdhip64 predates tool registration)".into());
+    }
+    if sel.markers && !got.markers && !received(Runtime::Roctx) {
+        // Whether ROCTx was mapped is known only from a normal exit.
+        let roctx_loaded = exits
+            .iter()
+            .any(|e| e.runtimes_loaded.contains(&RuntimeLibrary::Roctx));
+        out.push(if roctx_loaded {
+            "--marker-trace was requested: the application loaded ROCTx, but no ROCTx table reached the profiler (ROCTx registers its tables through rocprofiler-register before their first use, so the application most likely made no ROCTx call before it ended)".into()
+        } else if exits.is_empty() {
+            "--marker-trace was requested but no ROCTx table reached the profiler; the application did not exit normally, so whether it loaded ROCTx (librocprofiler-sdk-roctx) is unknown".into()
+        } else {
+            "--marker-trace was requested but the application never loaded ROCTx (librocprofiler-sdk-roctx); link the application against it, see Using ROCTx".into()
+        });
+    }
+    // The tool said why nothing was collected (the first -P window never opened).
+    let period_missed = traces.iter().any(|t| {
+        t.docs
+            .warnings
+            .iter()
+            .any(|w| w.about == trace_records::docs::WarningKind::CollectionPeriod)
+    });
+    for (asked, have, what) in [
+        (
+            sel.kernels,
+            got.kernels,
+            "--kernel-trace: no kernel dispatch was recorded",
+        ),
+        (
+            sel.copies,
+            got.copies,
+            "--memory-copy-trace: no asynchronous memory copy was recorded",
+        ),
+        (
+            sel.memory_allocations,
+            got.memory_allocations,
+            "--memory-allocation-trace: no memory allocation or free through the HSA runtime was recorded",
+        ),
+        (
+            // Most kernels need no scratch: with a bundle (-s, -r) its absence is normal and
+            // not worth a line; asked for on its own, it is explained.
+            sel.scratch_memory
+                && !(sel.kernels && sel.copies && sel.markers && sel.memory_allocations),
+            got.scratch_memory,
+            "--scratch-memory-trace: no scratch memory event was recorded (the runtime reports one when a kernel needs more private segment memory than its queue holds)",
+        ),
+        (
+            sel.hip_runtime || sel.hip_compiler,
+            got.hip_runtime || got.hip_compiler,
+            "--hip-trace: no HIP API call was recorded",
+        ),
+        (
+            sel.hsa_core || sel.hsa_amd,
+            got.hsa_core || got.hsa_amd,
+            "--hsa-trace: no HSA API call was recorded",
+        ),
+        (
+            sel.markers,
+            got.markers,
+            "--marker-trace: no ROCTx mark or range was recorded",
+        ),
+    ] {
+        if asked && !have && (hsa_received || !wants_hsa) && !period_missed {
+            out.push(format!(
+                "{what} (the application made none, or they happened outside the traced runtime)"
+            ));
+        }
+    }
+    out
+}
+
+fn hsa_not_received(
+    traces: &[ProcessTrace],
+    status: &Status,
+    env: &impl Fn(&str) -> Option<String>,
+) -> String {
+    // An application that failed may have failed in hsa_init; one that succeeded got past it.
+    let app_failed = status.signal.is_some() || status.code.is_some_and(|c| c != 0);
+    let mut failed = Vec::new();
+    let mut passed = Vec::new();
+    match env("HSA_TOOLS_DISABLE_REGISTER").as_deref() {
+        Some("1") => failed.push("HSA_TOOLS_DISABLE_REGISTER=1 is set in the environment: the HSA runtime skips tool registration. Unset it".to_owned()),
+        _ => passed.push("HSA_TOOLS_DISABLE_REGISTER is not 1"),
+    }
+    let discovery: Vec<_> = traces
+        .iter()
+        .filter_map(|t| t.docs.discovery.as_ref())
+        .collect();
+    let on_wsl = discovery.iter().any(|d| d.platform == PlatformKind::Wsl);
+    match env("HSA_ENABLE_DXG_DETECTION").as_deref() {
+        Some("0") => failed.push("HSA_ENABLE_DXG_DETECTION=0 disables the DXG path: hsa_init fails and no GPU is visible. Never set it to 0 on WSL2".to_owned()),
+        Some("1") => passed.push("HSA_ENABLE_DXG_DETECTION=1"),
+        _ if on_wsl && app_failed => failed.push("HSA_ENABLE_DXG_DETECTION is unset: stock ROCm 7.2.x runtimes then fail hsa_init on WSL2 (\"no supported GPU devices\"); export HSA_ENABLE_DXG_DETECTION=1 from ~/.profile".to_owned()),
+        _ if on_wsl => passed.push("HSA_ENABLE_DXG_DETECTION unset (fine for current runtimes; the application ran)"),
+        _ => {}
+    }
+    let gpus = traces
+        .iter()
+        .any(|t| t.docs.agents().iter().any(|a| a.is_gpu()));
+    let no_gpu = discovery
+        .iter()
+        .any(|d| d.omissions.iter().any(|o| o.kind.loses_every_gpu()));
+    if no_gpu || (!gpus && !discovery.is_empty()) {
+        failed
+            .push("agent discovery found no GPU agent (run `rocprof avail` to see why)".to_owned());
+    } else if gpus {
+        passed.push("GPU agents were discovered");
+    }
+    if failed.is_empty() {
+        failed.push("the HSA runtime ran but never offered its API table to rocprofiler-register. A runtime that suppresses tool registration on the DXG path behaves exactly like this: the application runs and nothing is recorded. Install the ROCm runtime matched with this librocdxg (see \"Matching the runtime and the DXG thunk\")".to_owned());
+    }
+    let mut s = String::from(
+        "nothing was recorded from the HSA runtime: the profiler never received the \"hsa\" API table.\n  failed checks:",
+    );
+    for f in &failed {
+        s.push_str("\n    - ");
+        s.push_str(f);
+    }
+    if !passed.is_empty() {
+        s.push_str(&format!("\n  passed checks: {}", passed.join("; ")));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trace(json: &[&str]) -> ProcessTrace {
+        let mut t = ProcessTrace::default();
+        for j in json {
+            let doc = trace_records::docs::Document::from_json(j)
+                .unwrap_or_else(|| panic!("not a document: {j}"));
+            t.docs.add(doc);
+        }
+        t
+    }
+
+    const OK: Status = Status {
+        code: Some(0),
+        signal: None,
+    };
+    const WSL: &str = r#"{"kind":"discovery","platform":"wsl","omissions":[]}"#;
+    const AGENTS: &str = r#"{"kind":"agents","agents":[{"kind":"gpu","logical_node_id":0,"node_id":1,"logical_node_type_id":0,"name":"gfx1150","product_name":"","vendor_name":"AMD","model_name":"","cpu_cores_count":0,"gpu":null}]}"#;
+
+    fn sys() -> Selection {
+        Selection {
+            hsa_core: true,
+            kernels: true,
+            hip_runtime: true,
+            ..Default::default()
+        }
+    }
+
+    fn logs() -> Vec<PathBuf> {
+        vec![PathBuf::from("1.rplog")]
+    }
+
+    #[test]
+    fn empty_memory_traces_are_explained_and_scratch_only_when_asked_alone() {
+        let hsa = r#"{"kind":"table","runtime":"hsa","instance":0,"wrapped":1}"#;
+        let t = trace(&[WSL, AGENTS, hsa]);
+        let alone = Selection {
+            memory_allocations: true,
+            scratch_memory: true,
+            ..Default::default()
+        };
+        let out = explain_with(&alone, &OK, std::slice::from_ref(&t), &logs(), &[], |_| {
+            None
+        });
+        assert!(
+            out.iter()
+                .any(|l| l.starts_with("--memory-allocation-trace: no memory")),
+            "{out:?}"
+        );
+        assert!(
+            out.iter()
+                .any(|l| l.starts_with("--scratch-memory-trace: no scratch")),
+            "{out:?}"
+        );
+        let out = explain_with(&sys(), &OK, &[t], &logs(), &[], |_| None);
+        assert!(
+            !out.iter().any(|l| l.contains("--scratch-memory-trace")),
+            "a bundle's missing scratch is normal: {out:?}"
+        );
+    }
+
+    #[test]
+    fn a_missing_roctx_table_is_told_apart_by_what_was_mapped() {
+        let hsa = r#"{"kind":"table","runtime":"hsa","instance":0,"wrapped":1}"#;
+        let markers = Selection {
+            markers: true,
+            ..Default::default()
+        };
+        let said = |docs: &[&str]| {
+            let out = explain_with(&markers, &OK, &[trace(docs)], &logs(), &[], |_| None);
+            out.into_iter()
+                .find(|l| l.starts_with("--marker-trace was requested"))
+                .unwrap_or_else(|| panic!("no ROCTx line for {docs:?}"))
+        };
+        let loaded = r#"{"kind":"exit","runtimes_loaded":["hsa","roctx"]}"#;
+        let not_loaded = r#"{"kind":"exit","runtimes_loaded":["hsa"]}"#;
+        assert!(said(&[WSL, AGENTS, hsa, loaded]).contains("the application loaded ROCTx"));
+        assert!(said(&[WSL, AGENTS, hsa, not_loaded]).contains("never loaded ROCTx"));
+        assert!(said(&[WSL, AGENTS, hsa]).contains("is unknown"));
+    }
+
+    #[test]
+    fn disable_register_is_named() {
+        let env = |k: &str| (k == "HSA_TOOLS_DISABLE_REGISTER").then(|| "1".to_owned());
+        let out = explain_with(&sys(), &OK, &[trace(&[WSL])], &logs(), &[], env);
+        assert!(
+            out[0].contains("HSA_TOOLS_DISABLE_REGISTER=1 is set"),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn a_suppressing_runtime_is_the_remaining_explanation() {
+        let env = |k: &str| (k == "HSA_ENABLE_DXG_DETECTION").then(|| "1".to_owned());
+        let out = explain_with(&sys(), &OK, &[trace(&[WSL, AGENTS])], &logs(), &[], env);
+        assert!(
+            out[0].contains("suppresses tool registration on the DXG path"),
+            "{out:?}"
+        );
+        assert!(out[0].contains("passed checks: HSA_TOOLS_DISABLE_REGISTER is not 1; HSA_ENABLE_DXG_DETECTION=1; GPU agents were discovered"), "{out:?}");
+    }
+
+    #[test]
+    fn an_unset_dxg_detection_is_blamed_only_when_the_application_failed() {
+        let failed = Status {
+            code: Some(1),
+            signal: None,
+        };
+        let out = explain_with(
+            &sys(),
+            &failed,
+            &[trace(&[WSL, AGENTS])],
+            &logs(),
+            &[],
+            |_| None,
+        );
+        assert!(
+            out[0].contains("HSA_ENABLE_DXG_DETECTION is unset"),
+            "{out:?}"
+        );
+        let out = explain_with(&sys(), &OK, &[trace(&[WSL, AGENTS])], &logs(), &[], |_| {
+            None
+        });
+        assert!(out[0].contains("suppresses tool registration"), "{out:?}");
+    }
+
+    #[test]
+    fn dxg_detection_off_and_no_agents_are_named() {
+        let env = |k: &str| (k == "HSA_ENABLE_DXG_DETECTION").then(|| "0".to_owned());
+        let no_gpu = r#"{"kind":"discovery","platform":"wsl","omissions":[{"subject":"node 1","kind":"no-gpu-nodes","reason":"r"}]}"#;
+        let out = explain_with(&sys(), &OK, &[trace(&[no_gpu])], &logs(), &[], env);
+        assert!(
+            out[0].contains("HSA_ENABLE_DXG_DETECTION=0") && out[0].contains("no GPU agent"),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn crashes_and_missing_logs_are_reported() {
+        let crashed = Status {
+            code: None,
+            signal: Some(libc::SIGSEGV),
+        };
+        let t = trace(&[
+            WSL,
+            r#"{"kind":"table","runtime":"hsa","instance":0,"wrapped":1}"#,
+        ]);
+        let out = explain_with(&Selection::default(), &crashed, &[t], &logs(), &[], |_| {
+            None
+        });
+        assert!(out[0].contains("killed by SIGSEGV"), "{out:?}");
+        let out = explain_with(&sys(), &OK, &[], &[], &[], |_| None);
+        assert!(out[0].contains("no record log was written"), "{out:?}");
+        let out = explain_with(&sys(), &OK, &[], &[], &[7, 8], |_| None);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(
+            out[0].contains("any of the application's 2 processes")
+                && out[0].contains("none loaded a ROCm runtime"),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn an_unreadable_log_is_not_blamed_on_the_runtime() {
+        let two = vec![PathBuf::from("1.rplog"), PathBuf::from("2.rplog")];
+        let out = explain_with(&sys(), &OK, &[], &two[..1], &[], |_| None);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(
+            out[0].starts_with("1 of 1 record log(s) could not be read"),
+            "{out:?}"
+        );
+        let out = explain_with(&sys(), &OK, &[trace(&[WSL])], &two, &[], |_| None);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(!out[0].contains("suppresses"), "{out:?}");
+    }
+
+    #[test]
+    fn an_application_without_hsa_is_told_so() {
+        let exit = r#"{"kind":"exit","runtimes_loaded":[]}"#;
+        let out = explain_with(&sys(), &OK, &[trace(&[WSL, exit])], &logs(), &[], |_| None);
+        assert_eq!(out.len(), 1);
+        assert!(out[0].contains("never loaded the HSA runtime"), "{out:?}");
+    }
+
+    #[test]
+    fn an_empty_requested_domain_is_said() {
+        let t = trace(&[
+            WSL,
+            r#"{"kind":"table","runtime":"hsa","instance":0,"wrapped":1}"#,
+            r#"{"kind":"table","runtime":"hip","instance":0,"wrapped":1}"#,
+        ]);
+        let out = explain_with(&sys(), &OK, &[t], &logs(), &[], |_| None);
+        assert!(
+            out.iter().any(|o| o.starts_with("--kernel-trace")),
+            "{out:?}"
+        );
+    }
+}

@@ -1,0 +1,128 @@
+//! Starting the application with the tool preloaded and the record directory named, and
+//! replacing `rocprof` by an application that is not profiled (an MPI rank left out).
+
+use crate::error::Error;
+use crate::notice::{LaunchNotice, Report};
+use crate::plan::launcher::Launcher;
+use crate::process::{self, LaunchError, Signals, Status};
+use crate::record_dir::RecordDir;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use trace_records::env;
+
+/// The tool library next to the running executable.
+pub fn tool_library() -> Result<PathBuf, Error> {
+    let exe = std::env::current_exe().map_err(Error::Executable)?;
+    let lib = exe
+        .parent()
+        .map(|d| d.join("librocprof_tool.so"))
+        .unwrap_or_default();
+    if !lib.exists() {
+        return Err(Error::ToolMissing(lib));
+    }
+    Ok(lib)
+}
+
+/// This machine's host name (`localhost` when it cannot be read).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+/// `first`, then the current value of the colon-separated list in `var` (if any).
+pub fn prepended(var: &str, first: OsString) -> OsString {
+    let mut list = first;
+    if let Some(old) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+        list.push(":");
+        list.push(old);
+    }
+    list
+}
+
+/// The notice for an application that could not be started.
+fn not_started(app: &str, e: &std::io::Error) -> LaunchNotice {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => LaunchNotice::AppNotFound {
+            app: app.to_owned(),
+        },
+        _ => LaunchNotice::AppNotExecutable {
+            app: app.to_owned(),
+            reason: e.to_string(),
+        },
+    }
+}
+
+/// Launches the application with `tool` preloaded, recording into `dir`; an `Err` is the exit
+/// code of a launch that failed (said in `report`).
+pub fn launch_app(
+    launcher: &Launcher,
+    tool: &Path,
+    dir: &RecordDir,
+    env_extra: &[(&'static str, String)],
+    signals: &'static Signals,
+    report: &mut dyn Report,
+) -> Result<Status, ExitCode> {
+    let (program, args) = launcher
+        .command
+        .split_first()
+        .expect("a launcher always has a program");
+    let app_name = program.to_string_lossy().into_owned();
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args);
+    let mut preload = tool.as_os_str().to_owned();
+    for lib in &launcher.preloads {
+        preload.push(":");
+        preload.push(lib);
+    }
+    let preload = prepended("LD_PRELOAD", preload);
+    if launcher.echo {
+        let mut echo = |line: String| report.notice(LaunchNotice::Echo { line }.into());
+        echo(format!("LD_PRELOAD={}", preload.to_string_lossy()));
+        echo(format!("{}={}", env::RECORD_DIR, dir.path().display()));
+        for (k, v) in env_extra {
+            echo(format!("{k}={v}"));
+        }
+        let words: Vec<String> = std::iter::once(app_name.clone())
+            .chain(args.iter().map(|a| a.to_string_lossy().into_owned()))
+            .collect();
+        echo(words.join(" "));
+    }
+    cmd.env("LD_PRELOAD", preload)
+        .env(env::RECORD_DIR, dir.path());
+    for (k, v) in env_extra {
+        cmd.env(k, v);
+    }
+    process::launch(signals, cmd).map_err(|e| {
+        let notice = match &e {
+            LaunchError::NotFound => LaunchNotice::AppNotFound {
+                app: app_name.clone(),
+            },
+            LaunchError::NotExecutable(err) => LaunchNotice::AppNotExecutable {
+                app: app_name.clone(),
+                reason: err.to_string(),
+            },
+            LaunchError::Interrupted(s) => LaunchNotice::InterruptedBeforeLaunch { signal: *s },
+        };
+        report.notice(notice.into());
+        e.exit_code()
+    })
+}
+
+/// Replaces this process by the application, unprofiled (same pid, arguments and environment);
+/// returns only if that failed, with the exit code to end with (127: not found, 126: not
+/// executable), said in `report`.
+pub fn exec_unprofiled(command: &[OsString], report: &mut dyn Report) -> ExitCode {
+    use std::os::unix::process::CommandExt as _;
+    let (program, args) = command
+        .split_first()
+        .expect("a command always has a program");
+    let err = std::process::Command::new(program).args(args).exec();
+    report.notice(not_started(&program.to_string_lossy(), &err).into());
+    ExitCode::from(if err.kind() == std::io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    })
+}

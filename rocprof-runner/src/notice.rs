@@ -1,0 +1,761 @@
+//! What a run or a conversion tells its user, as typed values.
+//!
+//! The runner never prints. Everything a user must hear is a [`Notice`]: one enum per concern
+//! (the launch, reading the record directory, writing the outputs, counters, the findings after
+//! the run, the end of a job), each with `Display` for its text and `Serialize` for `--json`,
+//! and a [`Level`] that says how it is introduced. A caller hands the runner a [`Report`]; the
+//! `rocprof` binary's writes each notice to stderr as `rocprof: <level>: <text>`, a test or
+//! another tool may simply keep them.
+
+use crate::process::signal_name;
+use crate::words::{convert_command, in_dirs, quoted};
+use serde::Serialize;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Where the notices of a run or a conversion go.
+pub trait Report {
+    /// Takes one notice (in the order they happen).
+    fn notice(&mut self, notice: Notice);
+}
+
+/// Keeping the notices is a report too (for tests and tools that look at them afterwards).
+impl Report for Vec<Notice> {
+    fn notice(&mut self, notice: Notice) {
+        self.push(notice);
+    }
+}
+
+/// How a notice is introduced (rocprofv3's and this tool's line prefixes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Something failed (`rocprof: error: `).
+    Error,
+    /// Something the user should look at (`rocprof: warning: `).
+    Warning,
+    /// Something worth knowing (`rocprof: note: `).
+    Note,
+    /// About the hardware counters (`rocprof: counters: `).
+    Counters,
+    /// What was done, or where things are (`rocprof: `).
+    Info,
+    /// `--echo`: what the application is started with (`rocprof: echo: `).
+    Echo,
+}
+
+/// One thing to tell the user.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "concern", content = "notice", rename_all = "snake_case")]
+pub enum Notice {
+    /// Before and around the launch.
+    Launch(LaunchNotice),
+    /// Reading the record directory.
+    Records(RecordNotice),
+    /// Writing the outputs.
+    Output(OutputNotice),
+    /// Counter values.
+    Counters(CounterNotice),
+    /// What the run shows after it (explanations, losses, domains).
+    Finding(Finding),
+    /// How a job ended.
+    End(EndNotice),
+    /// The `-S` summary tables.
+    Summary(SummaryText),
+}
+
+impl Notice {
+    /// How it is introduced.
+    pub fn level(&self) -> Level {
+        match self {
+            Self::Launch(n) => n.level(),
+            Self::Records(_) => Level::Warning,
+            Self::Output(n) => n.level(),
+            Self::Counters(n) => n.level(),
+            Self::Finding(n) => n.level(),
+            Self::End(n) => n.level(),
+            Self::Summary(_) => Level::Info,
+        }
+    }
+}
+
+impl fmt::Display for Notice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Launch(n) => n.fmt(f),
+            Self::Records(n) => n.fmt(f),
+            Self::Output(n) => n.fmt(f),
+            Self::Counters(n) => n.fmt(f),
+            Self::Finding(n) => n.fmt(f),
+            Self::End(n) => n.fmt(f),
+            Self::Summary(n) => n.fmt(f),
+        }
+    }
+}
+
+macro_rules! into_notice {
+    ($($t:ident => $v:ident),* $(,)?) => {
+        $(impl From<$t> for Notice {
+            fn from(n: $t) -> Self {
+                Self::$v(n)
+            }
+        })*
+    };
+}
+
+into_notice! {
+    LaunchNotice => Launch,
+    RecordNotice => Records,
+    OutputNotice => Output,
+    CounterNotice => Counters,
+    Finding => Finding,
+    EndNotice => End,
+    SummaryText => Summary,
+}
+
+/// Before and around the launch of the application.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LaunchNotice {
+    /// A problem with a discovery setting (`ROCPROF_*` variables) that does not stop the run.
+    Setting {
+        /// What is wrong.
+        problem: String,
+    },
+    /// What probing the DXG thunk showed that the user should know.
+    LayoutProbe {
+        /// The warning.
+        warning: String,
+    },
+    /// `WSLKMT_VENDOR_PACKET` other than 1 for a counter run on WSL.
+    VendorPacketGate {
+        /// Its value.
+        value: String,
+    },
+    /// A pass of several (`--pmc` groups, `-i` jobs).
+    Pass {
+        /// 1-based.
+        number: usize,
+        /// How many.
+        total: usize,
+        /// The pass's counters, if it counts.
+        pmc: Vec<String>,
+    },
+    /// No tracing option: the run records nothing.
+    NoTracingOption,
+    /// One of the `--pmc-repeat` runs whose traces are only estimated over.
+    CounterRun {
+        /// 1-based.
+        number: u32,
+        /// `--pmc-repeat`.
+        of: u32,
+    },
+    /// The last `--pmc-repeat` run, whose traces are written.
+    CounterRunWritten {
+        /// `--pmc-repeat`.
+        of: u32,
+    },
+    /// A thread-trace decoder that cannot be used: the raw data is still written.
+    NoDecoder {
+        /// Why.
+        reason: String,
+    },
+    /// The application does not exist (exit code 127).
+    AppNotFound {
+        /// As it was to be run.
+        app: String,
+    },
+    /// The application cannot be executed (exit code 126).
+    AppNotExecutable {
+        /// As it was to be run.
+        app: String,
+        /// The system's reason.
+        reason: String,
+    },
+    /// A signal arrived before the application started.
+    InterruptedBeforeLaunch {
+        /// The signal.
+        signal: i32,
+    },
+    /// `--echo`: one line of what the application is started with.
+    Echo {
+        /// `NAME=value`, or the command line.
+        line: String,
+    },
+}
+
+impl LaunchNotice {
+    fn level(&self) -> Level {
+        match self {
+            Self::Pass { .. } | Self::CounterRun { .. } | Self::CounterRunWritten { .. } => {
+                Level::Info
+            }
+            Self::AppNotFound { .. }
+            | Self::AppNotExecutable { .. }
+            | Self::InterruptedBeforeLaunch { .. } => Level::Error,
+            Self::Echo { .. } => Level::Echo,
+            _ => Level::Warning,
+        }
+    }
+}
+
+impl fmt::Display for LaunchNotice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Setting { problem } => f.write_str(problem),
+            Self::LayoutProbe { warning } => f.write_str(warning),
+            Self::VendorPacketGate { value } => write!(
+                f,
+                "WSLKMT_VENDOR_PACKET={value}: the DXG thunk drops vendor (PM4) packets unless it is 1, \
+                 so every counter will read 0; unset it (rocprof then sets 1) or set WSLKMT_VENDOR_PACKET=1"
+            ),
+            Self::Pass { number, total, pmc } => {
+                write!(f, "pass {number}/{total}")?;
+                if !pmc.is_empty() {
+                    write!(f, ": --pmc {}", pmc.join(" "))?;
+                }
+                Ok(())
+            }
+            Self::NoTracingOption => f.write_str(
+                "no tracing option given; the application runs with the profiler loaded but nothing is recorded (try --sys-trace)",
+            ),
+            Self::CounterRun { number, of } => write!(f, "counter run {number}/{of}"),
+            Self::CounterRunWritten { of } => {
+                write!(f, "counter run {of}/{of} (its traces are written)")
+            }
+            Self::NoDecoder { reason } => write!(
+                f,
+                "--att: {reason}; the thread trace is captured and its raw .att and \
+                 .out files are written, but not decoded"
+            ),
+            Self::AppNotFound { app } => write!(
+                f,
+                "cannot run {app}: no such file; check the name (a program without '/' is looked up on PATH)"
+            ),
+            Self::AppNotExecutable { app, reason } => write!(
+                f,
+                "cannot run {app}: {reason}; it must be an executable file (chmod +x it, or run it through its interpreter)"
+            ),
+            Self::InterruptedBeforeLaunch { signal } => write!(
+                f,
+                "interrupted by {} before the application started: nothing ran",
+                signal_name(*signal)
+            ),
+            Self::Echo { line } => f.write_str(line),
+        }
+    }
+}
+
+/// Reading the record directory (each a warning: what is lost, and that the rest is kept).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RecordNotice {
+    /// An entry named like a log that is not a regular file.
+    SkippedEntry {
+        /// The entry.
+        path: PathBuf,
+        /// What it is ("a FIFO", …).
+        what: String,
+    },
+    /// A log that cannot be read at all.
+    LogUnreadable {
+        /// Why.
+        reason: String,
+    },
+    /// A damaged chunk in a log.
+    LogDamaged {
+        /// The log.
+        log: PathBuf,
+        /// Where.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl fmt::Display for RecordNotice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::SkippedEntry { path, what } => write!(
+                f,
+                "{} is named like a record log but is {what}: skipped (only regular files inside the record directory are read)",
+                path.display()
+            ),
+            Self::LogUnreadable { reason } => {
+                write!(f, "{reason}; that process's records are lost")
+            }
+            Self::LogDamaged {
+                log,
+                offset,
+                reason,
+            } => write!(
+                f,
+                "{}: the record log is damaged at byte {offset} ({reason}); that chunk was skipped, everything else is kept",
+                log.display()
+            ),
+        }
+    }
+}
+
+/// Writing the outputs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum OutputNotice {
+    /// An output could not be written, or its path is unusable (the job is kept).
+    Failed {
+        /// What failed, in words.
+        reason: String,
+    },
+    /// Two processes would write the same names.
+    SharedName {
+        /// The name.
+        name: PathBuf,
+        /// The process that writes elsewhere.
+        pid: u32,
+        /// Where it writes.
+        instead: PathBuf,
+    },
+    /// A warning of the summary (a `--summary-groups` pattern, …).
+    Summary {
+        /// The warning.
+        warning: String,
+    },
+    /// A warning of the thread-trace outputs.
+    ThreadTrace {
+        /// The warning.
+        warning: String,
+    },
+    /// `--perfetto-buffer-size`: what did not fit a trace.
+    PerfettoBufferFull {
+        /// The trace.
+        path: PathBuf,
+        /// The size limit in KB.
+        limit_kb: u64,
+        /// `the latest` or `the earliest`.
+        which: &'static str,
+        /// Events left out.
+        dropped_events: u64,
+        /// Of them slices.
+        dropped_slices: u64,
+        /// Of them counter values.
+        dropped_counters: u64,
+        /// Bytes written.
+        bytes: u64,
+        /// Bytes at full size.
+        full_bytes: u64,
+    },
+    /// `--minimum-output-data`: the files left out, with their sizes.
+    BelowMinimum {
+        /// The minimum in bytes.
+        minimum: u64,
+        /// The files and their sizes.
+        files: Vec<(PathBuf, u64)>,
+    },
+    /// Another run replaced a file this run wrote.
+    ReplacedByOther {
+        /// The file.
+        path: PathBuf,
+    },
+    /// This run replaced a file another run wrote while it ran.
+    ReplacedOther {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+impl OutputNotice {
+    fn level(&self) -> Level {
+        match self {
+            Self::Failed { .. } => Level::Error,
+            Self::BelowMinimum { .. }
+            | Self::ReplacedByOther { .. }
+            | Self::ReplacedOther { .. } => Level::Note,
+            _ => Level::Warning,
+        }
+    }
+}
+
+impl fmt::Display for OutputNotice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Failed { reason } => f.write_str(reason),
+            Self::SharedName { name, pid, instead } => write!(
+                f,
+                "several processes share the output name {}; process {pid} writes to {}",
+                name.display(),
+                instead.display()
+            ),
+            Self::Summary { warning } | Self::ThreadTrace { warning } => f.write_str(warning),
+            Self::PerfettoBufferFull {
+                path,
+                limit_kb,
+                which,
+                dropped_events,
+                dropped_slices,
+                dropped_counters,
+                bytes,
+                full_bytes,
+            } => write!(
+                f,
+                "{}: the trace holds at most --perfetto-buffer-size {limit_kb} KB of events, so {which} {dropped_events} events were left out ({dropped_slices} slices, {dropped_counters} counter values; {bytes} bytes written of {full_bytes} at full size); give a larger --perfetto-buffer-size (up to 4194303) to keep them",
+                path.display(),
+            ),
+            Self::BelowMinimum { minimum, files } => {
+                let list: Vec<String> = files
+                    .iter()
+                    .map(|(p, n)| format!("{} ({n} B)", p.display()))
+                    .collect();
+                write!(
+                    f,
+                    "--minimum-output-data {} KB: {} file(s) smaller than {minimum} bytes not written: {}",
+                    minimum / 1024,
+                    files.len(),
+                    list.join(", ")
+                )
+            }
+            Self::ReplacedByOther { path } => write!(
+                f,
+                "{} was replaced by another run after this one wrote it: the file there now is not this run's (give concurrent runs different -d/-o, e.g. with %pid%)",
+                path.display()
+            ),
+            Self::ReplacedOther { path } => write!(
+                f,
+                "this run replaced {}, which another run wrote after this one started (give concurrent runs different -d/-o, e.g. with %pid%)",
+                path.display()
+            ),
+        }
+    }
+}
+
+/// Counter values.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CounterNotice {
+    /// The definitions cannot be read: no counter values.
+    NoValues {
+        /// Why.
+        reason: String,
+    },
+    /// A problem evaluating a counter.
+    Evaluation {
+        /// What.
+        problem: String,
+    },
+    /// Counted dispatches that ran alongside kernels of the application's other queues.
+    Overlapped {
+        /// The process.
+        pid: u32,
+        /// The dispatches.
+        ids: Vec<u64>,
+    },
+    /// Every counter read 0 on dispatches that ran.
+    AllZero {
+        /// `WSLKMT_VENDOR_PACKET` when it was set to something other than 1.
+        gate: Option<String>,
+    },
+    /// A line of the counter-hygiene summary.
+    Hygiene {
+        /// The line.
+        line: String,
+    },
+    /// GRBM counters read 0 on dispatches that ran.
+    GrbmBurst,
+}
+
+impl CounterNotice {
+    fn level(&self) -> Level {
+        match self {
+            Self::NoValues { .. } | Self::Evaluation { .. } | Self::AllZero { .. } => {
+                Level::Warning
+            }
+            _ => Level::Counters,
+        }
+    }
+}
+
+/// The text of [`CounterNotice::Overlapped`] without its process (also `rocprof analyze`'s).
+pub fn counted_overlaps(ids: &[u64]) -> String {
+    let shown: Vec<String> = ids.iter().take(8).map(u64::to_string).collect();
+    let more = if ids.len() > 8 { ", …" } else { "" };
+    format!(
+        "{} counted dispatch(es) ran while a kernel of another queue of the application was \
+         running (dispatch ids {}{more}); counters count for the whole GPU, so their values \
+         include that kernel's work (run the queues one after another to count them apart)",
+        ids.len(),
+        shown.join(", ")
+    )
+}
+
+impl fmt::Display for CounterNotice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoValues { reason } => write!(f, "no counter values: {reason}"),
+            Self::Evaluation { problem } => f.write_str(problem),
+            Self::Overlapped { pid, ids } => {
+                write!(f, "warning (process {pid}): {}", counted_overlaps(ids))
+            }
+            Self::AllZero { gate } => {
+                let why = match gate {
+                    Some(v) => format!(
+                        "WSLKMT_VENDOR_PACKET was {v} in the application's environment, so the DXG thunk \
+                         dropped the counter packets without an error"
+                    ),
+                    None => "the counter packets did not reach the GPU: the DXG thunk honours vendor (PM4) \
+                             packets only if WSLKMT_VENDOR_PACKET=1 when it loads"
+                        .into(),
+                };
+                write!(
+                    f,
+                    "every hardware counter read 0 on dispatches that ran: {why}. No counter values are \
+                     written (they would all be 0); run again with WSLKMT_VENDOR_PACKET=1 (or unset)"
+                )
+            }
+            Self::Hygiene { line } => f.write_str(line),
+            Self::GrbmBurst => f.write_str(
+                "GRBM counters read 0 on dispatches that ran, as they do at the start of a GPU session on \
+                 WSL2 (bursts of up to ~300 ms): those dispatches' GRBM-based values (GRBM_*, GPU_UTIL, \
+                 occupancy …) are left out of counter_collection.csv and marked in counter_hygiene.csv; \
+                 --pmc-discard-warmup 300 discards the opening window explicitly",
+            ),
+        }
+    }
+}
+
+/// What the records show after the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Finding {
+    /// Why something asked for is missing ([`crate::explain`]).
+    Explanation {
+        /// The paragraph (it starts with its own `warning: ` or `note: `).
+        text: String,
+    },
+    /// The tool's warnings and the losses per cause ([`crate::findings`]).
+    AfterRun {
+        /// The line (it starts with its own `warning: ` or `note: `).
+        text: String,
+    },
+    /// A domain of a library this stack does not ship, asked for by name.
+    Domain {
+        /// What became of it.
+        text: String,
+    },
+}
+
+impl Finding {
+    fn level(&self) -> Level {
+        match self {
+            Self::Domain { .. } => Level::Note,
+            _ => Level::Info,
+        }
+    }
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Explanation { text } | Self::AfterRun { text } | Self::Domain { text } => {
+                f.write_str(text)
+            }
+        }
+    }
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EndNotice {
+    /// A signal stopped the conversion.
+    Interrupted {
+        /// The signal.
+        signal: i32,
+    },
+    /// The record directory is kept so the job can be finished.
+    KeptToFinish {
+        /// The record directory.
+        dir: PathBuf,
+    },
+    /// The record directory is kept because records were lost or a log is damaged.
+    KeptAfterLosses {
+        /// The record directory.
+        dir: PathBuf,
+    },
+    /// The record directory of a finished job cannot be removed.
+    RemoveFailed {
+        /// The record directory.
+        dir: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The summary line of a run.
+    Run {
+        /// How the application ended, in words.
+        ended: String,
+        /// Processes recorded.
+        processes: usize,
+        /// Files written.
+        files: usize,
+        /// Where they went.
+        dirs: Vec<PathBuf>,
+    },
+    /// The summary line of a conversion.
+    Converted {
+        /// The record directory.
+        record_dir: PathBuf,
+        /// Processes read.
+        processes: usize,
+        /// Files written.
+        files: usize,
+        /// Where they went.
+        dirs: Vec<PathBuf>,
+    },
+    /// `rocprof convert` without directories found none.
+    NothingKept {
+        /// Where it looked.
+        tmp: PathBuf,
+    },
+    /// A merge input, read.
+    MergeInput {
+        /// The input as given.
+        input: PathBuf,
+        /// Its processes.
+        processes: usize,
+    },
+    /// Several merged processes share a pid.
+    MergeSamePid {
+        /// The pid.
+        pid: u32,
+    },
+    /// After a merge.
+    Merged {
+        /// Inputs read.
+        inputs: usize,
+        /// Processes.
+        processes: usize,
+        /// Files written.
+        files: usize,
+        /// The first file's directory.
+        dir: Option<PathBuf>,
+    },
+}
+
+impl EndNotice {
+    fn level(&self) -> Level {
+        match self {
+            Self::RemoveFailed { .. } => Level::Warning,
+            Self::MergeSamePid { .. } => Level::Note,
+            _ => Level::Info,
+        }
+    }
+}
+
+fn dirs_text(dirs: &[PathBuf]) -> String {
+    let dirs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
+    in_dirs(&dirs)
+}
+
+impl fmt::Display for EndNotice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Interrupted { signal } => write!(
+                f,
+                "interrupted by {} while writing the outputs: stopped; no partial file was left, the files already in place are whole",
+                signal_name(*signal)
+            ),
+            Self::KeptToFinish { dir } => write!(
+                f,
+                "the record logs are kept in {}; finish the job with:\n  {}",
+                dir.display(),
+                convert_command(dir)
+            ),
+            Self::KeptAfterLosses { dir } => write!(
+                f,
+                "the record logs are kept in {} because some records were lost or could not be read (see above); convert them again with:\n  {}\nor remove them with: rm -r {}",
+                dir.display(),
+                convert_command(dir),
+                quoted(&dir.to_string_lossy())
+            ),
+            Self::RemoveFailed { dir, reason } => write!(
+                f,
+                "cannot remove the record directory {}: {reason}; the outputs are complete, remove it with: rm -r {}",
+                dir.display(),
+                quoted(&dir.to_string_lossy())
+            ),
+            Self::Run {
+                ended,
+                processes,
+                files,
+                dirs,
+            } => write!(
+                f,
+                "the application {ended}; {processes} process(es) recorded, {files} file(s) written{}",
+                dirs_text(dirs)
+            ),
+            Self::Converted {
+                record_dir,
+                processes,
+                files,
+                dirs,
+            } => write!(
+                f,
+                "converted {}: {processes} process(es), {files} file(s) written{}",
+                record_dir.display(),
+                dirs_text(dirs)
+            ),
+            Self::NothingKept { tmp } => write!(
+                f,
+                "no record directory is kept in {} (a run that finished cleanly removes its own)",
+                tmp.display()
+            ),
+            Self::MergeInput { input, processes } => {
+                write!(f, "{}: {processes} process(es)", input.display())
+            }
+            Self::MergeSamePid { pid } => write!(
+                f,
+                "several inputs hold a process {pid} (other machines or runs); each stays a process of its own"
+            ),
+            Self::Merged {
+                inputs,
+                processes,
+                files,
+                dir,
+            } => {
+                let place = dir
+                    .as_ref()
+                    .map(|d| format!(" in {}", d.display()))
+                    .unwrap_or_default();
+                write!(
+                    f,
+                    "merged {inputs} input(s), {processes} process(es); {files} file(s) written{place}"
+                )
+            }
+        }
+    }
+}
+
+/// Where the `-S` tables go when they are not written to a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stream {
+    /// Standard output (`--summary-output-file stdout`).
+    Stdout,
+    /// Standard error (the default).
+    Stderr,
+}
+
+/// The `-S` summary of one process, for the terminal.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SummaryText {
+    /// The process, when the run had several (then a heading names it).
+    pub pid: Option<u32>,
+    /// The tables, as rocprofv3 prints them (several lines, each ending in a newline).
+    pub tables: String,
+    /// Where they go.
+    pub stream: Stream,
+}
+
+impl fmt::Display for SummaryText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.tables)
+    }
+}
