@@ -70,8 +70,9 @@ pub const RULES: &[Rule] = &[
     product("c-layout", &[]),
     product("dxcore-sys", &["c-layout"]),
     product("rocdxg-sys", &["c-layout"]),
+    product("atomic-file", &[]),
     product("trace-records", &[]),
-    product("trace-export", &["trace-records"]),
+    product("trace-export", &["trace-records", "atomic-file"]),
     product("record-log", &["trace-records"]),
     product(
         "wsl-topology",
@@ -82,7 +83,7 @@ pub const RULES: &[Rule] = &[
         &["c-layout", "trace-records", "record-log", "pmc-dxg"],
     ),
     product("pmc-dxg", &["trace-records"]),
-    product("att", &["trace-records"]),
+    product("att", &["trace-records", "atomic-file"]),
     Rule {
         never_links: CLI_ONLY,
         never_reaches: &["trace-export"],
@@ -111,6 +112,7 @@ pub const RULES: &[Rule] = &[
                 "trace-export",
                 "pmc-dxg",
                 "att",
+                "atomic-file",
             ],
         )
     },
@@ -639,7 +641,7 @@ mod tests {
         assert_eq!(v.len(), 2, "{v:#?}");
         assert_eq!(
             v[0].message,
-            "`rocprof-cli` depends on `hsa-intercept`, which its rule does not allow (it may use: wsl-topology, trace-records, trace-export, pmc-dxg, att)"
+            "`rocprof-cli` depends on `hsa-intercept`, which its rule does not allow (it may use: wsl-topology, trace-records, trace-export, pmc-dxg, att, atomic-file)"
         );
         assert_eq!(v[0].path, ["rocprof-cli", "hsa-intercept"]);
         assert_eq!(
