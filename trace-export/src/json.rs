@@ -80,7 +80,7 @@ pub fn write(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Resul
     // An error that is not the file's (none is expected: every key is a string) is reported
     // as the format's, not as I/O.
     let mut failure = None;
-    let written = crate::csv::write_whole(path, |out| {
+    let written = crate::output::write_whole(path, |out| {
         let formatter = serde_json::ser::PrettyFormatter::with_indent(b"");
         let mut serializer = serde_json::Serializer::with_formatter(&mut *out, formatter);
         match document.serialize(&mut serializer) {

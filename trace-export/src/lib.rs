@@ -8,8 +8,10 @@
 
 #![forbid(unsafe_code)]
 
+pub mod cells;
 pub mod csv;
 pub mod json;
+pub mod output;
 pub mod perfetto;
 pub mod rename;
 pub mod rocpd;
@@ -37,9 +39,15 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
-    /// A format this build does not write yet.
-    #[error("the {0} output is not written by this build yet")]
-    Unsupported(&'static str),
+}
+
+/// A file that could not be written whole ([`atomic_file`]'s error) is [`Error::Io`] on its
+/// path.
+impl From<atomic_file::Error> for Error {
+    fn from(e: atomic_file::Error) -> Self {
+        let (path, source) = e.into_parts();
+        Error::Io { path, source }
+    }
 }
 
 impl Error {

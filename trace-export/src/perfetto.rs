@@ -157,7 +157,7 @@ pub fn write_with(
         .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
         .unwrap_or((0, 0));
     let pass = |budget: &mut Budget| {
-        crate::csv::write_whole(path, |out| {
+        crate::output::write_whole(path, |out| {
             for (k, view) in processes.iter().enumerate() {
                 let launched = view.trace.image == 0 && !pids.contains(&view.trace.ppid);
                 let command = if launched { &run.command[..] } else { &[] };

@@ -51,7 +51,7 @@ pub fn write(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Resul
             message: "no process to write".into(),
         });
     }
-    crate::csv::replace_whole(path, |temp, file| {
+    crate::output::replace_whole(path, |temp, file| {
         // SQLite opens the (empty) temporary by its name.
         drop(file);
         write_file(temp, run, processes)
