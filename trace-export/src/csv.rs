@@ -248,7 +248,25 @@ fn api_row(
     )
 }
 
-/// Writes the selected CSV files (and `agent_info.csv`) for `trace`; returns the paths written.
+/// Writes `<prefix>_agent_info.csv`: one row per agent of `labels`, by node id; no file when
+/// there is no agent. Returns the path written.
+pub fn write_agent_info(
+    prefix: &OutputPrefix,
+    labels: &AgentLabels,
+) -> Result<Option<PathBuf>, Error> {
+    if labels.agents().is_empty() {
+        return Ok(None);
+    }
+    let mut agents: Vec<&Agent> = labels.agents().iter().collect();
+    agents.sort_by_key(|a| a.node_id);
+    write_file(prefix, "agent_info", &AGENT_COLUMNS, &agents, |out, a| {
+        write_agent(out, a)
+    })
+    .map(Some)
+}
+
+/// Writes the selected CSV files (and `agent_info.csv`, [`write_agent_info`]) for `trace`, its
+/// agents named by `labels`; returns the paths written.
 pub fn write_csv(
     prefix: &OutputPrefix,
     trace: &ProcessTrace,
@@ -259,17 +277,7 @@ pub fn write_csv(
     let mut stats = Stats::default();
     let pid = u64::from(trace.pid);
 
-    if !labels.agents().is_empty() {
-        let mut agents: Vec<&Agent> = labels.agents().iter().collect();
-        agents.sort_by_key(|a| a.node_id);
-        written.push(write_file(
-            prefix,
-            "agent_info",
-            &AGENT_COLUMNS,
-            &agents,
-            |out, a| write_agent(out, a),
-        )?);
-    }
+    written.extend(write_agent_info(prefix, labels)?);
 
     for (enabled, name, label, domains) in [
         (

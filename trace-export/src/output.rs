@@ -1,10 +1,11 @@
 //! Where the output files go and how each is written: never half-written.
 //!
-//! Every writer of this crate builds its file through [`replace_whole`] (or [`write_whole`], its
-//! buffered form): the content goes to a temporary file beside the target, renamed over it only
-//! once complete (`atomic_file`, which says how the temporary is named and created); on any
-//! error the temporary is removed, so the target keeps either its old content or the whole new
-//! one, and concurrent writers of one name never mix their rows.
+//! Every writer of this crate builds its file through one function here ([`write_whole`] for a
+//! buffered stream of bytes; the rocpd writer hands SQLite the temporary's name): the content
+//! goes to a temporary file beside the target, renamed over it only once complete
+//! (`atomic_file`, which says how the temporary is named and created); on any error the
+//! temporary is removed, so the target keeps either its old content or the whole new one, and
+//! concurrent writers of one name never mix their rows.
 
 use crate::Error;
 use std::io::{self, Write};
@@ -26,8 +27,9 @@ impl OutputPrefix {
 /// A file being written by [`write_whole`].
 pub type Out = io::BufWriter<std::fs::File>;
 
-/// Writes `body` into a new file at `path` (creating its directory), never half-written (see
-/// [`replace_whole`]); the bytes go through a 1 MiB buffer.
+/// Writes `body` into a new file at `path` (creating its directory), never half-written: the
+/// bytes go through a 1 MiB buffer into a temporary file beside `path`, renamed over it once
+/// complete; on any error the temporary is removed and `path` keeps its old content.
 pub fn write_whole(
     path: &Path,
     body: impl FnOnce(&mut Out) -> io::Result<()>,
