@@ -908,23 +908,18 @@ fn write_json(path: &Path, value: &Value) -> Result<(), Error> {
     write_atomic(path, &bytes)
 }
 
-/// Writes `bytes` to a temporary file next to `path`, then renames it into place.
+/// Writes `bytes` as `path`'s whole content (`atomic_file`: a temporary file beside it, renamed
+/// into place once complete, removed on any error).
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(|source| Error::Io {
-        action: "write",
-        path: tmp.clone(),
-        source,
-    })?;
-    std::fs::rename(&tmp, path).map_err(|source| {
-        let _ = std::fs::remove_file(&tmp);
+    atomic_file::write(path, atomic_file::Options::new(), bytes).map_err(|e| {
+        let action = match e {
+            atomic_file::Error::Rename { .. } => "rename into place",
+            _ => "write",
+        };
+        let (path, source) = e.into_parts();
         Error::Io {
-            action: "rename into place",
-            path: path.to_owned(),
+            action,
+            path,
             source,
         }
     })

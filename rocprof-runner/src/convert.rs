@@ -149,7 +149,11 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
     order_processes(&mut traces);
     let mut other_runs = other_runs;
     for t in traces.iter_mut().chain(other_runs.iter_mut().flatten()) {
-        rename_kernels(t, !settings.mangled_kernels, settings.truncate_kernels);
+        trace_export::rename::rename_kernels(
+            t,
+            !settings.mangled_kernels,
+            settings.truncate_kernels,
+        );
         trace_export::rename::apply(t, settings.kernel_rename);
     }
     let hygiene = match &manifest.counters {
@@ -229,12 +233,12 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
                 let path = staged.file(name, ext);
                 let views = std::slice::from_ref(view);
                 match format {
-                    OutputFormat::Json => trace_export::json::write(&path, &run, views),
+                    OutputFormat::Json => trace_export::json::write_json(&path, &run, views),
                     OutputFormat::Pftrace => {
-                        trace_export::perfetto::write_with(&path, &run, views, &perfetto)
+                        trace_export::perfetto::write_perfetto(&path, &run, views, &perfetto)
                             .map(|w| perfetto_notes(&w, &path, &perfetto, report))
                     }
-                    OutputFormat::Rocpd => trace_export::rocpd::write(&path, &run, views),
+                    OutputFormat::Rocpd => trace_export::rocpd::write_rocpd(&path, &run, views),
                     OutputFormat::Csv => Ok(()),
                 }
                 .map_err(|e| write_failure(e, &prefix))?;
@@ -264,7 +268,7 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
                 && !summary_text.is_empty()
             {
                 let path = staged.file(name, "txt");
-                trace_export::csv::write_whole(&path, |out| {
+                trace_export::output::write_whole(&path, |out| {
                     std::io::Write::write_all(out, summary_text.as_bytes())
                 })
                 .map_err(|e| write_failure(e, &prefix))?;
@@ -283,7 +287,7 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
                         .to_string(),
                     ctx.expand(&settings.file),
                 );
-                trace_export::csv::write_whole(&path, |out| {
+                trace_export::output::write_whole(&path, |out| {
                     serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
                     std::io::Write::write_all(out, b"\n")
                 })
@@ -293,8 +297,10 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
             }
             if manifest.counters.is_some() {
                 let path = staged.file("counter_hygiene", "csv");
-                trace_export::csv::write_whole(&path, |out| pmc_dxg::hygiene::write_csv(out, rows))
-                    .map_err(|e| write_failure(e, &prefix))?;
+                trace_export::output::write_whole(&path, |out| {
+                    pmc_dxg::hygiene::write_csv(out, rows)
+                })
+                .map_err(|e| write_failure(e, &prefix))?;
                 files.push(path);
             }
             Ok((files, config))
@@ -601,46 +607,6 @@ pub fn unique_prefix(
     }
 }
 
-/// Demangles (and optionally truncates) the kernel names of `t`'s symbols in place.
-pub fn rename_kernels(t: &mut ProcessTrace, demangle: bool, truncate: bool) {
-    let ids: Vec<u32> = t.symbols.iter().map(|s| s.name).collect();
-    for id in ids {
-        let Some(name) = t.strings.get(&id) else {
-            continue;
-        };
-        let mut new = name.clone();
-        if (demangle || truncate)
-            && let Ok(sym) = cpp_demangle::Symbol::new(name.as_bytes())
-            && let Ok(d) = sym.demangle()
-        {
-            new = d;
-        }
-        if truncate {
-            new = truncate_name(&new);
-        }
-        t.strings.insert(id, new);
-    }
-}
-
-/// `void ns::kernel<float>(float*, int)` → `kernel`.
-pub fn truncate_name(name: &str) -> String {
-    let head = name.split('(').next().unwrap_or(name);
-    let mut depth = 0;
-    let plain: String = head
-        .chars()
-        .filter(|&c| {
-            match c {
-                '<' => depth += 1,
-                '>' => depth -= 1,
-                _ => return depth == 0,
-            }
-            false
-        })
-        .collect();
-    let last = plain.trim().rsplit([' ', ':']).next().unwrap_or(&plain);
-    last.to_owned()
-}
-
 /// Converts the record directories of `jobs` (each with its run, output settings already
 /// chosen) one after another, each summarised as it ends; stops at a signal (the rest are kept).
 pub fn convert_all(
@@ -705,22 +671,6 @@ pub fn run_exit_code(status: &Status, outcome: &Outcome) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn kernel_names_truncate_to_the_function() {
-        assert_eq!(
-            truncate_name("void addition_kernel<float>(float*, float const*, int)"),
-            "addition_kernel"
-        );
-        assert_eq!(
-            truncate_name("ns::axpb(float const*, float*, unsigned long)"),
-            "axpb"
-        );
-        assert_eq!(
-            truncate_name("__amd_rocclr_copyBuffer"),
-            "__amd_rocclr_copyBuffer"
-        );
-    }
 
     #[test]
     fn processes_sharing_a_name_get_distinct_ones() {

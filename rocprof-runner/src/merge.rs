@@ -7,9 +7,7 @@
 //! process under the prefix, with `_<pid>` added when several share it; JSON, Perfetto and
 //! rocpd get one file holding every process.
 
-use crate::convert::{
-    counter_values, order_processes, rename_kernels, unique_prefix, write_failure,
-};
+use crate::convert::{counter_values, order_processes, unique_prefix, write_failure};
 use crate::error::Error;
 use crate::notice::{EndNotice, OutputNotice, Report};
 use crate::outputs::{self, Placement};
@@ -20,6 +18,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use trace_export::csv::{CsvSelection, write_csv};
+use trace_export::rename::rename_kernels;
 use trace_export::view::{ProcessView, RunInfo};
 use trace_records::ProcessTrace;
 use trace_records::agents::AgentLabels;
@@ -184,13 +183,13 @@ pub fn merge(
         let staged = placement.stage(&prefix).and_then(|staged| {
             let path = staged.file(name, ext);
             match format {
-                OutputFormat::Json => trace_export::json::write(&path, &run, &views),
+                OutputFormat::Json => trace_export::json::write_json(&path, &run, &views),
                 OutputFormat::Pftrace => {
                     let o = crate::convert::perfetto_options(settings);
-                    trace_export::perfetto::write_with(&path, &run, &views, &o)
+                    trace_export::perfetto::write_perfetto(&path, &run, &views, &o)
                         .map(|w| crate::convert::perfetto_notes(&w, &path, &o, report))
                 }
-                OutputFormat::Rocpd => trace_export::rocpd::write(&path, &run, &views),
+                OutputFormat::Rocpd => trace_export::rocpd::write_rocpd(&path, &run, &views),
                 OutputFormat::Csv => Ok(()),
             }
             .map_err(|e| write_failure(e, &prefix))?;

@@ -19,7 +19,7 @@ use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
 use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
-use trace_export::csv::OutputPrefix;
+use trace_export::output::OutputPrefix;
 
 /// A bad output path, found before anything is written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -13,7 +13,7 @@ use crate::process::Status;
 use crate::words::io_reason;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
-use std::io::{self, Read as _, Write as _};
+use std::io::{self, Read as _};
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -222,19 +222,10 @@ impl RecordDir {
 
     /// Writes `run.json` (whole, mode 0600: a temporary file renamed over it).
     pub fn write_manifest(&self, m: &RunManifest) -> io::Result<()> {
-        let temp = self.path.join(format!(".{MANIFEST}.tmp"));
-        let body = serde_json::to_vec_pretty(m).map_err(io::Error::other)?;
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&temp)?;
-        f.write_all(&body)?;
-        f.write_all(b"\n")?;
-        drop(f);
-        std::fs::rename(&temp, self.path.join(MANIFEST))
+        let mut body = serde_json::to_vec_pretty(m).map_err(io::Error::other)?;
+        body.push(b'\n');
+        let options = atomic_file::Options::new().mode(0o600);
+        atomic_file::write(&self.path.join(MANIFEST), options, &body).map_err(io::Error::from)
     }
 
     /// The modification time the file system gives a file created now (its clock can lag the

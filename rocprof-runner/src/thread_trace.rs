@@ -11,7 +11,7 @@ use crate::notice::{LaunchNotice, Report};
 use crate::plan::{AttConfig, AttPlan};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use trace_export::csv::OutputPrefix;
+use trace_export::output::OutputPrefix;
 use trace_records::ProcessTrace;
 use trace_records::docs::ThreadTraceRequest;
 

@@ -164,7 +164,7 @@ fn read_record_dir(path: &Path) -> Result<Input, Error> {
     }
     convert::order_processes(&mut traces);
     for t in traces.iter_mut() {
-        convert::rename_kernels(
+        trace_export::rename::rename_kernels(
             t,
             !manifest.outputs.mangled_kernels,
             manifest.outputs.truncate_kernels,

@@ -107,17 +107,20 @@ fn main() {
         (
             "rocpd",
             "out_results.db",
-            trace_export::rocpd::write as Writer,
+            trace_export::rocpd::write_rocpd as Writer,
         ),
         (
             "json",
             "out_results.json",
-            trace_export::json::write as Writer,
+            trace_export::json::write_json as Writer,
         ),
         (
             "pftrace",
             "out_results.pftrace",
-            trace_export::perfetto::write as Writer,
+            |path: &std::path::Path, run: &RunInfo, views: &[ProcessView<'_>]| {
+                trace_export::perfetto::write_perfetto(path, run, views, &Default::default())
+                    .map(|_| ())
+            },
         ),
     ] {
         let t = Instant::now();

@@ -1,18 +1,22 @@
-//! rocprofv3's CSV files: names, columns, quoting and number formats.
-//!
-//! Every header cell is double-quoted; string cells are quoted, numbers are not; `,` separates
-//! and `\n` ends rows. A file is written only when its domain has records. One deviation from
-//! upstream: a `"` inside a string cell is doubled (standard CSV) instead of written bare, so
-//! every file this crate writes parses back.
+//! rocprofv3's CSV trace files and `agent_info.csv`: names, columns and number formats (the
+//! cells and rows themselves are [`crate::cells`]'s). A file is written only when its domain
+//! has records.
 
 use crate::Error;
+use crate::cells::{Cell, write_header, write_row};
+use crate::output::Out;
 use crate::stats::{Stats, write_stats};
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use trace_records::ProcessTrace;
 use trace_records::agents::{Agent, AgentLabels, GpuProperties};
 use trace_records::format::fmt_counter_value;
 use trace_records::record::*;
+
+/// The old paths of what moved to [`crate::output`] (callers in other crates still name them
+/// here).
+#[doc(hidden)]
+pub use crate::output::{OutputPrefix, write_whole};
 
 /// Columns of the API trace files (`hip_api_trace`, `hsa_api_trace`, `marker_api_trace`).
 pub const API_COLUMNS: [&str; 7] = [
@@ -174,164 +178,6 @@ pub const AGENT_COLUMNS: [&str; 53] = [
     "Model_Name",
 ];
 
-/// One CSV cell.
-#[derive(Debug, Clone, Copy)]
-pub enum Cell<'a> {
-    /// A quoted string.
-    Str(&'a str),
-    /// An unquoted integer.
-    Int(u64),
-    /// An unquoted, already formatted number.
-    Num(&'a str),
-}
-
-/// Writes one row.
-pub fn write_row(out: &mut impl Write, cells: &[Cell<'_>]) -> io::Result<()> {
-    for (i, cell) in cells.iter().enumerate() {
-        if i > 0 {
-            out.write_all(b",")?;
-        }
-        match cell {
-            Cell::Str(s) => {
-                out.write_all(b"\"")?;
-                if s.contains('"') {
-                    out.write_all(s.replace('"', "\"\"").as_bytes())?;
-                } else {
-                    out.write_all(s.as_bytes())?;
-                }
-                out.write_all(b"\"")?;
-            }
-            Cell::Int(v) => {
-                let mut buf = itoa_buf(*v);
-                out.write_all(buf.as_bytes_mut())?;
-            }
-            Cell::Num(s) => out.write_all(s.as_bytes())?,
-        }
-    }
-    out.write_all(b"\n")
-}
-
-/// Decimal digits of `v` without allocating.
-struct Digits {
-    bytes: [u8; 20],
-    start: usize,
-}
-
-impl Digits {
-    fn as_bytes_mut(&mut self) -> &[u8] {
-        &self.bytes[self.start..]
-    }
-}
-
-fn itoa_buf(mut v: u64) -> Digits {
-    let mut d = Digits {
-        bytes: [0; 20],
-        start: 20,
-    };
-    loop {
-        d.start -= 1;
-        d.bytes[d.start] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            return d;
-        }
-    }
-}
-
-/// Writes the header row (every cell quoted).
-pub fn write_header(out: &mut impl Write, columns: &[&str]) -> io::Result<()> {
-    let cells: Vec<Cell<'_>> = columns.iter().map(|c| Cell::Str(c)).collect();
-    write_row(out, &cells)
-}
-
-/// Where a set of output files go: `<prefix>_<name>.csv`.
-#[derive(Debug, Clone)]
-pub struct OutputPrefix(pub PathBuf);
-
-impl OutputPrefix {
-    /// The path of the file named `name` with extension `ext`.
-    pub fn file(&self, name: &str, ext: &str) -> PathBuf {
-        let mut s = self.0.clone().into_os_string();
-        s.push(format!("_{name}.{ext}"));
-        PathBuf::from(s)
-    }
-}
-
-/// Writes `body` into a new file at `path` (creating its directory), never half-written: the
-/// bytes go to a temporary file beside it (`.<name>.tmp-<pid>-<n>`, created exclusively) that
-/// is renamed over `path` only once complete. On any error the temporary file is removed, so
-/// `path` keeps either its old content or the whole new one, and concurrent writers of the
-/// same name never mix their rows.
-pub fn write_whole(
-    path: &Path,
-    body: impl FnOnce(&mut Out) -> io::Result<()>,
-) -> Result<(), Error> {
-    replace_whole(path, |_, file| {
-        let mut out = io::BufWriter::with_capacity(1 << 20, file);
-        body(&mut out)
-            .and_then(|()| out.flush())
-            .map_err(Error::io(path))
-    })
-}
-
-/// Builds `path`'s new content with `build` in a new temporary file beside it (given the
-/// temporary's path and the file, open for writing), then renames it over `path` (creating its
-/// directory first). On any error the temporary is removed, so `path` keeps its old content
-/// or holds the whole new one.
-pub(crate) fn replace_whole(
-    path: &Path,
-    build: impl FnOnce(&Path, std::fs::File) -> Result<(), Error>,
-) -> Result<(), Error> {
-    let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        Some(dir) => {
-            std::fs::create_dir_all(dir).map_err(Error::io(path))?;
-            dir
-        }
-        None => Path::new("."),
-    };
-    let (temp, file) = create_temp_beside(dir, path).map_err(Error::io(path))?;
-    let done =
-        build(&temp, file).and_then(|()| std::fs::rename(&temp, path).map_err(Error::io(path)));
-    if done.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    done
-}
-
-/// Creates a new, empty temporary file in `dir` for `path`'s content. Its name starts with a
-/// dot and the target's name (shortened so the whole name fits a 255-byte file name), then
-/// this process's id and a counter; an existing file of that name is never reused.
-fn create_temp_beside(dir: &Path, path: &Path) -> io::Result<(PathBuf, std::fs::File)> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    const NAME_MAX: usize = 255;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy())
-        .unwrap_or_default();
-    loop {
-        let suffix = format!(
-            ".tmp-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let mut keep = name.len().min(NAME_MAX - 1 - suffix.len());
-        while !name.is_char_boundary(keep) {
-            keep -= 1;
-        }
-        let temp = dir.join(format!(".{}{suffix}", &name[..keep]));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)
-        {
-            Ok(file) => return Ok((temp, file)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-}
-
 /// Which files to write.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CsvSelection {
@@ -356,10 +202,6 @@ pub struct CsvSelection {
     pub stats: bool,
 }
 
-/// A file being written by [`write_whole`].
-pub type Out = io::BufWriter<std::fs::File>;
-
-/// Writes `<prefix>_<name>.csv`: the header, then `row` for each item.
 /// A spill failure as this crate's error.
 pub(crate) fn spilled(e: trace_records::records::SpillError) -> Error {
     Error::Format {
@@ -368,6 +210,7 @@ pub(crate) fn spilled(e: trace_records::records::SpillError) -> Error {
     }
 }
 
+/// Writes `<prefix>_<name>.csv`: the header, then `row` for each item.
 fn write_file<T>(
     prefix: &OutputPrefix,
     name: &str,
@@ -405,7 +248,25 @@ fn api_row(
     )
 }
 
-/// Writes the selected CSV files (and `agent_info.csv`) for `trace`; returns the paths written.
+/// Writes `<prefix>_agent_info.csv`: one row per agent of `labels`, by node id; no file when
+/// there is no agent. Returns the path written.
+pub fn write_agent_info(
+    prefix: &OutputPrefix,
+    labels: &AgentLabels,
+) -> Result<Option<PathBuf>, Error> {
+    if labels.agents().is_empty() {
+        return Ok(None);
+    }
+    let mut agents: Vec<&Agent> = labels.agents().iter().collect();
+    agents.sort_by_key(|a| a.node_id);
+    write_file(prefix, "agent_info", &AGENT_COLUMNS, &agents, |out, a| {
+        write_agent(out, a)
+    })
+    .map(Some)
+}
+
+/// Writes the selected CSV files (and `agent_info.csv`, [`write_agent_info`]) for `trace`, its
+/// agents named by `labels`; returns the paths written.
 pub fn write_csv(
     prefix: &OutputPrefix,
     trace: &ProcessTrace,
@@ -416,17 +277,7 @@ pub fn write_csv(
     let mut stats = Stats::default();
     let pid = u64::from(trace.pid);
 
-    if !labels.agents().is_empty() {
-        let mut agents: Vec<&Agent> = labels.agents().iter().collect();
-        agents.sort_by_key(|a| a.node_id);
-        written.push(write_file(
-            prefix,
-            "agent_info",
-            &AGENT_COLUMNS,
-            &agents,
-            |out, a| write_agent(out, a),
-        )?);
-    }
+    written.extend(write_agent_info(prefix, labels)?);
 
     for (enabled, name, label, domains) in [
         (
@@ -825,56 +676,6 @@ fn write_agent(out: &mut impl Write, a: &Agent) -> io::Result<()> {
             Cell::Str(&a.model_name),
         ],
     )
-}
-
-#[cfg(test)]
-mod file_creation_tests {
-    use super::*;
-
-    fn scratch(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("trace-records-csv-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
-    }
-
-    fn names(dir: &Path) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
-    }
-
-    #[test]
-    fn a_failed_write_keeps_the_old_file_and_leaves_no_temporary() {
-        let dir = scratch("fail");
-        let path = dir.join("sub").join("x_kernel_trace.csv");
-        write_whole(&path, |out| out.write_all(b"old\n")).unwrap();
-        let err = write_whole(&path, |out| {
-            out.write_all(b"half a ro")?;
-            Err(io::Error::other("disk went away"))
-        })
-        .unwrap_err();
-        assert!(err.to_string().contains("x_kernel_trace.csv"), "{err}");
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\n");
-        assert_eq!(names(path.parent().unwrap()), ["x_kernel_trace.csv"]);
-        write_whole(&path, |out| out.write_all(b"new\n")).unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new\n");
-        assert_eq!(names(path.parent().unwrap()), ["x_kernel_trace.csv"]);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn the_temporary_name_fits_beside_a_255_byte_name() {
-        let dir = scratch("long");
-        let path = dir.join(format!("{}.csv", "k".repeat(251)));
-        write_whole(&path, |out| out.write_all(b"a\n")).unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\n");
-        assert_eq!(names(&dir).len(), 1);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 }
 
 #[cfg(test)]

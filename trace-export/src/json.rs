@@ -68,9 +68,9 @@ use trace_records::CounterRecord;
 use trace_records::agents::{Agent, AgentKind, GpuProperties};
 use trace_records::record::*;
 
-/// Writes the json file at `path` for `processes` (one file may hold several processes, each
+/// Writes the JSON file at `path` for `processes` (one file may hold several processes, each
 /// kept distinct).
-pub fn write(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Result<(), Error> {
+pub fn write_json(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Result<(), Error> {
     let node = Node::of_this_machine(&run.hostname);
     let document = Document {
         node: &node,
@@ -80,7 +80,7 @@ pub fn write(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Resul
     // An error that is not the file's (none is expected: every key is a string) is reported
     // as the format's, not as I/O.
     let mut failure = None;
-    let written = crate::csv::write_whole(path, |out| {
+    let written = crate::output::write_whole(path, |out| {
         let formatter = serde_json::ser::PrettyFormatter::with_indent(b"");
         let mut serializer = serde_json::Serializer::with_formatter(&mut *out, formatter);
         match document.serialize(&mut serializer) {
@@ -106,6 +106,12 @@ pub fn write(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Resul
         }),
         (written, _) => written,
     }
+}
+
+/// The old name of [`write_json`] (rocprof-cli still calls it).
+#[doc(hidden)]
+pub fn write(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Result<(), Error> {
+    write_json(path, run, processes)
 }
 
 /// A JSON array of what the closure's iterator yields, serialized as it is iterated.

@@ -110,7 +110,7 @@ pub struct Options {
     pub fill_policy: FillPolicy,
 }
 
-/// What [`write_with`] wrote.
+/// What [`write_perfetto`] wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Written {
     /// The file's size.
@@ -125,14 +125,9 @@ pub struct Written {
     pub dropped_counters: u64,
 }
 
-/// Writes the perfetto file at `path` for `processes` (one file may hold several processes, each
-/// kept distinct), with the default layout and no size limit.
-pub fn write(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Result<(), Error> {
-    write_with(path, run, processes, &Options::default()).map(|_| ())
-}
-
-/// [`write`] with `options`; says what the size limit left out.
-pub fn write_with(
+/// Writes the Perfetto file at `path` for `processes` (one file may hold several processes,
+/// each kept distinct), laid out and limited by `options`; says what the size limit left out.
+pub fn write_perfetto(
     path: &Path,
     run: &RunInfo,
     processes: &[ProcessView<'_>],
@@ -157,7 +152,7 @@ pub fn write_with(
         .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
         .unwrap_or((0, 0));
     let pass = |budget: &mut Budget| {
-        crate::csv::write_whole(path, |out| {
+        crate::output::write_whole(path, |out| {
             for (k, view) in processes.iter().enumerate() {
                 let launched = view.trace.image == 0 && !pids.contains(&view.trace.ppid);
                 let command = if launched { &run.command[..] } else { &[] };
@@ -185,6 +180,17 @@ pub fn write_with(
         written.dropped_events = limited.dropped_slices + limited.dropped_counters;
     }
     Ok(written)
+}
+
+/// The old name of [`write_perfetto`] (rocprof-cli still calls it).
+#[doc(hidden)]
+pub fn write_with(
+    path: &Path,
+    run: &RunInfo,
+    processes: &[ProcessView<'_>],
+    options: &Options,
+) -> Result<Written, Error> {
+    write_perfetto(path, run, processes, options)
 }
 
 /// A 64-bit mix (splitmix64's finalizer).

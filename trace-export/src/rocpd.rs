@@ -4,7 +4,7 @@
 //!
 //! Layout:
 //! - Each process has its own set of tables, named `rocpd_<name>_<uuid>` with its guid's
-//!   suffix ([`guid`]), and its own metadata (`schema_version` 3, `uuid` = the suffix,
+//!   suffix (`guid`), and its own metadata (`schema_version` 3, `uuid` = the suffix,
 //!   `guid`). A file of one process is exactly what upstream writes; a file of several is what
 //!   upstream's `rocpd merge` makes of their files: every id stays the process's own, and the
 //!   `guid` of every row says whose it is.
@@ -44,14 +44,14 @@ use std::path::Path;
 
 /// Writes the rocpd file at `path` for `processes` (one file may hold several processes, each
 /// with its own guid and tables).
-pub fn write(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Result<(), Error> {
+pub fn write_rocpd(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Result<(), Error> {
     if processes.is_empty() {
         return Err(Error::Format {
             path: path.to_owned(),
             message: "no process to write".into(),
         });
     }
-    crate::csv::replace_whole(path, |temp, file| {
+    crate::output::replace_whole(path, |temp, file| {
         // SQLite opens the (empty) temporary by its name.
         drop(file);
         write_file(temp, run, processes)
@@ -61,6 +61,12 @@ pub fn write(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Resul
                 message,
             })
     })
+}
+
+/// The old name of [`write_rocpd`] (rocprof-cli still calls it).
+#[doc(hidden)]
+pub fn write(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Result<(), Error> {
+    write_rocpd(path, run, processes)
 }
 
 /// Builds the whole database in the (empty) file at `temp`; the error says what failed.

@@ -1,7 +1,8 @@
 //! `--stats`: per-name and per-domain duration statistics in rocprofv3's `*_stats.csv` format.
 
 use crate::Error;
-use crate::csv::{Cell, OutputPrefix, write_header, write_row};
+use crate::cells::{Cell, write_header, write_row};
+use crate::output::{OutputPrefix, write_whole};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::PathBuf;
@@ -253,7 +254,7 @@ pub fn write_stats(prefix: &OutputPrefix, stats: &Stats) -> Result<Vec<PathBuf>,
             continue;
         }
         let path = prefix.file(&stats_file_name(domain), "csv");
-        crate::csv::write_whole(&path, |out| {
+        write_whole(&path, |out| {
             write_table(out, table.sorted().into_iter().map(|(n, a)| (n, *a)))
         })?;
         written.push(path);
@@ -262,7 +263,7 @@ pub fn write_stats(prefix: &OutputPrefix, stats: &Stats) -> Result<Vec<PathBuf>,
     if !domains.is_empty() {
         domains.sort_by_key(|d| std::cmp::Reverse(d.1.total));
         let path = prefix.file("domain_stats", "csv");
-        crate::csv::write_whole(&path, |out| write_table(out, domains))?;
+        write_whole(&path, |out| write_table(out, domains))?;
         written.push(path);
     }
     Ok(written)

@@ -316,7 +316,7 @@ fn written(name: &str, traces: &[ProcessTrace]) -> String {
         .collect();
     let dir = scratch(name);
     let path = dir.join("sub").join("out_results.json");
-    json::write(&path, &run_info(), &views).unwrap();
+    json::write_json(&path, &run_info(), &views).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     let left: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
     assert_eq!(left.len(), 1, "no temporary file is left beside the output");
@@ -763,7 +763,7 @@ fn a_file_that_cannot_be_written_is_an_io_error_naming_it() {
     let blocker = dir.join("file");
     std::fs::write(&blocker, b"x").unwrap();
     let path = blocker.join("out_results.json");
-    let err = json::write(&path, &run_info(), &[]).unwrap_err();
+    let err = json::write_json(&path, &run_info(), &[]).unwrap_err();
     assert!(matches!(err, trace_export::Error::Io { .. }), "{err:?}");
     assert!(err.to_string().contains("out_results.json"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
@@ -803,7 +803,7 @@ fn writes_a_million_api_records_a_second() {
     let dir = scratch("rate");
     let path = dir.join("rate_results.json");
     let started = std::time::Instant::now();
-    json::write(&path, &run_info(), std::slice::from_ref(&view)).unwrap();
+    json::write_json(&path, &run_info(), std::slice::from_ref(&view)).unwrap();
     let took = started.elapsed();
     let bytes = std::fs::metadata(&path).unwrap().len();
     std::fs::remove_dir_all(&dir).unwrap();

@@ -338,7 +338,7 @@ fn rocpd_rows_and_views_map_operations_to_type_and_level() {
     let dir = scratch_dir("rocpd");
     let path = dir.join("results.db");
     let run = trace_export::view::RunInfo::default();
-    trace_export::rocpd::write(&path, &run, &views).unwrap();
+    trace_export::rocpd::write_rocpd(&path, &run, &views).unwrap();
     let c = rusqlite::Connection::open(&path).unwrap();
     let rows: Vec<AllocateRow> = {
         let mut s = c
@@ -422,7 +422,8 @@ fn a_database_gives_its_allocations_and_scratch_back() {
     let views = [trace_export::view::ProcessView::new(&t, &labels)];
     let dir = scratch_dir("roundtrip");
     let path = dir.join("results.db");
-    trace_export::rocpd::write(&path, &trace_export::view::RunInfo::default(), &views).unwrap();
+    trace_export::rocpd::write_rocpd(&path, &trace_export::view::RunInfo::default(), &views)
+        .unwrap();
     let back = trace_export::rocpd_read::read(&path).unwrap();
     assert_eq!(back.len(), 1);
     // Correlation ids are rebuilt from the events, and a record without an agent has no
@@ -457,7 +458,7 @@ fn json_buffer_records_hold_allocations_and_scratch() {
     let views = [trace_export::view::ProcessView::new(&t, &labels)];
     let dir = scratch_dir("json");
     let path = dir.join("results.json");
-    trace_export::json::write(&path, &trace_export::view::RunInfo::default(), &views).unwrap();
+    trace_export::json::write_json(&path, &trace_export::view::RunInfo::default(), &views).unwrap();
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let records = &doc["rocprofiler-sdk-tool"][0]["buffer_records"];
@@ -503,7 +504,13 @@ fn perfetto_has_the_memory_counter_tracks() {
     let views = [trace_export::view::ProcessView::new(&t, &labels)];
     let dir = scratch_dir("pftrace");
     let path = dir.join("results.pftrace");
-    trace_export::perfetto::write(&path, &trace_export::view::RunInfo::default(), &views).unwrap();
+    trace_export::perfetto::write_perfetto(
+        &path,
+        &trace_export::view::RunInfo::default(),
+        &views,
+        &Default::default(),
+    )
+    .unwrap();
     let packets = proto::Trace::decode(std::fs::read(&path).unwrap().as_slice())
         .unwrap()
         .packet;

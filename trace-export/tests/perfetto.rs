@@ -218,7 +218,7 @@ fn write(name: &str, traces: &[&ProcessTrace], run: &RunInfo) -> Vec<TracePacket
         .map(|t| ProcessView::new(t, &labels))
         .collect();
     let path = scratch(name);
-    trace_export::perfetto::write(&path, run, &views).unwrap();
+    trace_export::perfetto::write_perfetto(&path, run, &views, &Default::default()).unwrap();
     let bytes = std::fs::read(&path).unwrap();
     proto::Trace::decode(bytes.as_slice()).unwrap().packet
 }
@@ -740,7 +740,13 @@ fn rate_of_one_million_api_records() {
     let view = ProcessView::new(&t, &labels);
     let path = scratch("rate.pftrace");
     let started = std::time::Instant::now();
-    trace_export::perfetto::write(&path, &RunInfo::default(), std::slice::from_ref(&view)).unwrap();
+    trace_export::perfetto::write_perfetto(
+        &path,
+        &RunInfo::default(),
+        std::slice::from_ref(&view),
+        &Default::default(),
+    )
+    .unwrap();
     let secs = started.elapsed().as_secs_f64();
     let size = std::fs::metadata(&path).unwrap().len();
     let _ = std::fs::remove_file(&path);
@@ -775,7 +781,7 @@ fn write_with(
         hostname: "h".into(),
         command: vec!["app".into()],
     };
-    let w = trace_export::perfetto::write_with(&path, &run, &views, options).unwrap();
+    let w = trace_export::perfetto::write_perfetto(&path, &run, &views, options).unwrap();
     let bytes = std::fs::read(&path).unwrap();
     let packets = proto::Trace::decode(bytes.as_slice()).unwrap().packet;
     (packets, w, bytes.len() as u64)

@@ -109,7 +109,8 @@ fn rocpd_keeps_the_region_name_and_reads_it_back() {
     let labels = labels(&t);
     let view = ProcessView::new(&t, &labels);
     let path = scratch("rocpd").join("run_results.db");
-    trace_export::rocpd::write(&path, &RunInfo::default(), std::slice::from_ref(&view)).unwrap();
+    trace_export::rocpd::write_rocpd(&path, &RunInfo::default(), std::slice::from_ref(&view))
+        .unwrap();
     let db = rusqlite::Connection::open(&path).unwrap();
     let mut stmt = db
         .prepare(
@@ -145,7 +146,7 @@ fn json_and_perfetto_name_the_renamed_dispatch() {
     let views = std::slice::from_ref(&view);
     let dir = scratch("json");
     let json_path = dir.join("run_results.json");
-    trace_export::json::write(&json_path, &RunInfo::default(), views).unwrap();
+    trace_export::json::write_json(&json_path, &RunInfo::default(), views).unwrap();
     let doc: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
     let p = &doc["rocprofiler-sdk-tool"][0];
@@ -163,7 +164,13 @@ fn json_and_perfetto_name_the_renamed_dispatch() {
     assert_eq!(keys, [external[0]["key"].as_u64().unwrap(), 0]);
 
     let pftrace = dir.join("run_results.pftrace");
-    trace_export::perfetto::write(&pftrace, &RunInfo::default(), views).unwrap();
+    trace_export::perfetto::write_perfetto(
+        &pftrace,
+        &RunInfo::default(),
+        views,
+        &Default::default(),
+    )
+    .unwrap();
     let bytes = std::fs::read(&pftrace).unwrap();
     let has = |s: &str| bytes.windows(s.len()).any(|w| w == s.as_bytes());
     assert!(has(REGION), "the renamed slice's interned name");
@@ -171,8 +178,13 @@ fn json_and_perfetto_name_the_renamed_dispatch() {
     let mut plain = trace();
     trace_export::rename::apply(&mut plain, false);
     let view = ProcessView::new(&plain, &labels);
-    trace_export::perfetto::write(&pftrace, &RunInfo::default(), std::slice::from_ref(&view))
-        .unwrap();
+    trace_export::perfetto::write_perfetto(
+        &pftrace,
+        &RunInfo::default(),
+        std::slice::from_ref(&view),
+        &Default::default(),
+    )
+    .unwrap();
     let bytes = std::fs::read(&pftrace).unwrap();
     assert!(!bytes.windows(REGION.len()).any(|w| w == REGION.as_bytes()));
 }

@@ -176,7 +176,7 @@ fn write(path: &Path, traces: &[&ProcessTrace]) {
         .zip(&labels)
         .map(|(t, l)| ProcessView::new(t, l))
         .collect();
-    rocpd::write(path, &run(), &views).unwrap();
+    rocpd::write_rocpd(path, &run(), &views).unwrap();
 }
 
 fn open(path: &Path) -> Connection {
@@ -637,7 +637,7 @@ fn a_rewrite_replaces_the_file_and_a_failure_leaves_no_temporary() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(names, ["out_results.db"]);
-    let err = rocpd::write(&path, &run(), &[]).unwrap_err();
+    let err = rocpd::write_rocpd(&path, &run(), &[]).unwrap_err();
     assert!(err.to_string().contains("no process"), "{err}");
 }
 
@@ -669,7 +669,7 @@ fn write_rate() {
             .unwrap_or(0)
     };
     let (started, cpu_started) = (std::time::Instant::now(), cpu_ns());
-    rocpd::write(&path, &run(), std::slice::from_ref(&view)).unwrap();
+    rocpd::write_rocpd(&path, &run(), std::slice::from_ref(&view)).unwrap();
     let secs = started.elapsed().as_secs_f64();
     let cpu_secs = (cpu_ns() - cpu_started) as f64 / 1e9;
     let c = open(&path);

@@ -257,7 +257,7 @@ impl<'ast> Visit<'ast> for Paths<'_> {
 
 /// The module tree of the target rooted at `root` (`lib.rs`, `main.rs`, …), with what each
 /// module names, and printing found (line, file, what).
-fn tree(root: &Path) -> Result<(Vec<Module>, Vec<(PathBuf, usize, String)>)> {
+fn tree(root: &Path) -> Result<(Vec<Module>, Prints)> {
     let mut modules = Vec::new();
     let mut prints = Vec::new();
     let mut stack: Vec<(Vec<String>, PathBuf, bool)> = vec![(Vec::new(), root.to_owned(), true)];
@@ -280,6 +280,8 @@ fn tree(root: &Path) -> Result<(Vec<Module>, Vec<(PathBuf, usize, String)>)> {
 }
 
 type Pending = Vec<(Vec<String>, PathBuf, bool)>;
+/// Printing found: (file, line, what).
+type Prints = Vec<(PathBuf, usize, String)>;
 
 /// One module's items: its paths, its inline children (walked here) and its out-of-line
 /// children (pushed on `stack`).
@@ -289,7 +291,7 @@ fn walk(
     mod_rs: bool,
     items: &[syn::Item],
     modules: &mut Vec<Module>,
-    prints: &mut Vec<(PathBuf, usize, String)>,
+    prints: &mut Prints,
     stack: &mut Pending,
 ) {
     let mut v = Paths {

@@ -75,8 +75,9 @@ pub const RULES: &[Rule] = &[
     product("c-layout", &[]),
     product("dxcore-sys", &["c-layout"]),
     product("rocdxg-sys", &["c-layout"]),
+    product("atomic-file", &[]),
     product("trace-records", &[]),
-    product("trace-export", &["trace-records"]),
+    product("trace-export", &["trace-records", "atomic-file"]),
     product("record-log", &["trace-records"]),
     product(
         "wsl-topology",
@@ -87,7 +88,7 @@ pub const RULES: &[Rule] = &[
         &["c-layout", "trace-records", "record-log", "pmc-dxg"],
     ),
     product("pmc-dxg", &["trace-records"]),
-    product("att", &["trace-records"]),
+    product("att", &["trace-records", "atomic-file"]),
     Rule {
         never_links: CLI_ONLY,
         never_reaches: &["trace-export"],
@@ -117,6 +118,7 @@ pub const RULES: &[Rule] = &[
                 "trace-export",
                 "pmc-dxg",
                 "att",
+                "atomic-file",
             ],
         )
     },
