@@ -216,6 +216,7 @@ impl<'a> Scanner<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     /// Every token of `text` with its offset, up to the end or the first unscannable byte.
     fn tokens(text: &str) -> Result<Vec<(Tok<'_>, usize)>, usize> {
@@ -294,5 +295,45 @@ mod tests {
             "a byte of a multi-byte character"
         );
         assert_eq!(tokens("// only a comment").unwrap(), [(Tok::End, 17)]);
+    }
+
+    proptest! {
+        /// Any text scans to the end or to an unscannable byte, each token starting after the
+        /// last and every byte between tokens a blank or part of a comment.
+        #[test]
+        fn scanning_advances_and_skips_only_blanks_and_comments(
+            text in "[ \t0-9a-z_.:,+*/()\\[\\]=|\n-]{0,40}|\\PC{0,20}"
+        ) {
+            let mut s = Scanner::new(&text);
+            let mut last_end = 0usize;
+            loop {
+                let before = s.pos;
+                match s.next() {
+                    Ok((tok, at)) => {
+                        prop_assert!(at >= before && at >= last_end);
+                        let gap = &text[last_end..at];
+                        let blank = gap.trim_start_matches([' ', '\t']);
+                        prop_assert!(
+                            blank.is_empty() || blank.starts_with("//"),
+                            "{gap:?} skipped before {tok:?}"
+                        );
+                        if tok == Tok::End {
+                            prop_assert_eq!(at, text.len());
+                            break;
+                        }
+                        prop_assert!(s.pos > at, "{tok:?} at {at} consumed nothing");
+                        last_end = s.pos;
+                    }
+                    Err(at) => {
+                        prop_assert!(at < text.len());
+                        let c = text.as_bytes()[at];
+                        let token_start =
+                            c.is_ascii_alphanumeric() || b"+-*/|()=,:[]_\n ".contains(&c);
+                        prop_assert!(!token_start, "{c:#x} refused at {at}");
+                        break;
+                    }
+                }
+            }
+        }
     }
 }
