@@ -32,3 +32,39 @@ impl CounterPlan {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kept_plan_reads_back_as_the_cli_wrote_it() {
+        // The form run.json has kept since before `-E` and the warm-up window existed.
+        let old = concat!(
+            r#"{"requested":["GPU_UTIL"],"#,
+            r#""events":[{"name":"GRBM_COUNT","block":"GRBM","event":0}]}"#
+        );
+        let plan: CounterPlan = serde_json::from_str(old).unwrap();
+        assert_eq!(plan.requested, ["GPU_UTIL"]);
+        assert_eq!(plan.events[0].name, "GRBM_COUNT");
+        assert_eq!(
+            (plan.discard_warmup_ms, plan.extra_counters.as_ref()),
+            (None, None)
+        );
+        let full = CounterPlan {
+            discard_warmup_ms: Some(300),
+            extra_counters: Some(ExtraCounters {
+                path: "/x.yaml".into(),
+                text: "t".into(),
+            }),
+            ..plan
+        };
+        let json = serde_json::to_value(&full).unwrap();
+        assert_eq!(json["discard_warmup_ms"], 300);
+        assert_eq!(json["extra_counters"]["path"], "/x.yaml");
+        assert_eq!(json["extra_counters"]["text"], "t");
+        let back: CounterPlan = serde_json::from_value(json).unwrap();
+        assert_eq!(back, full);
+        assert_eq!(back.request().events, back.events);
+    }
+}
