@@ -23,6 +23,37 @@ fn reasons_suffix(reasons: &[String]) -> String {
     }
 }
 
+/// Which directories a search for the trace decoder went through: the first of the search's
+/// rules that applied ([`crate::library::Search`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SearchOrigin {
+    /// The directories the caller gave (they win over everything else).
+    Given,
+    /// None were given: the directories `ROCPROF_ATT_LIBRARY_PATH` lists.
+    Environment,
+    /// Neither: every `LD_LIBRARY_PATH` entry, then `<ROCm>/lib`.
+    Defaults,
+}
+
+/// How messages name the directories: `the ones given`, …
+impl std::fmt::Display for SearchOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SearchOrigin::Given => "the ones given",
+            SearchOrigin::Environment => "the ones ROCPROF_ATT_LIBRARY_PATH lists",
+            SearchOrigin::Defaults => "the LD_LIBRARY_PATH entries, then <ROCm>/lib",
+        })
+    }
+}
+
+/// `" (found in the directories searched: …)"`, or nothing for a library loaded by path.
+fn found_in(search: &Option<SearchOrigin>) -> String {
+    match search {
+        Some(origin) => format!(" (found in the directories searched: {origin})"),
+        None => String::new(),
+    }
+}
+
 /// Everything that can go wrong while finding, loading or running the trace decoder, or
 /// writing its outputs.
 #[derive(Debug, thiserror::Error)]
@@ -30,33 +61,40 @@ fn reasons_suffix(reasons: &[String]) -> String {
 pub enum Error {
     /// No directory searched holds a file whose name contains `librocprof-trace-decoder.so`.
     #[error(
-        "rocprof-trace-decoder library not found in [{}]; install ROCm's rocprof-trace-decoder \
-         or point --att-library-path at the directory that holds librocprof-trace-decoder.so",
+        "rocprof-trace-decoder library not found in [{}] (the directories searched: {search}); \
+         install ROCm's rocprof-trace-decoder, or include the directory that holds \
+         librocprof-trace-decoder.so in the search",
         list_paths(.searched)
     )]
     NotFound {
         /// Every directory searched, in search order.
         searched: Vec<PathBuf>,
+        /// Why those directories.
+        search: SearchOrigin,
     },
 
     /// `dlopen` refused the file.
     #[error(
-        "cannot load the trace decoder {}: {reason}; check that it is a complete x86-64 Linux \
-         build of librocprof-trace-decoder.so, or point --att-library-path at another one",
-        .path.display()
+        "cannot load the trace decoder {}{}: {reason}; check that it is a complete x86-64 Linux \
+         build of librocprof-trace-decoder.so, or use another one",
+        .path.display(),
+        found_in(.search)
     )]
     Open {
         /// The file passed to `dlopen`.
         path: PathBuf,
         /// `dlerror()`'s text.
         reason: String,
+        /// The search that found it (`None`: loaded by path, [`crate::Decoder::load`]).
+        search: Option<SearchOrigin>,
     },
 
     /// The library loaded but lacks one or more of the three V1 entry points; nothing was called.
     #[error(
-        "{} is not a usable rocprof-trace-decoder: it does not export {}; install a \
-         rocprof-trace-decoder release (0.1.x) or point --att-library-path at one",
+        "{}{} is not a usable rocprof-trace-decoder: it does not export {}; install a \
+         rocprof-trace-decoder release (0.1.x), or use another library",
         .library.display(),
+        found_in(.search),
         .symbols.join(", ")
     )]
     MissingSymbols {
@@ -64,6 +102,8 @@ pub enum Error {
         library: PathBuf,
         /// Every missing symbol, in lookup order.
         symbols: Vec<&'static str>,
+        /// The search that found it (`None`: loaded by path, [`crate::Decoder::load`]).
+        search: Option<SearchOrigin>,
     },
 
     /// `parse_data` returned a status other than SUCCESS. Whatever records arrived before it
@@ -185,6 +225,35 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether this is a failure to find or load the trace decoder library ([`Error::NotFound`],
+    /// [`Error::Open`], [`Error::MissingSymbols`]): the errors a caller that chose the
+    /// directories to search may want to say how to choose others.
+    pub fn is_decoder_library(&self) -> bool {
+        matches!(
+            self,
+            Self::NotFound { .. } | Self::Open { .. } | Self::MissingSymbols { .. }
+        )
+    }
+
+    /// For a failure to find or load the trace decoder, which directories the search went
+    /// through; `None` for every other error and for a library loaded by path.
+    pub fn library_search(&self) -> Option<SearchOrigin> {
+        match self {
+            Self::NotFound { search, .. } => Some(*search),
+            Self::Open { search, .. } | Self::MissingSymbols { search, .. } => *search,
+            _ => None,
+        }
+    }
+
+    /// The same failure to load a library, as found by `origin`'s search (other errors are
+    /// returned as they are).
+    pub(crate) fn found_by(mut self, origin: SearchOrigin) -> Self {
+        if let Self::Open { search, .. } | Self::MissingSymbols { search, .. } = &mut self {
+            *search = Some(origin);
+        }
+        self
+    }
+
     /// The records decoded before a [`Error::Decoder`] failure, if this is one.
     pub fn partial(&self) -> Option<&Decoded> {
         match self {
@@ -207,18 +276,84 @@ mod tests {
     use super::*;
 
     #[test]
-    fn not_found_lists_every_dir_and_says_what_to_do() {
+    fn not_found_lists_every_dir_says_why_those_and_names_no_option() {
         let e = Error::NotFound {
             searched: vec![PathBuf::from("/a"), PathBuf::from("/opt/rocm/lib")],
+            search: SearchOrigin::Defaults,
         };
-        let msg = e.to_string();
-        assert!(
-            msg.starts_with(
-                "rocprof-trace-decoder library not found in [\"/a\", \"/opt/rocm/lib\"]"
-            ),
-            "{msg}"
+        assert_eq!(
+            e.to_string(),
+            "rocprof-trace-decoder library not found in [\"/a\", \"/opt/rocm/lib\"] (the \
+             directories searched: the LD_LIBRARY_PATH entries, then <ROCm>/lib); install \
+             ROCm's rocprof-trace-decoder, or include the directory that holds \
+             librocprof-trace-decoder.so in the search"
         );
-        assert!(msg.contains("--att-library-path"), "{msg}");
+        assert_eq!(e.library_search(), Some(SearchOrigin::Defaults));
+        assert!(e.is_decoder_library());
+        for origin in [
+            SearchOrigin::Given,
+            SearchOrigin::Environment,
+            SearchOrigin::Defaults,
+        ] {
+            let e = Error::NotFound {
+                searched: Vec::new(),
+                search: origin,
+            };
+            let msg = e.to_string();
+            assert!(
+                msg.contains(&format!("(the directories searched: {origin})")),
+                "{msg}"
+            );
+            assert!(!msg.contains("--"), "a command-line option named: {msg}");
+        }
+    }
+
+    #[test]
+    fn load_failures_say_which_search_found_the_file() {
+        let open = Error::Open {
+            path: PathBuf::from("/d/librocprof-trace-decoder.so"),
+            reason: "invalid ELF header".into(),
+            search: None,
+        };
+        assert_eq!(
+            open.to_string(),
+            "cannot load the trace decoder /d/librocprof-trace-decoder.so: invalid ELF header; \
+             check that it is a complete x86-64 Linux build of librocprof-trace-decoder.so, or \
+             use another one"
+        );
+        assert_eq!(open.library_search(), None);
+        assert!(open.is_decoder_library());
+        let open = open.found_by(SearchOrigin::Environment);
+        assert_eq!(open.library_search(), Some(SearchOrigin::Environment));
+        assert!(
+            open.to_string().starts_with(
+                "cannot load the trace decoder /d/librocprof-trace-decoder.so (found in the \
+                 directories searched: the ones ROCPROF_ATT_LIBRARY_PATH lists): invalid ELF"
+            ),
+            "{open}"
+        );
+        let missing = Error::MissingSymbols {
+            library: PathBuf::from("/d/x.so"),
+            symbols: vec!["a", "b"],
+            search: None,
+        }
+        .found_by(SearchOrigin::Given);
+        assert_eq!(
+            missing.to_string(),
+            "/d/x.so (found in the directories searched: the ones given) is not a usable \
+             rocprof-trace-decoder: it does not export a, b; install a rocprof-trace-decoder \
+             release (0.1.x), or use another library"
+        );
+        assert_eq!(missing.library_search(), Some(SearchOrigin::Given));
+        // Other errors carry no search and are left as they are.
+        let comgr = Error::ComgrOpen {
+            path: PathBuf::from("/c.so"),
+            reason: "r".into(),
+        };
+        assert!(!comgr.is_decoder_library());
+        let comgr = comgr.found_by(SearchOrigin::Given);
+        assert_eq!(comgr.library_search(), None);
+        assert!(matches!(comgr, Error::ComgrOpen { .. }));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Finding and loading `librocprof-trace-decoder.so`, the way rocprofv3 does.
 //!
-//! **Search** ([`find`]), in this order of precedence:
-//! 1. the `--att-library-path DIR...` directories, when any are given;
+//! **Search** ([`Search`], [`find`]), in this order of precedence ([`SearchOrigin`] says which
+//! rule applied):
+//! 1. the directories the caller gives, when any are given;
 //! 2. otherwise `ROCPROF_ATT_LIBRARY_PATH` (one directory, or a `:`-separated list);
 //! 3. otherwise every `LD_LIBRARY_PATH` entry, then `<rocm>/lib` (`<rocm>` = `ROCM_PATH`,
 //!    default `/opt/rocm`).
@@ -16,9 +17,13 @@
 //! **Loading** ([`Decoder::load`]): `dlopen(path, RTLD_LAZY | RTLD_LOCAL)` and all three V1
 //! symbols resolved before any is used; a missing one is reported together with every other
 //! missing one and the file ([`Error::MissingSymbols`]).
+//!
+//! A failure to find or load the decoder says which directories were searched and why those
+//! ([`Error::library_search`]); how to point the search elsewhere is the caller's to say.
 
 use crate::Error;
 use crate::abi::{DecoderInfo, DecoderStatus, GetStringFn, ParseDataFn};
+pub use crate::error::SearchOrigin;
 use core::ffi::{CStr, c_void};
 use core::ptr::NonNull;
 use libloading::os::unix::Library;
@@ -29,7 +34,7 @@ use std::path::{Path, PathBuf};
 /// The file name rocprofv3 looks for (as a substring of the file name).
 pub const LIBRARY_FILE_NAME: &str = "librocprof-trace-decoder.so";
 
-/// The environment variable `--att-library-path` maps to.
+/// The environment variable that lists the directories to search when the caller gives none.
 pub const ENV_ATT_LIBRARY_PATH: &str = "ROCPROF_ATT_LIBRARY_PATH";
 
 /// The ROCm root used when `ROCM_PATH` is unset or empty.
@@ -74,28 +79,66 @@ fn split_paths(list: &OsString) -> impl Iterator<Item = PathBuf> + '_ {
         .map(|s| PathBuf::from(std::ffi::OsStr::from_bytes(s)))
 }
 
-/// The directories [`find`] searches, in order, without duplicates.
-pub fn search_dirs(option_dirs: &[PathBuf], env: &SearchEnv) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    if !option_dirs.is_empty() {
-        dirs.extend(option_dirs.iter().cloned());
-    } else if let Some(att) = env.att_library_path.as_ref().filter(|v| !v.is_empty()) {
-        dirs.extend(split_paths(att));
-    } else {
-        if let Some(ld) = &env.ld_library_path {
-            dirs.extend(split_paths(ld));
-        }
-        let rocm = env
-            .rocm_path
-            .as_ref()
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_ROCM_PATH));
-        dirs.push(rocm.join("lib"));
+/// The directories a search goes through, in order, without duplicates, and which rule chose
+/// them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Search {
+    /// Which rule chose the directories.
+    pub origin: SearchOrigin,
+    /// The directories, in search order.
+    pub dirs: Vec<PathBuf>,
+}
+
+impl Search {
+    /// The search for `given_dirs` (when not empty) or else what `env` says (see the module
+    /// documentation).
+    pub fn new(given_dirs: &[PathBuf], env: &SearchEnv) -> Self {
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        let origin = if !given_dirs.is_empty() {
+            dirs.extend(given_dirs.iter().cloned());
+            SearchOrigin::Given
+        } else if let Some(att) = env.att_library_path.as_ref().filter(|v| !v.is_empty()) {
+            dirs.extend(split_paths(att));
+            SearchOrigin::Environment
+        } else {
+            if let Some(ld) = &env.ld_library_path {
+                dirs.extend(split_paths(ld));
+            }
+            let rocm = env
+                .rocm_path
+                .as_ref()
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_ROCM_PATH));
+            dirs.push(rocm.join("lib"));
+            SearchOrigin::Defaults
+        };
+        let mut seen = HashSet::new();
+        dirs.retain(|d| seen.insert(d.clone()));
+        Self { origin, dirs }
     }
-    let mut seen = HashSet::new();
-    dirs.retain(|d| seen.insert(d.clone()));
-    dirs
+
+    /// The first hit over the directories ([`find_in`] each, in order).
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] listing every directory searched and why those.
+    pub fn find(&self) -> Result<PathBuf, Error> {
+        for dir in &self.dirs {
+            if let Some(found) = find_in(dir) {
+                tracing::debug!(library = %found.display(), "found the trace decoder");
+                return Ok(found);
+            }
+        }
+        Err(Error::NotFound {
+            searched: self.dirs.clone(),
+            search: self.origin,
+        })
+    }
+}
+
+/// The directories [`find`] searches, in order, without duplicates ([`Search::new`]'s).
+pub fn search_dirs(given_dirs: &[PathBuf], env: &SearchEnv) -> Vec<PathBuf> {
+    Search::new(given_dirs, env).dirs
 }
 
 /// Walks `dir` recursively for a file whose name contains [`LIBRARY_FILE_NAME`].
@@ -139,19 +182,12 @@ pub fn find_in(dir: &Path) -> Option<PathBuf> {
     subdirs.iter().find_map(|d| find_in(d))
 }
 
-/// Finds the decoder library: the first hit over [`search_dirs`].
+/// Finds the decoder library: the first hit over [`search_dirs`] ([`Search::find`]).
 ///
 /// # Errors
-/// [`Error::NotFound`] listing every directory searched.
-pub fn find(option_dirs: &[PathBuf], env: &SearchEnv) -> Result<PathBuf, Error> {
-    let dirs = search_dirs(option_dirs, env);
-    for dir in &dirs {
-        if let Some(found) = find_in(dir) {
-            tracing::debug!(library = %found.display(), "found the trace decoder");
-            return Ok(found);
-        }
-    }
-    Err(Error::NotFound { searched: dirs })
+/// [`Error::NotFound`] listing every directory searched and why those.
+pub fn find(given_dirs: &[PathBuf], env: &SearchEnv) -> Result<PathBuf, Error> {
+    Search::new(given_dirs, env).find()
 }
 
 /// Finds and loads the decoder, then unloads it again: the check the CLI runs before starting
@@ -159,14 +195,16 @@ pub fn find(option_dirs: &[PathBuf], env: &SearchEnv) -> Result<PathBuf, Error> 
 /// Returns the library's path.
 ///
 /// # Errors
-/// As [`find`] and [`Decoder::load`].
+/// As [`find`] and [`Decoder::load`]; a load failure names the search that found the file
+/// ([`Error::library_search`]).
 ///
 /// # Safety
 /// As for [`Decoder::load`]: the library found runs its initialisers.
-pub unsafe fn probe(option_dirs: &[PathBuf], env: &SearchEnv) -> Result<PathBuf, Error> {
-    let path = find(option_dirs, env)?;
+pub unsafe fn probe(given_dirs: &[PathBuf], env: &SearchEnv) -> Result<PathBuf, Error> {
+    let search = Search::new(given_dirs, env);
+    let path = search.find()?;
     // SAFETY: forwarded to the caller.
-    let decoder = unsafe { Decoder::load(&path) }?;
+    let decoder = unsafe { Decoder::load(&path) }.map_err(|e| e.found_by(search.origin))?;
     drop(decoder);
     Ok(path)
 }
@@ -177,10 +215,10 @@ pub unsafe fn probe(option_dirs: &[PathBuf], env: &SearchEnv) -> Result<PathBuf,
 ///
 /// # Errors
 /// As [`probe`].
-pub fn probe_trusted(option_dirs: &[PathBuf], env: &SearchEnv) -> Result<PathBuf, Error> {
+pub fn probe_trusted(given_dirs: &[PathBuf], env: &SearchEnv) -> Result<PathBuf, Error> {
     // SAFETY: the contract of `probe` is this function's documented premise: the library
     // found by the decoder's name is the decoder. rocprofv3's SDK loads it on the same premise.
-    unsafe { probe(option_dirs, env) }
+    unsafe { probe(given_dirs, env) }
 }
 
 /// `dlopen(file, RTLD_LAZY | RTLD_LOCAL)`: how this crate loads every library (a path, or a
@@ -251,6 +289,7 @@ impl DecoderFns {
             resolve_all(&SYMBOLS, lookup).map_err(|symbols| Error::MissingSymbols {
                 library: library.to_owned(),
                 symbols,
+                search: None,
             })?;
         // SAFETY: each pointer was returned for the symbol of the matching name, which the
         // caller guarantees has the C signature of the function-pointer type it becomes here;
@@ -302,6 +341,7 @@ impl Decoder {
         let lib = unsafe { open_local(path.as_os_str()) }.map_err(|e| Error::Open {
             path: path.to_owned(),
             reason: e.to_string(),
+            search: None,
         })?;
         // SAFETY: the symbols come from the library the caller vouched for, and `lib` is kept
         // next to the table, so the pointers stay valid for the Decoder's lifetime.
@@ -383,21 +423,27 @@ mod tests {
     }
 
     #[test]
-    fn option_dirs_win_over_everything() {
-        let dirs = search_dirs(
-            &[PathBuf::from("/x"), PathBuf::from("/y")],
-            &env(Some("/att"), Some("/ld"), Some("/rocm")),
-        );
-        assert_eq!(dirs, [PathBuf::from("/x"), PathBuf::from("/y")]);
+    fn given_dirs_win_over_everything() {
+        let given = [
+            PathBuf::from("/x"),
+            PathBuf::from("/y"),
+            PathBuf::from("/x"),
+        ];
+        let e = env(Some("/att"), Some("/ld"), Some("/rocm"));
+        let search = Search::new(&given, &e);
+        assert_eq!(search.origin, SearchOrigin::Given);
+        assert_eq!(search.dirs, [PathBuf::from("/x"), PathBuf::from("/y")]);
+        assert_eq!(search_dirs(&given, &e), search.dirs);
     }
 
     #[test]
-    fn env_var_only_without_option_dirs() {
+    fn env_var_only_without_given_dirs() {
         let e = env(Some("/att:/att2"), Some("/ld"), Some("/rocm"));
         assert_eq!(
             search_dirs(&[], &e),
             [PathBuf::from("/att"), PathBuf::from("/att2")]
         );
+        assert_eq!(Search::new(&[], &e).origin, SearchOrigin::Environment);
         let one = env(Some("/one dir"), None, None);
         assert_eq!(search_dirs(&[], &one), [PathBuf::from("/one dir")]);
         // Empty counts as unset.
@@ -406,6 +452,55 @@ mod tests {
             search_dirs(&[], &empty),
             [PathBuf::from("/ld"), PathBuf::from("/opt/rocm/lib")]
         );
+        assert_eq!(Search::new(&[], &empty).origin, SearchOrigin::Defaults);
+    }
+
+    #[test]
+    fn the_environment_origin_names_the_variable() {
+        assert!(
+            SearchOrigin::Environment
+                .to_string()
+                .contains(ENV_ATT_LIBRARY_PATH)
+        );
+    }
+
+    #[test]
+    fn not_found_says_which_search_was_used() {
+        let empty = tempfile::tempdir().unwrap();
+        let dir = empty.path().to_str().unwrap().to_owned();
+        let cases = [
+            (
+                vec![empty.path().to_owned()],
+                env(None, None, None),
+                SearchOrigin::Given,
+            ),
+            (
+                Vec::new(),
+                env(Some(&dir), None, None),
+                SearchOrigin::Environment,
+            ),
+            (
+                Vec::new(),
+                env(None, Some(&dir), Some(&dir)),
+                SearchOrigin::Defaults,
+            ),
+        ];
+        for (given, e, origin) in cases {
+            let err = find(&given, &e).unwrap_err();
+            assert_eq!(err.library_search(), Some(origin), "{err}");
+            match &err {
+                Error::NotFound { searched, search } => {
+                    assert_eq!(searched, &search_dirs(&given, &e));
+                    assert_eq!(*search, origin);
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+            assert!(
+                err.to_string()
+                    .contains(&format!("(the directories searched: {origin})")),
+                "{err}"
+            );
+        }
     }
 
     #[test]
@@ -453,9 +548,11 @@ mod tests {
         // With option dirs given, the env var is not consulted.
         let empty = tempfile::tempdir().unwrap();
         let err = find(&[empty.path().to_owned()], &e).unwrap_err();
-        assert!(
-            matches!(err, Error::NotFound { ref searched } if searched == &[empty.path().to_owned()])
-        );
+        assert!(matches!(
+            err,
+            Error::NotFound { ref searched, search: SearchOrigin::Given }
+                if searched == &[empty.path().to_owned()]
+        ));
     }
 
     #[test]
@@ -502,8 +599,13 @@ mod tests {
         .unwrap_err();
         assert_eq!(asked, SYMBOLS.map(CStr::to_owned));
         match err {
-            Error::MissingSymbols { library, symbols } => {
+            Error::MissingSymbols {
+                library,
+                symbols,
+                search,
+            } => {
                 assert_eq!(library, Path::new("/lib/x.so"));
+                assert_eq!(search, None, "loaded by path, not found by a search");
                 assert_eq!(
                     symbols,
                     [
@@ -534,7 +636,10 @@ mod tests {
         // SAFETY: nothing is found, so nothing is loaded.
         let err = unsafe { probe(&[dir.path().to_owned()], &SearchEnv::default()) }.unwrap_err();
         match &err {
-            Error::NotFound { searched } => assert_eq!(searched, &[dir.path().to_owned()]),
+            Error::NotFound { searched, search } => {
+                assert_eq!(searched, &[dir.path().to_owned()]);
+                assert_eq!(*search, SearchOrigin::Given);
+            }
             other => panic!("unexpected {other:?}"),
         }
         assert!(err.to_string().contains(dir.path().to_str().unwrap()));
@@ -551,8 +656,13 @@ mod tests {
         // SAFETY: a copy of the system libm; its initialisers are harmless.
         let err = unsafe { probe(&[dir.path().to_owned()], &SearchEnv::default()) }.unwrap_err();
         match &err {
-            Error::MissingSymbols { library, symbols } => {
+            Error::MissingSymbols {
+                library,
+                symbols,
+                search,
+            } => {
                 assert_eq!(library, &target);
+                assert_eq!(*search, Some(SearchOrigin::Given), "probe names its search");
                 assert_eq!(
                     symbols,
                     &SYMBOLS.map(|s| s.to_str().unwrap()).to_vec(),
@@ -577,8 +687,13 @@ mod tests {
         // SAFETY: dlopen rejects the file before running anything.
         let err = unsafe { Decoder::load(&target) }.unwrap_err();
         match &err {
-            Error::Open { path, reason } => {
+            Error::Open {
+                path,
+                reason,
+                search,
+            } => {
                 assert_eq!(path, &target);
+                assert_eq!(*search, None);
                 // glibc: "<path>: invalid ELF header" (or "file too short").
                 assert!(
                     reason.contains("ELF") || reason.contains("too short"),
@@ -592,7 +707,13 @@ mod tests {
         // SAFETY: as above.
         let via_probe =
             unsafe { probe(&[dir.path().to_owned()], &SearchEnv::default()) }.unwrap_err();
-        assert!(matches!(via_probe, Error::Open { .. }));
+        assert!(matches!(
+            via_probe,
+            Error::Open {
+                search: Some(SearchOrigin::Given),
+                ..
+            }
+        ));
     }
 
     #[test]

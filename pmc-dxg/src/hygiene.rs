@@ -22,10 +22,12 @@
 //! 3. [`keys`]: which dispatches of different runs are the same dispatch ([`DispatchKey`]);
 //! 4. [`estimate`]: one dispatch × counter over the runs ([`Estimate`]), [`contaminated`] when
 //!    the runs disagree;
-//! 5. [`write_csv`] and [`summary`]: the per-dispatch table and the lines for the terminal.
+//! 5. [`HygieneRow::csv`] (after [`CsvHeader`]): the per-dispatch table's lines, and
+//!    [`notes`]: what a report says about the rows ([`Note`], one sentence each).
 //!
-//! Everything here is a pure function of its arguments; only [`write_csv`] writes, to the
-//! writer it is given.
+//! Everything here is a pure function of its arguments and returns values; presenting them
+//! (a file, the terminal) is the caller's. [`write_csv`] and [`summary`] are the two older
+//! conveniences over them (the table to a writer, the notes as lines of text).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -51,8 +53,8 @@ pub enum Discard {
     GrbmZero,
     /// The dispatch ran and SQ_WAVES read 0: an isolated SQ zero.
     SqZero,
-    /// The dispatch started inside the opening window the user asked to discard
-    /// (`--pmc-discard-warmup MS`).
+    /// The dispatch started inside the opening window asked to be discarded
+    /// ([`DispatchFacts::in_warmup`]).
     Warmup,
     /// Over repeated runs: this run read 0 where other runs of the same dispatch read a
     /// non-zero value.
@@ -396,112 +398,270 @@ pub struct HygieneRow {
     pub estimate: Estimate,
 }
 
-/// The most dispatch × counter values [`summary`] names in its warning.
+/// The most dispatch × counter values [`Note::Contaminated`] names.
 pub const SUMMARY_NAMED: usize = 5;
 
-/// Lines for the terminal about `rows` (none when there are no rows): how many values were
-/// estimated from how many runs, how many runs were set aside and why, and, when any value is
-/// [`contaminated`], a warning naming the largest spreads.
-pub fn summary(rows: &[HygieneRow]) -> Vec<String> {
-    let mut lines = Vec::new();
-    if rows.is_empty() {
-        return lines;
-    }
-    let fewest = rows.iter().map(|r| r.estimate.runs).min().unwrap_or(0);
-    let most = rows.iter().map(|r| r.estimate.runs).max().unwrap_or(0);
-    let runs = if fewest == most {
-        format!("{most} run{}", plural(most))
-    } else {
-        format!("{fewest} to {most} runs")
-    };
-    let unusable = rows
-        .iter()
-        .filter(|r| r.estimate.estimate.is_none())
-        .count();
-    let first = if unusable == 0 {
-        format!(
-            "{} dispatch-counter value{} estimated from {runs}",
-            rows.len(),
-            plural(rows.len())
-        )
-    } else {
-        format!(
-            "{} dispatch-counter value{} from {runs}: {} estimated, {unusable} with no usable \
-             run (no value written)",
-            rows.len(),
-            plural(rows.len()),
-            rows.len() - unusable
-        )
-    };
-    lines.push(first);
+/// How many runs the values of a report were estimated from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSpan {
+    /// The fewest runs any value had.
+    pub fewest: usize,
+    /// The most runs any value had.
+    pub most: usize,
+}
 
-    let count = |kind: &Discard| -> usize {
-        rows.iter()
-            .flat_map(|r| &r.estimate.discarded)
-            .filter(|(_, d)| d == kind)
-            .count()
-    };
-    let zeros: usize = rows.iter().map(|r| r.estimate.zeros_discarded).sum();
-    let (zero_kinds, other_kinds): (Vec<&Discard>, Vec<&Discard>) =
-        Discard::ALL.iter().partition(|d| d.is_zero_read());
-    let describe = |kinds: &[&Discard]| -> Vec<String> {
-        kinds
+/// `4 runs`, `1 run`, `2 to 3 runs`.
+impl fmt::Display for RunSpan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.fewest == self.most {
+            write!(f, "{} run{}", self.most, plural(self.most))
+        } else {
+            write!(f, "{} to {} runs", self.fewest, self.most)
+        }
+    }
+}
+
+/// How many runs of one kind were set aside, over a report's rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiscardCount {
+    /// Why.
+    pub kind: Discard,
+    /// How many runs (at least 1).
+    pub runs: usize,
+}
+
+/// `2 grbm-zero: every GRBM counter read 0 on …`.
+impl fmt::Display for DiscardCount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {}: {}",
+            self.runs,
+            self.kind.name(),
+            self.kind.reason()
+        )
+    }
+}
+
+/// One dispatch × counter whose runs disagree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// The counter.
+    pub counter: String,
+    /// The dispatch's kernel.
+    pub kernel: String,
+    /// Its per-kernel ordinal.
+    pub ordinal: u64,
+    /// The runs' spread, in percent of the smallest.
+    pub percent: f64,
+}
+
+/// `SQ_WAVES of copy[1] (2165.15%)`.
+impl fmt::Display for Spread {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} of {}[{}] ({:.2}%)",
+            self.counter, self.kernel, self.ordinal, self.percent
+        )
+    }
+}
+
+/// What a report over hygiene rows has to say ([`notes`]); each displays as one sentence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Note {
+    /// How many values were estimated, from how many runs.
+    Estimated {
+        /// Dispatch × counter values (rows).
+        values: usize,
+        /// The runs they had.
+        runs: RunSpan,
+        /// Values with no usable run (no estimate, so no counter record).
+        unusable: usize,
+    },
+    /// Runs set aside because something read 0 ([`Discard::is_zero_read`]).
+    ZeroReads {
+        /// Every such run, over all rows.
+        total: usize,
+        /// By kind, in [`Discard::ALL`]'s order (kinds without a run left out).
+        kinds: Vec<DiscardCount>,
+    },
+    /// Runs set aside for anything else (warm-up, not finite).
+    OtherDiscards {
+        /// By kind, in [`Discard::ALL`]'s order (kinds without a run left out).
+        kinds: Vec<DiscardCount>,
+    },
+    /// Values whose runs spread by more than [`CONTAMINATION_SPREAD_PERCENT`] ([`contaminated`]):
+    /// other GPU clients were probably counted too. A warning ([`Note::is_warning`]).
+    Contaminated {
+        /// Contaminated values.
+        spoiled: usize,
+        /// All values.
+        values: usize,
+        /// The largest spreads, largest first, at most [`SUMMARY_NAMED`].
+        largest: Vec<Spread>,
+    },
+}
+
+impl Note {
+    /// Whether the note warns (the values are less trustworthy than they look).
+    pub fn is_warning(&self) -> bool {
+        matches!(self, Note::Contaminated { .. })
+    }
+}
+
+fn join(items: &[impl fmt::Display], separator: &str) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(separator)
+}
+
+impl fmt::Display for Note {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Note::Estimated {
+                values,
+                runs,
+                unusable: 0,
+            } => write!(
+                f,
+                "{values} dispatch-counter value{} estimated from {runs}",
+                plural(*values)
+            ),
+            Note::Estimated {
+                values,
+                runs,
+                unusable,
+            } => write!(
+                f,
+                "{values} dispatch-counter value{} from {runs}: {} estimated, {unusable} with no \
+                 usable run (no value written)",
+                plural(*values),
+                values - unusable
+            ),
+            Note::ZeroReads { total, kinds } => write!(
+                f,
+                "{total} zero read{} set aside ({})",
+                plural(*total),
+                join(kinds, "; ")
+            ),
+            Note::OtherDiscards { kinds } => {
+                write!(f, "other runs set aside ({})", join(kinds, "; "))
+            }
+            Note::Contaminated {
+                spoiled,
+                values,
+                largest,
+            } => write!(
+                f,
+                "{spoiled} of {values} value{} differ{} by more than {}% between runs \
+                 (largest: {}); other GPU clients were probably active (WDDM time-slices the \
+                 GPU, and SQ and GRBM counters count for the whole GPU), so each estimate is \
+                 the smallest non-zero value, the one nearest the truth",
+                plural(*values),
+                if *spoiled == 1 { "s" } else { "" },
+                CONTAMINATION_SPREAD_PERCENT,
+                join(largest, ", ")
+            ),
+        }
+    }
+}
+
+/// What to say about `rows` (nothing when there are no rows), in this order: how many values
+/// were estimated from how many runs ([`Note::Estimated`], always), the runs set aside because
+/// something read 0 ([`Note::ZeroReads`]) and for other reasons ([`Note::OtherDiscards`]),
+/// each when there are any, and, when any value is [`contaminated`], the largest spreads
+/// ([`Note::Contaminated`]).
+pub fn notes(rows: &[HygieneRow]) -> Vec<Note> {
+    let mut out = Vec::new();
+    if rows.is_empty() {
+        return out;
+    }
+    out.push(Note::Estimated {
+        values: rows.len(),
+        runs: RunSpan {
+            fewest: rows.iter().map(|r| r.estimate.runs).min().unwrap_or(0),
+            most: rows.iter().map(|r| r.estimate.runs).max().unwrap_or(0),
+        },
+        unusable: rows
             .iter()
-            .map(|d| (d, count(d)))
-            .filter(|&(_, n)| n > 0)
-            .map(|(d, n)| format!("{n} {}: {}", d.name(), d.reason()))
+            .filter(|r| r.estimate.estimate.is_none())
+            .count(),
+    });
+
+    let counts = |zero_reads: bool| -> Vec<DiscardCount> {
+        Discard::ALL
+            .iter()
+            .filter(|d| d.is_zero_read() == zero_reads)
+            .map(|&kind| DiscardCount {
+                kind,
+                runs: rows
+                    .iter()
+                    .flat_map(|r| &r.estimate.discarded)
+                    .filter(|(_, d)| *d == kind)
+                    .count(),
+            })
+            .filter(|c| c.runs > 0)
             .collect()
     };
-    if zeros > 0 {
-        lines.push(format!(
-            "{zeros} zero read{} set aside ({})",
-            plural(zeros),
-            describe(&zero_kinds).join("; ")
-        ));
+    let total: usize = rows.iter().map(|r| r.estimate.zeros_discarded).sum();
+    if total > 0 {
+        out.push(Note::ZeroReads {
+            total,
+            kinds: counts(true),
+        });
     }
-    let others = describe(&other_kinds);
+    let others = counts(false);
     if !others.is_empty() {
-        lines.push(format!("other runs set aside ({})", others.join("; ")));
+        out.push(Note::OtherDiscards { kinds: others });
     }
 
     let mut spoiled: Vec<&HygieneRow> = rows.iter().filter(|r| contaminated(&r.estimate)).collect();
     if !spoiled.is_empty() {
         let spread = |r: &HygieneRow| r.estimate.spread_percent.unwrap_or(0.0);
         spoiled.sort_by(|a, b| spread(b).total_cmp(&spread(a)));
-        let named: Vec<String> = spoiled
-            .iter()
-            .take(SUMMARY_NAMED)
-            .map(|r| {
-                format!(
-                    "{} of {}[{}] ({:.2}%)",
-                    r.counter,
-                    r.key.kernel,
-                    r.key.ordinal,
-                    spread(r)
-                )
-            })
-            .collect();
-        lines.push(format!(
-            "warning: {} of {} value{} differ{} by more than {}% between runs (largest: {}); \
-             other GPU clients were probably active (WDDM time-slices the GPU, and SQ and \
-             GRBM counters count for the whole GPU), so each estimate is the smallest \
-             non-zero value, the one nearest the truth",
-            spoiled.len(),
-            rows.len(),
-            plural(rows.len()),
-            if spoiled.len() == 1 { "s" } else { "" },
-            CONTAMINATION_SPREAD_PERCENT,
-            named.join(", ")
-        ));
+        out.push(Note::Contaminated {
+            spoiled: spoiled.len(),
+            values: rows.len(),
+            largest: spoiled
+                .iter()
+                .take(SUMMARY_NAMED)
+                .map(|r| Spread {
+                    counter: r.counter.clone(),
+                    kernel: r.key.kernel.clone(),
+                    ordinal: r.key.ordinal,
+                    percent: spread(r),
+                })
+                .collect(),
+        });
     }
-    lines
+    out
+}
+
+/// [`notes`] as lines of text, a warning's prefixed `warning: `.
+///
+/// Kept for rocprof-cli, which prints these lines; new callers take [`notes`] and present them
+/// themselves.
+pub fn summary(rows: &[HygieneRow]) -> Vec<String> {
+    notes(rows)
+        .iter()
+        .map(|n| {
+            if n.is_warning() {
+                format!("warning: {n}")
+            } else {
+                n.to_string()
+            }
+        })
+        .collect()
 }
 
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// The columns of [`write_csv`].
+/// The columns of the hygiene table (`counter_hygiene.csv`), in order.
 pub const CSV_COLUMNS: [&str; 14] = [
     "Dispatch_Id",
     "Kernel_Name",
@@ -519,36 +679,77 @@ pub const CSV_COLUMNS: [&str; 14] = [
     "Discarded",
 ];
 
-/// Writes `rows` as CSV in the style of rocprofv3's files: a header of quoted column names
-/// ([`CSV_COLUMNS`]), then one line per row with strings quoted (a `"` inside doubled) and
-/// numbers bare. Sizes are the products of their three components; values are formatted as
-/// `Counter_Value` is, the spread with two decimals, and a missing number is an empty field.
-/// `Discarded` lists the set-aside runs, numbered from 1 (`run 2: grbm-zero; run 5:
-/// isolated-zero`).
-///
-/// # Errors
-///
-/// What writing to `out` returns.
-pub fn write_csv(out: &mut impl Write, rows: &[HygieneRow]) -> io::Result<()> {
-    let header: Vec<String> = CSV_COLUMNS.iter().map(|c| quote(c)).collect();
-    writeln!(out, "{}", header.join(","))?;
-    let number = |v: Option<f64>| v.map(fmt_counter_value).unwrap_or_default();
-    for r in rows {
-        let e = &r.estimate;
-        let discarded: Vec<String> = e
+/// The header line of the hygiene table: the quoted [`CSV_COLUMNS`], comma-separated (no line
+/// end).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CsvHeader;
+
+impl fmt::Display for CsvHeader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, c) in CSV_COLUMNS.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{}", Quoted(c))?;
+        }
+        Ok(())
+    }
+}
+
+/// One row of the hygiene table as a CSV line ([`HygieneRow::csv`]; no line end).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CsvLine<'a>(pub &'a HygieneRow);
+
+/// A run set aside, as the `Discarded` column names it: `run 2: grbm-zero` (runs numbered from
+/// 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiscardedRun {
+    /// The run's 0-based index.
+    pub run: usize,
+    /// Why.
+    pub why: Discard,
+}
+
+impl fmt::Display for DiscardedRun {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "run {}: {}", self.run + 1, self.why.name())
+    }
+}
+
+impl HygieneRow {
+    /// This row as a line of the hygiene table, in the style of rocprofv3's files: strings
+    /// quoted (a `"` inside doubled), numbers bare. Sizes are the products of their three
+    /// components; values are formatted as `Counter_Value` is, the spread with two decimals,
+    /// and a missing number is an empty field. `Discarded` lists the set-aside runs
+    /// ([`DiscardedRun`]) joined by `; `.
+    pub fn csv(&self) -> CsvLine<'_> {
+        CsvLine(self)
+    }
+
+    /// The runs set aside, in run order.
+    pub fn discarded_runs(&self) -> impl Iterator<Item = DiscardedRun> + '_ {
+        self.estimate
             .discarded
             .iter()
-            .map(|(run, d)| format!("run {}: {}", run + 1, d.name()))
-            .collect();
-        writeln!(
-            out,
+            .map(|&(run, why)| DiscardedRun { run, why })
+    }
+}
+
+impl fmt::Display for CsvLine<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = self.0;
+        let e = &r.estimate;
+        let number = |v: Option<f64>| v.map(fmt_counter_value).unwrap_or_default();
+        let discarded: Vec<DiscardedRun> = r.discarded_runs().collect();
+        write!(
+            f,
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.dispatch_id,
-            quote(&r.key.kernel),
+            Quoted(&r.key.kernel),
             r.key.ordinal,
             volume(r.key.grid),
             volume(r.key.workgroup),
-            quote(&r.counter),
+            Quoted(&r.counter),
             number(e.estimate),
             number(e.min),
             number(e.max),
@@ -558,14 +759,35 @@ pub fn write_csv(out: &mut impl Write, rows: &[HygieneRow]) -> io::Result<()> {
             e.runs,
             e.runs_used,
             e.zeros_discarded,
-            quote(&discarded.join("; ")),
-        )?;
+            Quoted(&join(&discarded, "; ")),
+        )
     }
-    Ok(())
 }
 
-fn quote(s: &str) -> String {
-    format!("\"{}\"", s.replace('"', "\"\""))
+/// A CSV string field: quoted, a `"` inside doubled.
+struct Quoted<'a>(&'a str);
+
+impl fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{}\"", self.0.replace('"', "\"\""))
+    }
+}
+
+/// Writes the hygiene table: [`CsvHeader`], then each row's [`HygieneRow::csv`], each line
+/// ended by `\n`.
+///
+/// Kept for rocprof-cli, which hands it its file; new callers write [`CsvHeader`] and
+/// [`HygieneRow::csv`] themselves.
+///
+/// # Errors
+///
+/// What writing to `out` returns.
+pub fn write_csv(out: &mut impl Write, rows: &[HygieneRow]) -> io::Result<()> {
+    writeln!(out, "{CsvHeader}")?;
+    for r in rows {
+        writeln!(out, "{}", r.csv())?;
+    }
+    Ok(())
 }
 
 /// x·y·z without overflow (three u32 can exceed a u64).
@@ -828,45 +1050,60 @@ mod tests {
             row("k", "GPU_UTIL", &[Err(Discard::Warmup), Ok(0.25)]),
             row("k", "GPU_UTIL", &[Err(Discard::Warmup)]),
         ];
-        let mut out = Vec::new();
-        write_csv(&mut out, &rows).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
-            lines[0],
+            CsvHeader.to_string(),
             "\"Dispatch_Id\",\"Kernel_Name\",\"Kernel_Ordinal\",\"Grid_Size\",\
              \"Workgroup_Size\",\"Counter_Name\",\"Estimate\",\"Min\",\"Max\",\
              \"Spread_Percent\",\"Runs\",\"Runs_Used\",\"Zeros_Discarded\",\"Discarded\""
         );
         assert_eq!(
-            lines[1],
+            rows[0].csv().to_string(),
             "7,\"vector_add(float*, \"\"a\"\")\",1,8192,256,\"SQ_WAVES\",8192.000000,\
              8192.000000,9000.000000,9.86,5,2,3,\
              \"run 2: grbm-zero; run 3: isolated-zero; run 5: isolated-zero\""
         );
         assert_eq!(
-            lines[2],
+            rows[1].csv().to_string(),
             "7,\"k\",1,8192,256,\"GPU_UTIL\",2.50000000e-01,2.50000000e-01,2.50000000e-01,\
              0.00,2,1,0,\"run 1: warmup\""
         );
         assert_eq!(
-            lines[3],
+            rows[2].csv().to_string(),
             "7,\"k\",1,8192,256,\"GPU_UTIL\",,,,,1,0,0,\"run 1: warmup\""
         );
-        assert_eq!(lines.len(), 4);
-        assert!(text.ends_with('\n'));
+        let runs: Vec<DiscardedRun> = rows[0].discarded_runs().collect();
+        assert_eq!(
+            runs[0],
+            DiscardedRun {
+                run: 1,
+                why: Discard::GrbmZero
+            }
+        );
+        assert_eq!(runs.len(), 3);
+        assert_eq!(runs[2].to_string(), "run 5: isolated-zero");
     }
 
     #[test]
     fn csv_sizes_do_not_overflow() {
         let mut r = row("k", "SQ_WAVES", &[]);
         r.key.grid = [u32::MAX; 3];
-        let mut out = Vec::new();
-        write_csv(&mut out, &[r]).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        let cells: Vec<&str> = text.lines().nth(1).unwrap().split(',').collect();
+        let text = r.csv().to_string();
+        let cells: Vec<&str> = text.split(',').collect();
         assert_eq!(cells[3], (u128::from(u32::MAX).pow(3)).to_string());
         assert_eq!(cells[13], "\"\"");
+        assert!(!text.contains('\n'));
+    }
+
+    #[test]
+    fn write_csv_is_the_header_and_the_lines() {
+        let rows = [
+            row("a", "SQ_WAVES", &[Ok(1.0)]),
+            row("b", "GRBM_COUNT", &[Ok(2.0)]),
+        ];
+        let mut out = Vec::new();
+        write_csv(&mut out, &rows).unwrap();
+        let want = format!("{CsvHeader}\n{}\n{}\n", rows[0].csv(), rows[1].csv());
+        assert_eq!(String::from_utf8(out).unwrap(), want);
     }
 
     #[test]
@@ -885,8 +1122,8 @@ mod tests {
     }
 
     #[test]
-    fn summary_counts_and_warns() {
-        assert!(summary(&[]).is_empty());
+    fn notes_count_and_warn() {
+        assert!(notes(&[]).is_empty());
         let rows = [
             row(
                 "copy",
@@ -900,36 +1137,103 @@ mod tests {
             ),
             row("scale", "GRBM_COUNT", &[Err(Discard::Warmup); 4]),
         ];
-        let lines = summary(&rows);
-        assert_eq!(lines.len(), 4, "{lines:#?}");
+        let got = notes(&rows);
+        assert_eq!(got.len(), 4, "{got:#?}");
         assert_eq!(
-            lines[0],
+            got[0],
+            Note::Estimated {
+                values: 3,
+                runs: RunSpan { fewest: 4, most: 4 },
+                unusable: 1
+            }
+        );
+        assert_eq!(
+            got[1],
+            Note::ZeroReads {
+                total: 2,
+                kinds: vec![
+                    DiscardCount {
+                        kind: Discard::GrbmZero,
+                        runs: 1
+                    },
+                    DiscardCount {
+                        kind: Discard::IsolatedZero,
+                        runs: 1
+                    }
+                ]
+            }
+        );
+        assert_eq!(
+            got[2],
+            Note::OtherDiscards {
+                kinds: vec![DiscardCount {
+                    kind: Discard::Warmup,
+                    runs: 4
+                }]
+            }
+        );
+        match &got[3] {
+            Note::Contaminated {
+                spoiled,
+                values,
+                largest,
+            } => {
+                assert_eq!((*spoiled, *values), (1, 3));
+                assert_eq!(largest.len(), 1);
+                assert_eq!(
+                    (largest[0].kernel.as_str(), largest[0].ordinal),
+                    ("copy", 1)
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let warnings: Vec<bool> = got.iter().map(Note::is_warning).collect();
+        assert_eq!(warnings, [false, false, false, true]);
+
+        assert_eq!(
+            got[0].to_string(),
             "3 dispatch-counter values from 4 runs: 2 estimated, 1 with no usable run (no value \
              written)"
         );
+        let zeros = got[1].to_string();
         assert!(
-            lines[1].starts_with("2 zero reads set aside (1 grbm-zero: "),
-            "{}",
-            lines[1]
+            zeros.starts_with("2 zero reads set aside (1 grbm-zero: "),
+            "{zeros}"
         );
-        assert!(lines[1].contains("; 1 isolated-zero: "), "{}", lines[1]);
+        assert!(zeros.contains("; 1 isolated-zero: "), "{zeros}");
         assert!(
-            lines[2].starts_with("other runs set aside (4 warmup: "),
+            got[2]
+                .to_string()
+                .starts_with("other runs set aside (4 warmup: "),
             "{}",
-            lines[2]
+            got[2]
         );
         assert!(
-            lines[3].starts_with(
-                "warning: 1 of 3 values differs by more than 5% between runs (largest: \
-                 SQ_WAVES of copy[1] (2165.15%)); other GPU clients were probably active"
+            got[3].to_string().starts_with(
+                "1 of 3 values differs by more than 5% between runs (largest: SQ_WAVES of \
+                 copy[1] (2165.15%)); other GPU clients were probably active"
             ),
             "{}",
-            lines[3]
+            got[3]
         );
     }
 
     #[test]
-    fn summary_names_at_most_five_largest_spreads_first() {
+    fn summary_is_the_notes_with_the_warning_marked() {
+        let rows = [
+            row("copy", "SQ_WAVES", &[Ok(8192.0), Ok(185_561.0)]),
+            row("copy", "GPU_UTIL", &[Ok(40.0), Ok(40.5)]),
+        ];
+        let lines = summary(&rows);
+        let got = notes(&rows);
+        assert_eq!(lines.len(), got.len());
+        assert_eq!(lines[0], got[0].to_string());
+        assert_eq!(lines[1], format!("warning: {}", got[1]));
+        assert!(summary(&[]).is_empty());
+    }
+
+    #[test]
+    fn notes_name_at_most_five_largest_spreads_first() {
         let rows: Vec<HygieneRow> = (1..=7)
             .map(|k| {
                 row(
@@ -939,29 +1243,47 @@ mod tests {
                 )
             })
             .collect();
-        let lines = summary(&rows);
-        assert_eq!(lines[0], "7 dispatch-counter values estimated from 2 runs");
-        let warning = lines.last().unwrap();
+        let got = notes(&rows);
+        assert_eq!(
+            got[0].to_string(),
+            "7 dispatch-counter values estimated from 2 runs"
+        );
+        let warning = got.last().unwrap();
+        let Note::Contaminated { largest, .. } = warning else {
+            panic!("{warning:?}");
+        };
+        assert_eq!(largest.len(), SUMMARY_NAMED);
+        let text = warning.to_string();
         assert!(
-            warning.contains(
+            text.contains(
                 "(largest: SQ_WAVES of k7[1] (70.00%), SQ_WAVES of k6[1] (60.00%), \
                  SQ_WAVES of k5[1] (50.00%), SQ_WAVES of k4[1] (40.00%), SQ_WAVES of k3[1] \
                  (30.00%));"
             ),
-            "{warning}"
+            "{text}"
         );
-        assert!(warning.starts_with("warning: 7 of 7 values"), "{warning}");
+        assert!(text.starts_with("7 of 7 values"), "{text}");
     }
 
     #[test]
-    fn summary_with_runs_of_different_counts_and_no_trouble() {
+    fn notes_with_runs_of_different_counts_and_no_trouble() {
         let rows = [
             row("a", "SQ_WAVES", &[Ok(5.0), Ok(5.0)]),
             row("b", "SQ_WAVES", &[Ok(5.0), Ok(5.1), Ok(5.0)]),
         ];
+        let got = notes(&rows);
         assert_eq!(
-            summary(&rows),
-            ["2 dispatch-counter values estimated from 2 to 3 runs"]
+            got,
+            [Note::Estimated {
+                values: 2,
+                runs: RunSpan { fewest: 2, most: 3 },
+                unusable: 0
+            }]
         );
+        assert_eq!(
+            got[0].to_string(),
+            "2 dispatch-counter values estimated from 2 to 3 runs"
+        );
+        assert_eq!(RunSpan { fewest: 1, most: 1 }.to_string(), "1 run");
     }
 }

@@ -2,22 +2,32 @@
 //! sdk's `counter_defs.yaml`, resolved for an agent), the derived-counter language, the gfx11
 //! PM4 command buffers that start, stop and read a set of counters (wrapped in AMD vendor PM4-IB
 //! AQL packets, which the DXG thunk passes to the GPU when `WSLKMT_VENDOR_PACKET=1`), how a
-//! set is split into passes that fit the hardware's counter slots, and how the read-back
-//! decodes into per-instance values.
+//! set is split into passes that fit the hardware's counter slots, how the read-back decodes
+//! into per-instance values, and how a run's read-backs become trustworthy values.
 //!
 //! - [`defs`]: loading and resolving counter definitions;
-//! - [`expr`]: the derived-counter language (parse, print, evaluate over per-instance values);
+//! - [`expr`]: the derived-counter language: its shapes (`Dim`, `Shape`), the tree (`Expr`),
+//!   the scanner and parser (`Expr::parse`), compilation into a `Program` and evaluation
+//!   (`Evaluator`);
 //! - [`plan`]: base counters into passes within each block's slots;
 //! - [`pm4`]: the command buffers, the AQL packets and the decoding of results;
 //! - [`readback`]: decoded results into a prepared program ([`readback::evaluate`]);
 //! - [`sqtt`]: the thread-trace (SQTT) command buffers, the trace buffer's split over shader
 //!   engines, code-object markers and the control block's reading;
-//! - [`hygiene`]: read-backs spoiled by zero reads or a warm-up window, and each counter's
+//! - [`hygiene`]: read-backs spoiled by zero reads or a warm-up window, each counter's
 //!   estimate over repeated runs (the smallest non-zero value, since other GPU clients only
-//!   ever add counts).
+//!   ever add counts), and the report over them as values (the hygiene table's lines, the
+//!   notes);
+//! - [`collection`]: a run's counters: a group planned and checked on every GPU before the run
+//!   (or refused with what would work), and after it each process's read-backs evaluated,
+//!   estimated over repeated runs and turned into counter records.
+//!
+//! Every failure is an [`Error`]; the crate prints nothing and names no command-line option:
+//! it returns values (with their text where one is needed) for its caller to present.
 
 #![forbid(unsafe_code)]
 
+pub mod collection;
 pub mod defs;
 pub mod expr;
 pub mod hygiene;
@@ -129,8 +139,18 @@ impl Topology {
     }
 }
 
+/// `pass 1: A B; pass 2: C`.
+fn pass_list(passes: &[Vec<String>]) -> String {
+    passes
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("pass {}: {}", i + 1, p.join(" ")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Everything that can go wrong in this crate.
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
 #[non_exhaustive]
 pub enum Error {
     // --- definitions and expressions (defs, expr) ---
@@ -250,5 +270,67 @@ pub enum Error {
         address: u64,
         /// The alignment it needs.
         alignment: u64,
+    },
+    // --- a run's counters (collection) ---
+    /// The definitions a run's counters are resolved with could not be loaded.
+    #[error("cannot read the counter definitions ({origin}): {cause}")]
+    DefinitionsUnavailable {
+        /// Where they were looked for ([`defs::DefsSource::origin`]).
+        origin: String,
+        /// What loading them said.
+        cause: Box<Error>,
+    },
+    /// No GPU agent was discovered.
+    #[error("no GPU agent was discovered, so no counters can be collected")]
+    NoGpu,
+    /// The GPU asked for (by rocprofv3's GPU index) was not discovered.
+    #[error("there is no GPU {0}")]
+    NoSuchGpu(u32),
+    /// A group of counters does not fit one pass on a GPU, and splitting the requested counters
+    /// (each whole) into groups in request order fits each group in one pass.
+    #[error(
+        "these counters do not fit one pass on GPU {gpu} ({agent}): {conflict}. Collect them in \
+         {} passes, each one run of the application: {}",
+        passes.len(),
+        pass_list(passes)
+    )]
+    SeveralPasses {
+        /// The GPU index.
+        gpu: u32,
+        /// Its gfx target.
+        agent: String,
+        /// Why one pass does not hold them.
+        conflict: Box<Error>,
+        /// The requested counters in groups that each fit one pass, in request order.
+        passes: Vec<Vec<String>>,
+    },
+    /// A group of counters cannot be collected on a GPU: an unknown or uncollectable counter,
+    /// or one counter alone does not fit a pass.
+    #[error("cannot collect {} on GPU {gpu} ({agent}): {conflict}", counters.join(" "))]
+    CannotCollect {
+        /// The requested counters.
+        counters: Vec<String>,
+        /// The GPU index.
+        gpu: u32,
+        /// Its gfx target.
+        agent: String,
+        /// Why.
+        conflict: Box<Error>,
+    },
+    /// The GPUs need different base counters for the same group (one request programs them
+    /// all alike).
+    #[error(
+        "the GPUs program {} differently (GPU {gpu} needs {}); profile one GPU at a time \
+         (HIP_VISIBLE_DEVICES)",
+        counters.join(" "),
+        base.join(" ")
+    )]
+    GpusDiffer {
+        /// The requested counters.
+        counters: Vec<String>,
+        /// The first GPU whose base counters differ from the first GPU's.
+        gpu: u32,
+        /// Its base counters.
+        base: Vec<String>,
     },
 }

@@ -1,0 +1,70 @@
+//! What a run collects: the requested counters, the base counters the tool programs, and the
+//! hygiene options, kept with the run so that a later evaluation works the same way.
+
+use serde::{Deserialize, Serialize};
+use trace_records::docs::{CounterEvent, CounterRequest};
+
+use super::extra::ExtraCounters;
+
+/// One counter pass: what was asked for, the base counters the tool programs, and the
+/// hygiene options.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterPlan {
+    /// The counters as the user named them (base and derived), in order.
+    pub requested: Vec<String>,
+    /// The base counters they need, in first-use order.
+    pub events: Vec<CounterEvent>,
+    /// Values of dispatches that start within this many milliseconds of the process's first
+    /// counted dispatch are discarded (the warm-up window).
+    #[serde(default)]
+    pub discard_warmup_ms: Option<u64>,
+    /// The extra definitions the counters were resolved with (kept whole, so a later
+    /// evaluation resolves them as the run did).
+    #[serde(default)]
+    pub extra_counters: Option<ExtraCounters>,
+}
+
+impl CounterPlan {
+    /// What the tool is handed.
+    pub fn request(&self) -> CounterRequest {
+        CounterRequest {
+            events: self.events.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kept_plan_reads_back_as_the_cli_wrote_it() {
+        // The form run.json has kept since before `-E` and the warm-up window existed.
+        let old = concat!(
+            r#"{"requested":["GPU_UTIL"],"#,
+            r#""events":[{"name":"GRBM_COUNT","block":"GRBM","event":0}]}"#
+        );
+        let plan: CounterPlan = serde_json::from_str(old).unwrap();
+        assert_eq!(plan.requested, ["GPU_UTIL"]);
+        assert_eq!(plan.events[0].name, "GRBM_COUNT");
+        assert_eq!(
+            (plan.discard_warmup_ms, plan.extra_counters.as_ref()),
+            (None, None)
+        );
+        let full = CounterPlan {
+            discard_warmup_ms: Some(300),
+            extra_counters: Some(ExtraCounters {
+                path: "/x.yaml".into(),
+                text: "t".into(),
+            }),
+            ..plan
+        };
+        let json = serde_json::to_value(&full).unwrap();
+        assert_eq!(json["discard_warmup_ms"], 300);
+        assert_eq!(json["extra_counters"]["path"], "/x.yaml");
+        assert_eq!(json["extra_counters"]["text"], "t");
+        let back: CounterPlan = serde_json::from_value(json).unwrap();
+        assert_eq!(back, full);
+        assert_eq!(back.request().events, back.events);
+    }
+}
