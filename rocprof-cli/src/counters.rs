@@ -9,8 +9,8 @@
 
 use anyhow::{Context as _, Result, bail};
 use pmc_dxg::Topology;
+use pmc_dxg::collection::{Gpu, check, render_check};
 use pmc_dxg::defs::{CounterKind, Definitions, DefsSource};
-use rocprof_runner::counters::{Check, Gpu, check, gpus_with};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -196,7 +196,13 @@ pub fn run(
             })
         })
         .transpose()?;
-    let (source, gpus) = gpus_with(device, extra.as_ref())?;
+    let (source, gpus) =
+        rocprof_runner::counters::gpus_with(device, extra.as_ref()).map_err(|e| {
+            anyhow::anyhow!(crate::messages::counter_refusal(
+                &e,
+                "there are no counters to list"
+            ))
+        })?;
     if !json {
         note_source(&source, &gpus);
     }
@@ -446,41 +452,6 @@ fn pmc_check(gpus: &[Gpu], counters: &[String], json: bool) -> Result<ExitCode> 
     })
 }
 
-/// The text of one check: rocprofv3-avail's line when the set fits, else the conflict and the
-/// passes it would take.
-pub fn render_check(c: &Check) -> String {
-    let mut s = String::new();
-    if c.one_pass {
-        let _ = writeln!(
-            s,
-            "Following input counters can be collected together on GPU:{}\t{}",
-            c.gpu,
-            c.counters.join("\t")
-        );
-        return s;
-    }
-    let _ = writeln!(
-        s,
-        "Following input counters cannot be collected together on GPU:{}\t{}",
-        c.gpu,
-        c.counters.join("\t")
-    );
-    if let Some(why) = &c.conflict {
-        let _ = writeln!(s, "  why: {why}");
-    }
-    if c.passes.len() > 1 {
-        let _ = writeln!(
-            s,
-            "  they fit in {} passes (the application runs once per pass):",
-            c.passes.len()
-        );
-        for (i, p) in c.passes.iter().enumerate() {
-            let _ = writeln!(s, "    pass {}: {}", i + 1, p.join(" "));
-        }
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -498,37 +469,6 @@ mod tests {
             columns(&names, 5).lines().count(),
             4,
             "at least one per line"
-        );
-    }
-
-    #[test]
-    fn a_check_says_why_and_how_to_split() {
-        let c = Check {
-            gpu: 0,
-            counters: vec!["A".into(), "B".into()],
-            base: vec!["A".into(), "B".into()],
-            one_pass: false,
-            passes: vec![vec!["A".into()], vec!["B".into()]],
-            conflict: Some("GRBM has 2 counter slots".into()),
-        };
-        let text = render_check(&c);
-        assert!(
-            text.starts_with(
-                "Following input counters cannot be collected together on GPU:0\tA\tB\n"
-            ),
-            "{text}"
-        );
-        assert!(text.contains("why: GRBM has 2 counter slots"), "{text}");
-        assert!(text.contains("pass 2: B"), "{text}");
-        let ok = Check {
-            one_pass: true,
-            conflict: None,
-            passes: vec![vec!["A".into(), "B".into()]],
-            ..c
-        };
-        assert_eq!(
-            render_check(&ok),
-            "Following input counters can be collected together on GPU:0\tA\tB\n"
         );
     }
 }

@@ -70,3 +70,42 @@ pub fn sim_diagnostic_unavailable(lib: &Path, why: &str) -> String {
 pub fn merge_with_dirs() -> String {
     "give the inputs of a merge after -i only (`rocprof convert -i A B …`), or convert kept directories without -i".into()
 }
+
+/// A counter request pmc-dxg refused, with the CLI's hint (`nothing`: what a missing GPU
+/// means here, e.g. "no counters can be collected").
+pub fn counter_refusal(e: &pmc_dxg::Error, nothing: &str) -> String {
+    use pmc_dxg::Error;
+    match e {
+        Error::SeveralPasses {
+            gpu,
+            agent,
+            conflict,
+            passes,
+        } => {
+            let split: Vec<String> = passes
+                .iter()
+                .map(|p| format!("--pmc {}", p.join(" ")))
+                .collect();
+            format!(
+                "these counters do not fit one pass on GPU {gpu} ({agent}): {conflict}. Collect them in {} passes, each one run of the application: {} (`rocprof avail pmc-check` plans a set)",
+                split.len(),
+                split.join(" ")
+            )
+        }
+        Error::CannotCollect { .. } => {
+            format!("{e} (`rocprof avail list` lists the counters this GPU has)")
+        }
+        Error::NoGpu => {
+            format!("no GPU agent was discovered, so {nothing} (`rocprof avail` says why)")
+        }
+        Error::NoSuchGpu(_) => {
+            format!("{e} (`rocprof avail list --agent` lists the GPUs by index)")
+        }
+        _ => e.to_string(),
+    }
+}
+
+/// An `-E/--extra-counters` file that cannot be used.
+pub fn extra_counters_refused(e: &pmc_dxg::Error) -> String {
+    format!("-E/--extra-counters: {e} (expected counter definitions in counter_defs.yaml's form)")
+}

@@ -1,7 +1,7 @@
 //! The one place the libraries' notices reach the terminal: `rocprof: <level>: <text>` on
 //! stderr (the `-S` tables where `--summary-output-file` sends them), and the CLI's own lines.
 
-use rocprof_runner::notice::{Level, Notice, Report, Stream};
+use rocprof_runner::notice::{LaunchNotice, Level, Notice, Report, Stream};
 use std::io::Write as _;
 
 /// The terminal: every notice is written as it arrives.
@@ -31,6 +31,17 @@ impl Report for Terminal {
                 Stream::Stdout => std::io::stdout().write_all(s.tables.as_bytes()),
                 Stream::Stderr => std::io::stderr().write_all(s.tables.as_bytes()),
             };
+            return;
+        }
+        // The library names no option; the hint for the decoder's directory is the CLI's.
+        if let Notice::Launch(LaunchNotice::NoDecoder {
+            reason,
+            library: true,
+        }) = &notice
+        {
+            warn(&format!(
+                "--att: {reason}; point --att-library-path at the directory that holds librocprof-trace-decoder.so; the thread trace is captured and its raw .att and .out files are written, but not decoded"
+            ));
             return;
         }
         line(&format!("{}{notice}", prefix(notice.level())));

@@ -10,9 +10,9 @@ use crate::messages;
 use crate::outputs::OutputOptions;
 use crate::report::Terminal;
 use anyhow::{Result, anyhow, bail};
+use pmc_dxg::collection as pmc;
 use rocprof_runner::plan::launcher::Launcher;
 use rocprof_runner::plan::{AttPlan, Selection};
-use rocprof_runner::pmc;
 use rocprof_runner::run::{Pass, Session};
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -277,7 +277,9 @@ fn passes(opts: &RunOptions) -> Result<Vec<OptionPass>> {
     let extra = opts
         .extra_counters
         .as_deref()
-        .map(pmc::ExtraCounters::read)
+        .map(|p| {
+            pmc::ExtraCounters::read(p).map_err(|e| anyhow!(messages::extra_counters_refused(&e)))
+        })
         .transpose()?;
     let extra = extra.as_ref();
     let Some(path) = &opts.input else {
@@ -296,7 +298,7 @@ fn passes(opts: &RunOptions) -> Result<Vec<OptionPass>> {
             .map(|(k, g)| {
                 Ok(OptionPass {
                     opts: opts.clone(),
-                    counters: Some(pmc::plan(g, warmup, extra)?),
+                    counters: Some(counter_plan(g, warmup, extra)?),
                     subdir: several.then(|| format!("pass_{}", k + 1)),
                 })
             })
@@ -335,7 +337,7 @@ fn passes(opts: &RunOptions) -> Result<Vec<OptionPass>> {
         for g in groups {
             out.push(OptionPass {
                 opts: merged.clone(),
-                counters: Some(pmc::plan(&g, warmup, extra)?),
+                counters: Some(counter_plan(&g, warmup, extra)?),
                 subdir: Some(format!("{prefix}_{}", out.len() + 1)),
             });
         }
@@ -518,6 +520,20 @@ fn job_options(opts: &RunOptions, job: &crate::input::Job) -> Result<RunOptions,
     o.pmc.clear();
     o.pmc_occurrences.clear();
     Ok(o)
+}
+
+/// One counter group planned on the discovered GPUs; a refusal is said with what to do.
+fn counter_plan(
+    group: &[String],
+    warmup: Option<u64>,
+    extra: Option<&pmc::ExtraCounters>,
+) -> Result<pmc::CounterPlan> {
+    rocprof_runner::counters::plan(group, warmup, extra).map_err(|e| {
+        anyhow!(messages::counter_refusal(
+            &e,
+            "no counters can be collected"
+        ))
+    })
 }
 
 /// The runner's pass for one configuration.

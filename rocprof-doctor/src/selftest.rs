@@ -227,17 +227,9 @@ fn locate() -> Result<(PathBuf, PathBuf), String> {
 
 /// The counter request: `GRBM_COUNT` resolved as `rocprof --pmc GRBM_COUNT` resolves it.
 fn counter_plan(ctx: &Context) -> Result<Vec<trace_records::docs::CounterEvent>, String> {
-    let defs = rocprof_runner::pmc::definitions().map_err(|e| format!("{e:#}"))?;
-    let gpus: Vec<rocprof_runner::counters::Gpu> = ctx
-        .discovery
-        .gpus()
-        .map(|a| rocprof_runner::counters::Gpu {
-            index: a.logical_node_type_id,
-            counters: defs.for_agent(a),
-            agent: a.clone(),
-        })
-        .collect();
-    rocprof_runner::pmc::plan_on(&gpus, &[COUNTER.to_owned()], None)
+    let defs = pmc_dxg::collection::definitions().map_err(|e| format!("{e:#}"))?;
+    let gpus = pmc_dxg::collection::Gpu::all(ctx.discovery.gpus(), &defs);
+    pmc_dxg::collection::plan_on(&gpus, &[COUNTER.to_owned()], None)
         .map(|p| p.events)
         .map_err(|e| format!("{e:#}"))
 }

@@ -451,10 +451,10 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
 pub(crate) fn counter_values(
     traces: &mut [ProcessTrace],
     other_runs: &[Vec<ProcessTrace>],
-    plan: &crate::pmc::CounterPlan,
+    plan: &pmc_dxg::collection::CounterPlan,
     report: &mut dyn Report,
 ) -> Vec<Vec<pmc_dxg::hygiene::HygieneRow>> {
-    let defs = match crate::pmc::definitions_for(plan) {
+    let defs = match pmc_dxg::collection::definitions_for(plan) {
         Ok(d) => d,
         Err(e) => {
             report.notice(
@@ -466,23 +466,24 @@ pub(crate) fn counter_values(
             return Vec::new();
         }
     };
-    let evals: Vec<crate::pmc::Evaluation> = traces
+    let evals: Vec<pmc_dxg::collection::Evaluation> = traces
         .iter()
-        .map(|t| crate::pmc::evaluate(t, plan, &defs))
+        .map(|t| pmc_dxg::collection::evaluate(t, plan, &defs))
         .collect();
-    let others: Vec<Vec<crate::pmc::Evaluation>> = other_runs
+    let others: Vec<Vec<pmc_dxg::collection::Evaluation>> = other_runs
         .iter()
         .map(|run| {
             run.iter()
-                .map(|t| crate::pmc::evaluate(t, plan, &defs))
+                .map(|t| pmc_dxg::collection::evaluate(t, plan, &defs))
                 .collect()
         })
         .collect();
     let mut said = HashSet::new();
     for e in evals.iter().chain(others.iter().flatten()) {
         for p in &e.problems {
-            if said.insert(p.clone()) {
-                report.notice(CounterNotice::Evaluation { problem: p.clone() }.into());
+            let problem = p.to_string();
+            if said.insert(problem.clone()) {
+                report.notice(CounterNotice::Evaluation { problem }.into());
             }
         }
     }
@@ -497,8 +498,9 @@ pub(crate) fn counter_values(
             );
         }
     }
-    let every: Vec<&crate::pmc::Evaluation> = evals.iter().chain(others.iter().flatten()).collect();
-    if crate::pmc::all_zero(&every) {
+    let every: Vec<&pmc_dxg::collection::Evaluation> =
+        evals.iter().chain(others.iter().flatten()).collect();
+    if pmc_dxg::collection::all_zero(&every) {
         let gate = std::env::var("WSLKMT_VENDOR_PACKET")
             .ok()
             .filter(|v| v != "1");
@@ -508,10 +510,10 @@ pub(crate) fn counter_values(
     }
     let mut rows = Vec::with_capacity(traces.len());
     for (k, (t, e)) in traces.iter_mut().zip(&evals).enumerate() {
-        let matching: Vec<&crate::pmc::Evaluation> =
+        let matching: Vec<&pmc_dxg::collection::Evaluation> =
             others.iter().filter_map(|run| run.get(k)).collect();
-        let r = crate::pmc::estimate(e, &matching);
-        crate::pmc::fill_records(t, e, &r);
+        let r = pmc_dxg::collection::estimate(e, &matching);
+        pmc_dxg::collection::fill_records(t, e, &r);
         rows.push(r);
     }
     rows

@@ -14,7 +14,8 @@
 //!   [`thread_trace`] (the decoding driver).
 //! - [`explain`], [`findings`], [`domains`]: what the run shows after it (why something is
 //!   missing, losses, tool warnings, foreign domains).
-//! - [`counters`], [`pmc`]: the GPUs and counter passes of a counter run.
+//! - [`counters`]: the GPUs and counter passes of a counter run (over
+//!   [`pmc_dxg::collection`]).
 
 pub mod convert;
 pub mod counters;
@@ -29,7 +30,6 @@ pub mod output_config;
 pub mod outputs;
 pub mod placeholders;
 pub mod plan;
-pub mod pmc;
 pub mod process;
 pub mod record_dir;
 pub mod run;

@@ -159,6 +159,9 @@ pub enum LaunchNotice {
     NoDecoder {
         /// Why.
         reason: String,
+        /// Whether the decoder library itself was not found or not usable (another library
+        /// or directory would help), rather than something else.
+        library: bool,
     },
     /// The application does not exist (exit code 127).
     AppNotFound {
@@ -223,7 +226,7 @@ impl fmt::Display for LaunchNotice {
             Self::CounterRunWritten { of } => {
                 write!(f, "counter run {of}/{of} (its traces are written)")
             }
-            Self::NoDecoder { reason } => write!(
+            Self::NoDecoder { reason, .. } => write!(
                 f,
                 "--att: {reason}; the thread trace is captured and its raw .att and \
                  .out files are written, but not decoded"

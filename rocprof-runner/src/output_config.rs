@@ -14,8 +14,8 @@
 //! hold secrets a configuration file should not spread.
 
 use crate::plan::{FillPolicy, OutputFormat, OutputSettings, Selection};
-use crate::pmc::CounterPlan;
 use crate::record_dir::RunManifest;
+use pmc_dxg::collection::CounterPlan;
 use serde::Serialize;
 use trace_records::ProcessTrace;
 

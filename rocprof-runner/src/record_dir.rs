@@ -8,9 +8,9 @@
 //! FIFO, a device, a directory or a symbolic link is skipped.
 
 use crate::plan::{AttPlan, ForeignDomain, Launch, OutputSettings, Selection};
-use crate::pmc::CounterPlan;
 use crate::process::Status;
 use crate::words::io_reason;
+use pmc_dxg::collection::CounterPlan;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::{self, Read as _};

@@ -28,6 +28,7 @@ pub fn plan(config: &AttConfig, report: &mut dyn Report) -> AttPlan {
             report.notice(
                 LaunchNotice::NoDecoder {
                     reason: e.to_string(),
+                    library: e.is_decoder_library(),
                 }
                 .into(),
             );

@@ -73,7 +73,7 @@ pub struct Knowledge {
 impl Knowledge {
     /// From `rocprof`'s definitions (as `rocprof avail` finds them), or the fallbacks alone.
     pub fn load() -> Knowledge {
-        let defs = rocprof_runner::pmc::definitions()
+        let defs = pmc_dxg::collection::definitions()
             .map_err(|e| tracing::debug!("analyze: no counter definitions: {e:#}"))
             .ok();
         Knowledge::with(defs)

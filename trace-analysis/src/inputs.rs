@@ -22,10 +22,11 @@ use crate::error::Error;
 use crate::model::{
     Api, Call, CounterOrigin, CounterValue, Dispatch, Interner, Marker, Process, from_trace,
 };
+use pmc_dxg::collection as pmc;
 use pmc_dxg::hygiene::{Discard, DispatchKey, Estimate, HygieneRow};
 use rocprof_runner::notice::{CounterNotice, counted_overlaps};
 use rocprof_runner::record_dir::{self, RecordDir};
-use rocprof_runner::{convert, explain, findings, pmc};
+use rocprof_runner::{convert, explain, findings};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use trace_records::{CopyDirection, ProcessTrace};
@@ -222,7 +223,7 @@ fn read_record_dir(path: &Path) -> Result<Input, Error> {
         }
         if let (Some(plan), Some(defs)) = (&manifest.counters, &defs) {
             let eval = pmc::evaluate(t, plan, defs);
-            notes.extend(eval.problems.iter().cloned());
+            notes.extend(eval.problems.iter().map(ToString::to_string));
             if !eval.overlapped.is_empty() {
                 p.notes.push(format!(
                     "pid {}: {}",

@@ -124,7 +124,13 @@ pub const RULES: &[Rule] = &[
     },
     product(
         "rocprof-doctor",
-        &["wsl-topology", "trace-records", "att", "rocprof-runner"],
+        &[
+            "wsl-topology",
+            "trace-records",
+            "pmc-dxg",
+            "att",
+            "rocprof-runner",
+        ],
     ),
     product(
         "trace-analysis",

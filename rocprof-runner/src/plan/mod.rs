@@ -16,5 +16,6 @@ pub use outputs::{
     AgentIndexChoice, FillPolicy, OutputFormat, OutputSettings, PerfettoBackend, PerfettoSettings,
     SummarySettings, SummaryUnits,
 };
+pub use pmc_dxg::collection::{CounterPlan, ExtraCounters};
 pub use selection::Selection;
 pub use thread_trace::{AttConfig, AttPlan};
