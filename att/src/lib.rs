@@ -37,6 +37,7 @@ pub mod decode;
 mod error;
 pub mod library;
 pub mod outputs;
+mod search;
 
 pub use abi::{DecoderInfo, DecoderStatus, Pc};
 pub use codeobj::{

@@ -23,7 +23,7 @@
 
 use crate::Error;
 use crate::abi::{DecoderInfo, DecoderStatus, GetStringFn, ParseDataFn};
-pub use crate::error::SearchOrigin;
+pub use crate::search::SearchOrigin;
 use core::ffi::{CStr, c_void};
 use core::ptr::NonNull;
 use libloading::os::unix::Library;
