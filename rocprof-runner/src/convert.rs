@@ -401,8 +401,8 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
         report.notice(Finding::Domain { text }.into());
     }
     let all_rows: Vec<pmc_dxg::hygiene::HygieneRow> = hygiene.into_iter().flatten().collect();
-    for line in pmc_dxg::hygiene::summary(&all_rows) {
-        report.notice(CounterNotice::Hygiene { line }.into());
+    for note in pmc_dxg::hygiene::notes(&all_rows) {
+        report.notice(CounterNotice::Hygiene { note }.into());
     }
     let burst = all_rows.iter().any(|r| {
         r.estimate

@@ -90,9 +90,6 @@ pub enum Error {
     /// Merge inputs without any process.
     #[error("the inputs hold no process records")]
     MergeNothing,
-    /// The counters of a pass cannot be planned.
-    #[error("{0:#}")]
-    Counters(anyhow::Error),
     /// What the tool is handed cannot be encoded.
     #[error("cannot encode the tool's request: {0}")]
     Encode(#[from] serde_json::Error),

@@ -456,10 +456,10 @@ pub enum CounterNotice {
         /// `WSLKMT_VENDOR_PACKET` when it was set to something other than 1.
         gate: Option<String>,
     },
-    /// A line of the counter-hygiene summary.
+    /// What the counter-hygiene report over every process has to say.
     Hygiene {
-        /// The line.
-        line: String,
+        /// One sentence of it.
+        note: pmc_dxg::hygiene::Note,
     },
     /// GRBM counters read 0 on dispatches that ran.
     GrbmBurst,
@@ -513,7 +513,8 @@ impl fmt::Display for CounterNotice {
                      written (they would all be 0); run again with WSLKMT_VENDOR_PACKET=1 (or unset)"
                 )
             }
-            Self::Hygiene { line } => f.write_str(line),
+            Self::Hygiene { note } if note.is_warning() => write!(f, "warning: {note}"),
+            Self::Hygiene { note } => note.fmt(f),
             Self::GrbmBurst => f.write_str(
                 "GRBM counters read 0 on dispatches that ran, as they do at the start of a GPU session on \
                  WSL2 (bursts of up to ~300 ms): those dispatches' GRBM-based values (GRBM_*, GPU_UTIL, \

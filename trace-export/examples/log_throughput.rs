@@ -7,7 +7,8 @@
 //! `cargo run --release -p trace-export --example log_throughput [N]`
 
 use std::time::Instant;
-use trace_export::csv::{CsvSelection, OutputPrefix, write_csv};
+use trace_export::csv::{CsvSelection, write_csv};
+use trace_export::output::OutputPrefix;
 use trace_export::view::{ProcessView, RunInfo};
 use trace_records::agents::AgentLabels;
 use trace_records::log::FileHeader;

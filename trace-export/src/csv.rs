@@ -4,7 +4,7 @@
 
 use crate::Error;
 use crate::cells::{Cell, write_header, write_row};
-use crate::output::Out;
+use crate::output::{Out, OutputPrefix, write_whole};
 use crate::stats::{Stats, write_stats};
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -13,10 +13,6 @@ use trace_records::agents::{Agent, AgentLabels, GpuProperties};
 use trace_records::format::fmt_counter_value;
 use trace_records::record::*;
 
-/// The old paths of what moved to [`crate::output`] (callers in other crates still name them
-/// here).
-#[doc(hidden)]
-pub use crate::output::{OutputPrefix, write_whole};
 
 /// Columns of the API trace files (`hip_api_trace`, `hsa_api_trace`, `marker_api_trace`).
 pub const API_COLUMNS: [&str; 7] = [

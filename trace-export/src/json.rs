@@ -108,11 +108,6 @@ pub fn write_json(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> 
     }
 }
 
-/// The old name of [`write_json`] (rocprof-cli still calls it).
-#[doc(hidden)]
-pub fn write(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Result<(), Error> {
-    write_json(path, run, processes)
-}
 
 /// A JSON array of what the closure's iterator yields, serialized as it is iterated.
 struct Seq<F>(F);

@@ -182,16 +182,6 @@ pub fn write_perfetto(
     Ok(written)
 }
 
-/// The old name of [`write_perfetto`] (rocprof-cli still calls it).
-#[doc(hidden)]
-pub fn write_with(
-    path: &Path,
-    run: &RunInfo,
-    processes: &[ProcessView<'_>],
-    options: &Options,
-) -> Result<Written, Error> {
-    write_perfetto(path, run, processes, options)
-}
 
 /// A 64-bit mix (splitmix64's finalizer).
 fn mix(mut x: u64) -> u64 {

@@ -63,11 +63,6 @@ pub fn write_rocpd(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) ->
     })
 }
 
-/// The old name of [`write_rocpd`] (rocprof-cli still calls it).
-#[doc(hidden)]
-pub fn write(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Result<(), Error> {
-    write_rocpd(path, run, processes)
-}
 
 /// Builds the whole database in the (empty) file at `temp`; the error says what failed.
 fn write_file(temp: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Result<(), String> {

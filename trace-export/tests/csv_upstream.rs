@@ -4,7 +4,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use trace_export::csv::{CsvSelection, OutputPrefix, write_csv};
+use trace_export::csv::{CsvSelection, write_csv};
+use trace_export::output::OutputPrefix;
 use trace_export::stats::{fmt_ns, fmt_percent};
 use trace_records::agents::{Agent, AgentIndex, AgentKind, AgentLabels, GpuProperties, Luid};
 use trace_records::*;

@@ -6,7 +6,8 @@
 use proptest::prelude::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use trace_export::csv::{CsvSelection, OutputPrefix, address_cell, write_csv};
+use trace_export::csv::{CsvSelection, address_cell, write_csv};
+use trace_export::output::OutputPrefix;
 use trace_records::agents::AgentLabels;
 use trace_records::*;
 

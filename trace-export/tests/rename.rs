@@ -4,7 +4,8 @@
 //! `--kernel-rename`) both keep the kernel's name; rocpd's `region_name_id` reads back.
 
 use std::path::PathBuf;
-use trace_export::csv::{CsvSelection, OutputPrefix, write_csv};
+use trace_export::csv::{CsvSelection, write_csv};
+use trace_export::output::OutputPrefix;
 use trace_export::view::{ProcessView, RunInfo};
 use trace_records::agents::{AgentIndex, AgentKind, AgentLabels};
 use trace_records::docs::AgentsList;
