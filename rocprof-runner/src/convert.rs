@@ -194,12 +194,7 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
         let prefix = match outputs::prefix_for(settings, &ctx) {
             Ok(p) => unique_prefix(p, t.pid, &mut prefixes_used, report),
             Err(e) => {
-                report.notice(
-                    OutputNotice::Failed {
-                        reason: e.to_string(),
-                    }
-                    .into(),
-                );
+                report.notice(OutputNotice::failed(&e));
                 out.write_failed = true;
                 break;
             }
@@ -332,23 +327,13 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
                         out.written.append(&mut decoded);
                     }
                     Err(e) => {
-                        report.notice(
-                            OutputNotice::Failed {
-                                reason: e.to_string(),
-                            }
-                            .into(),
-                        );
+                        report.notice(OutputNotice::failed(&e));
                         out.write_failed = true;
                     }
                 }
             }
             Err(e) => {
-                report.notice(
-                    OutputNotice::Failed {
-                        reason: e.to_string(),
-                    }
-                    .into(),
-                );
+                report.notice(OutputNotice::failed(&e));
                 out.write_failed = true;
             }
         }

@@ -156,12 +156,7 @@ pub fn merge(
             match staged.and_then(|files| placement.commit(&files)) {
                 Ok(done) => written.extend(done),
                 Err(e) => {
-                    report.notice(
-                        OutputNotice::Failed {
-                            reason: e.to_string(),
-                        }
-                        .into(),
-                    );
+                    report.notice(OutputNotice::failed(&e));
                     failed = true;
                 }
             }
@@ -198,12 +193,7 @@ pub fn merge(
         match staged.and_then(|files| placement.commit(&files)) {
             Ok(done) => written.extend(done),
             Err(e) => {
-                report.notice(
-                    OutputNotice::Failed {
-                        reason: e.to_string(),
-                    }
-                    .into(),
-                );
+                report.notice(OutputNotice::failed(&e));
                 failed = true;
             }
         }

@@ -367,6 +367,14 @@ pub enum OutputNotice {
 }
 
 impl OutputNotice {
+    /// [`OutputNotice::Failed`] for `e`, as a notice.
+    pub fn failed(e: &dyn fmt::Display) -> Notice {
+        Self::Failed {
+            reason: e.to_string(),
+        }
+        .into()
+    }
+
     fn level(&self) -> Level {
         match self {
             Self::Failed { .. } => Level::Error,

@@ -13,7 +13,6 @@ use trace_records::agents::{Agent, AgentLabels, GpuProperties};
 use trace_records::format::fmt_counter_value;
 use trace_records::record::*;
 
-
 /// Columns of the API trace files (`hip_api_trace`, `hsa_api_trace`, `marker_api_trace`).
 pub const API_COLUMNS: [&str; 7] = [
     "Domain",

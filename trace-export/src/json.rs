@@ -108,7 +108,6 @@ pub fn write_json(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> 
     }
 }
 
-
 /// A JSON array of what the closure's iterator yields, serialized as it is iterated.
 struct Seq<F>(F);
 

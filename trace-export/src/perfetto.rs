@@ -182,7 +182,6 @@ pub fn write_perfetto(
     Ok(written)
 }
 
-
 /// A 64-bit mix (splitmix64's finalizer).
 fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);

@@ -63,7 +63,6 @@ pub fn write_rocpd(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) ->
     })
 }
 
-
 /// Builds the whole database in the (empty) file at `temp`; the error says what failed.
 fn write_file(temp: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Result<(), String> {
     let sql = |e: rusqlite::Error| e.to_string();
