@@ -9,7 +9,7 @@
 //! (device, inode) of every file it renamed into place, notices a target that another run
 //! created after this one started, and at the end re-checks its own files.
 
-use crate::placeholders::Context;
+use crate::placeholders::{Context, Expansion};
 use crate::plan::{Launch, OutputSettings};
 use crate::words::{io_reason, is_no_space};
 use std::collections::BTreeMap;
@@ -24,7 +24,7 @@ use trace_export::output::OutputPrefix;
 /// A bad output path, found before anything is written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PathError {
-    /// A placeholder's value takes `-o` out of `-d`.
+    /// A placeholder's value takes `-o` out of `-d`: makes it absolute, or climbs out with `..`.
     #[error("{}", path_escapes(template, expanded, directory))]
     Escapes {
         /// `-o` as given.
@@ -33,6 +33,17 @@ pub enum PathError {
         expanded: String,
         /// The output directory.
         directory: PathBuf,
+    },
+    /// A placeholder's value makes a component of `-o` that is not a name: `.`, `..` (that
+    /// stays inside `-d`) or empty.
+    #[error("{}", not_a_name(template, expanded, component))]
+    NotAName {
+        /// `-o` as given.
+        template: String,
+        /// What it expanded to.
+        expanded: String,
+        /// The component (`.`, `..` or empty).
+        component: String,
     },
     /// A name longer than a file system allows.
     #[error("{}", name_too_long(name))]
@@ -89,22 +100,13 @@ pub const OUTPUT_NAMES: [&str; 16] = [
 pub const STAND_IN_PID: u32 = 4_194_304;
 
 /// The output prefix of the process `ctx` describes: `-d` joined with `-o`, placeholders
-/// expanded, refused if a placeholder's value takes it out of `-d`.
+/// substituted once (their values literally), refused if a placeholder's value takes it out of
+/// `-d` or makes a component of `-o` that is not a name.
 pub fn prefix_for(s: &OutputSettings, ctx: &Context<'_>) -> Result<PathBuf, PathError> {
     let dir = s.base.join(ctx.expand(&s.directory));
-    let file = ctx.expand(&s.file);
-    let literal = Context {
-        neutral: true,
-        ..*ctx
-    }
-    .expand(&s.file);
-    if leaves(&file) && !leaves(&literal) {
-        return Err(PathError::Escapes {
-            template: s.file.clone(),
-            expanded: file,
-            directory: dir,
-        });
-    }
+    let file = ctx.expansion(&s.file);
+    check_components(&s.file, &file, &dir)?;
+    let file = file.into_text();
     // `Path::join` would drop a trailing `/` of `-o` (a prefix naming a directory).
     let mut prefix = dir.join(&file).into_os_string();
     if file.ends_with('/') && !prefix.as_bytes().ends_with(b"/") {
@@ -113,23 +115,64 @@ pub fn prefix_for(s: &OutputSettings, ctx: &Context<'_>) -> Result<PathBuf, Path
     Ok(PathBuf::from(prefix))
 }
 
-/// Whether a relative path leaves its starting directory (or is absolute).
-fn leaves(path: &str) -> bool {
-    let mut depth = 0usize;
-    for c in Path::new(path).components() {
-        match c {
-            Component::RootDir | Component::Prefix(_) => return true,
-            Component::ParentDir if depth == 0 => return true,
-            Component::ParentDir => depth -= 1,
-            Component::Normal(_) => depth += 1,
-            Component::CurDir => {}
+/// Checks the components of the expanded `-o` (split at every `/`, none skipped) that a
+/// placeholder's value touches (with a character, a `/` before or after, or an empty value in
+/// it): such a component is a name. One that makes the path absolute, or a `..` that climbs out
+/// of `-d`, is [`PathError::Escapes`]; a `.`, an empty component or a `..` that stays inside is
+/// [`PathError::NotAName`]. What the template itself writes is the user's choice and passes.
+fn check_components(template: &str, file: &Expansion, directory: &Path) -> Result<(), PathError> {
+    let text = file.text();
+    let values = file.substitutions();
+    let (mut next, mut depth, mut start) = (0, 0isize, 0);
+    let mut odd: Option<&str> = None;
+    for (index, component) in text.split('/').enumerate() {
+        let end = start + component.len();
+        // A value that ends before this component (and its `/` before it) touches no later one.
+        while values.get(next).is_some_and(|v| v.value.end < start) {
+            next += 1;
         }
+        let touched = values.get(next).is_some_and(|v| v.value.start <= end);
+        let escapes = || PathError::Escapes {
+            template: template.to_owned(),
+            expanded: text.to_owned(),
+            directory: directory.to_owned(),
+        };
+        match component {
+            "" if index == 0 && !text.is_empty() => {
+                if touched {
+                    return Err(escapes());
+                }
+            }
+            "" | "." => {
+                if touched {
+                    odd = odd.or(Some(component));
+                }
+            }
+            ".." => {
+                if touched {
+                    if depth <= 0 {
+                        return Err(escapes());
+                    }
+                    odd = odd.or(Some(component));
+                }
+                depth -= 1;
+            }
+            _ => depth += 1,
+        }
+        start = end + 1;
     }
-    false
+    match odd {
+        Some(component) => Err(PathError::NotAName {
+            template: template.to_owned(),
+            expanded: text.to_owned(),
+            component: component.to_owned(),
+        }),
+        None => Ok(()),
+    }
 }
 
-/// Checks `-d`/`-o` before anything runs: no placeholder takes `-o` out of `-d`, every name
-/// fits the file system, and the directory can be created and written. Values known only per
+/// Checks `-d`/`-o` before anything runs: no placeholder's value takes `-o` out of `-d` or makes
+/// a component of it that is not a name, every name fits the file system, and the directory can be created and written. Values known only per
 /// process (`%pid%`) stand in with a value of the longest shape.
 pub fn validate(s: &OutputSettings, launch: &Launch) -> Result<(), PathError> {
     let ctx = Context::new(launch, STAND_IN_PID, STAND_IN_PID);
@@ -389,6 +432,18 @@ fn path_escapes(template: &str, expanded: &str, directory: &Path) -> String {
     )
 }
 
+/// A placeholder's value makes a component of `-o` that is not a name.
+fn not_a_name(template: &str, expanded: &str, component: &str) -> String {
+    let what = if component.is_empty() {
+        "an empty path component".to_owned()
+    } else {
+        format!("the path component '{component}'")
+    };
+    format!(
+        "-o '{template}' expands to '{expanded}', in which a placeholder's value makes {what}, not a name: use a placeholder whose value is a plain name (e.g. %tag% or %pid%), or write the path literally"
+    )
+}
+
 /// A path component longer than a file name may be.
 fn name_too_long(name: &str) -> String {
     format!(
@@ -481,6 +536,116 @@ mod tests {
             prefix_for(&settings("/abs", "run/"), &ctx).unwrap(),
             Path::new("/abs/run/")
         );
+    }
+
+    #[test]
+    fn a_placeholder_value_makes_names_only() {
+        let l = launch(&["app", ".", "", "x/.", "sub/", "../b", "x/../y", "%arg1%"]);
+        let ctx = Context::new(&l, 5, 0);
+        for (o, component) in [
+            ("%arg1%", "."),
+            ("%arg2%", ""),
+            ("%arg3%", "."),
+            ("%arg4%", ""),
+            ("run/%arg2%", ""),
+            ("a/%arg2%/x", ""),
+            ("a/%arg5%", ".."),
+            ("%arg6%", ".."),
+            ("%arg1%/x", "."),
+        ] {
+            let e = prefix_for(&settings("out", o), &ctx).unwrap_err();
+            assert_eq!(
+                e,
+                PathError::NotAName {
+                    template: o.into(),
+                    expanded: ctx.expand(o),
+                    component: component.into()
+                },
+                "{o}"
+            );
+        }
+        let e = prefix_for(&settings("out", "%arg2%/x"), &ctx).unwrap_err();
+        assert!(matches!(e, PathError::Escapes { .. }), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "-o '%arg2%/x' expands to '/x', which a placeholder's value takes out of the output directory /base/out: use a placeholder without '/' or '..' in its value (e.g. %tag% or %argt%), or write the path literally"
+        );
+        assert_eq!(
+            prefix_for(&settings("out", "%arg1%"), &ctx)
+                .unwrap_err()
+                .to_string(),
+            "-o '%arg1%' expands to '.', in which a placeholder's value makes the path component '.', not a name: use a placeholder whose value is a plain name (e.g. %tag% or %pid%), or write the path literally"
+        );
+        assert!(
+            prefix_for(&settings("out", "%arg2%"), &ctx)
+                .unwrap_err()
+                .to_string()
+                .contains("makes an empty path component, not a name")
+        );
+        // What the template writes itself, and dots inside names, are fine.
+        for (o, prefix) in [
+            ("./%pid%", "/base/out/./5"),
+            ("a//b_%pid%", "/base/out/a//b_5"),
+            ("%pid%/", "/base/out/5/"),
+            ("run%arg1%", "/base/out/run."),
+            ("%arg1%x", "/base/out/.x"),
+            ("%arg2%_%pid%", "/base/out/_5"),
+            ("%arg7%", "/base/out/%arg1%"),
+        ] {
+            assert_eq!(
+                prefix_for(&settings("out", o), &ctx).unwrap().as_os_str(),
+                prefix,
+                "{o}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_argument_that_repeats_its_placeholder_is_one_long_name() {
+        let fifty = "%arg1%".repeat(50);
+        let l = launch(&["app", &fifty]);
+        let e = validate(&settings("/tmp", "%arg1%"), &l).unwrap_err();
+        assert_eq!(
+            e,
+            PathError::NameTooLong {
+                name: format!("{fifty}_{STAND_IN_PID}_memory_copy_trace.csv")
+            }
+        );
+        let e = validate(&settings("/tmp/%arg1%", "run"), &l).unwrap_err();
+        assert_eq!(
+            e,
+            PathError::NameTooLong {
+                name: fifty.clone()
+            }
+        );
+    }
+
+    proptest::proptest! {
+        /// Whatever the argument, an accepted prefix is `-d`, `/`, and the expansion, every
+        /// component of which is a name; a refusal names a component that is not one.
+        #[test]
+        fn an_accepted_prefix_is_made_of_names_inside_the_directory(
+            value in "[./a%{}]{0,6}",
+            template in proptest::sample::select(vec![
+                "%arg1%", "a/%arg1%", "%arg1%/b", "r%arg1%", "%arg1%_%pid%", "%arg1%%arg1%",
+            ]),
+        ) {
+            let l = launch(&["app", &value]);
+            let ctx = Context::new(&l, 5, 0);
+            let expanded = ctx.expand(template);
+            let bad = expanded.split('/').any(|c| matches!(c, "" | "." | ".."));
+            match prefix_for(&settings("out", template), &ctx) {
+                Ok(p) => {
+                    proptest::prop_assert!(!bad, "{} accepted", expanded);
+                    proptest::prop_assert_eq!(p, PathBuf::from(format!("/base/out/{expanded}")));
+                }
+                Err(PathError::Escapes { expanded: e, .. } | PathError::NotAName { expanded: e, .. }) => {
+                    proptest::prop_assert!(bad, "{} refused", expanded);
+                    proptest::prop_assert_eq!(e, expanded);
+                }
+                Err(e) => proptest::prop_assert!(false, "{}", e),
+            }
+        }
     }
 
     #[test]
