@@ -223,7 +223,7 @@ fn main() -> ExitCode {
     match run(std::env::args_os().collect()) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("rocprof: error: {e:#}");
+            eprintln!("{}", report::error_line(&e));
             ExitCode::from(2)
         }
     }

@@ -1,6 +1,10 @@
 //! The CLI's own refusals of options and input files, before anything runs (exit code 2;
 //! docs/troubleshooting.md lists each with its fix). What the libraries say arrives as typed
 //! notices instead ([`crate::report`]).
+//!
+//! The messages hold the values they echo exactly as given; `main` writes them as one
+//! terminal-safe line ([`crate::report::error_line`]: every control, bidirectional control and
+//! backslash escaped), so each message is one line of its own.
 
 use std::path::Path;
 
@@ -40,7 +44,27 @@ pub fn regex_empty(which: &str) -> String {
 
 /// A kernel filter that does not compile.
 pub fn regex_invalid(which: &str, re: &str, e: &dyn std::fmt::Display) -> String {
-    format!("--kernel-{which}-regex '{re}' is not a valid regular expression: {e}")
+    format!(
+        "--kernel-{which}-regex '{re}' is not a valid regular expression: {}",
+        regex_reason(e)
+    )
+}
+
+/// Why a regex library refused a pattern, in one line: `regex` writes its syntax errors over
+/// several (the pattern again, a caret under the fault, then `error: <why>`), of which the last
+/// says what is wrong; a one-line error is kept whole.
+fn regex_reason(e: &dyn std::fmt::Display) -> String {
+    let text = e.to_string();
+    if !text.contains('\n') {
+        return text;
+    }
+    let last = text
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    last.strip_prefix("error: ").unwrap_or(last).to_owned()
 }
 
 /// `-i` together with `--pmc`.
@@ -108,4 +132,28 @@ pub fn counter_refusal(e: &pmc_dxg::Error, nothing: &str) -> String {
 /// An `-E/--extra-counters` file that cannot be used.
 pub fn extra_counters_refused(e: &pmc_dxg::Error) -> String {
     format!("-E/--extra-counters: {e} (expected counter definitions in counter_defs.yaml's form)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_regex_error_is_one_line_with_the_pattern_once() {
+        let re = "(\x1b[2J";
+        let e = regex::Regex::new(re).unwrap_err();
+        assert!(
+            e.to_string().contains('\n'),
+            "regex's own errors are several lines"
+        );
+        assert_eq!(
+            regex_invalid("include", re, &e),
+            "--kernel-include-regex '(\x1b[2J' is not a valid regular expression: unclosed character class"
+        );
+        let e = regex_lite::Regex::new("(").unwrap_err();
+        assert_eq!(
+            regex_invalid("exclude", "(", &e),
+            format!("--kernel-exclude-regex '(' is not a valid regular expression: {e}")
+        );
+    }
 }

@@ -74,9 +74,11 @@ impl Check {
         }
     }
 
-    /// `ok       <check>: <evidence>; <fix>` (one line).
+    /// `ok       <check>: <evidence>; <fix>` (one line, terminal-safe: the evidence echoes
+    /// paths and variables' values, so its line breaks become spaces and every other control,
+    /// bidirectional control and backslash is escaped, [`terminal_text::escape`]).
     pub fn line(&self) -> String {
-        let one_line = |s: &str| s.replace('\n', " ");
+        let one_line = |s: &str| terminal_text::escape(&s.replace('\n', " ")).into_owned();
         match &self.fix {
             Some(fix) => format!(
                 "{:<8} {}: {}; {}",

@@ -158,6 +158,30 @@ mod tests {
     }
 
     #[test]
+    fn echoed_values_cannot_forge_lines_or_run_escapes() {
+        let r = report(vec![Check::warning(
+            "variables.ld_library_path",
+            "LD_LIBRARY_PATH=/opt/x\nrocprof: error: forged\x1b]0;t\x07\u{202e}",
+            "unset it",
+        )]);
+        let text = r.to_string();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(
+            text.starts_with(
+                "warning  variables.ld_library_path: LD_LIBRARY_PATH=/opt/x rocprof: error: forged\\x1b]0;t\\x07\\u{202e}; unset it\n"
+            ),
+            "{text}"
+        );
+        assert!(text.chars().all(|c| c == '\n' || terminal_text::is_safe(c)));
+        // --json keeps the exact text.
+        assert!(
+            r.render(true)
+                .unwrap()
+                .contains("forged\\u001b]0;t\\u0007\u{202e}")
+        );
+    }
+
+    #[test]
     fn the_json_document_keeps_its_fields_and_leaves_the_notices_to_stderr() {
         let r = report(vec![Check::error("e", "broken", "fix it")]);
         let text = r.render(true).unwrap();

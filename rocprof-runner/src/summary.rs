@@ -8,7 +8,7 @@
 //! (`ROCPROFV3 SUMMARY:`). `-D` or a group without `-S` prints only those tables (the tool
 //! turns the summary on for any of the three).
 //!
-//! Columns: `NAME` (at least 40 wide, as wide as the longest name), `DOMAIN` (at least 12),
+//! Columns: `NAME` (at least 40 wide, as wide as the longest name shown), `DOMAIN` (at least 12),
 //! `CALLS`, `DURATION`, `AVERAGE`, `PERCENT (INC)`, `MIN`, `MAX`, `STDDEV`; the time columns
 //! are titled with the unit (`DURATION (msec)`). In nanoseconds (the default) durations are
 //! integers; in another unit they are the nanoseconds divided by the unit, written as the
@@ -16,6 +16,12 @@
 //! standard deviation are `%.3e`; the percentage is of the table's total, six decimals. Rows
 //! are sorted by total duration, longest first; rows of the same name in two domains of one
 //! table are merged (as upstream keys rows by name), under the first domain.
+//!
+//! Names are the application's (kernel and ROCTx names) and are shown terminal-safe
+//! ([`terminal_text::cell`]): control and bidirectional characters (and the backslash) escaped,
+//! and at most [`NAME_WIDTH`] characters, a longer name cut to a prefix and `…`. The exact
+//! names are in the stats and trace files. The same text goes to a `--summary-output-file`
+//! file, so that `cat` of it is as safe as the console.
 //!
 //! Where it goes: stderr (the default) or stdout, indented four spaces, or with any other
 //! `--summary-output-file NAME` the file `<prefix>_NAME.txt` beside the other outputs,
@@ -26,6 +32,9 @@ use std::fmt::Write as _;
 use trace_export::stats::{Acc, Stats};
 use trace_records::ProcessTrace;
 use trace_records::format::sci;
+
+/// The widest a name is shown in a table, in characters ([`terminal_text::NAME_WIDTH`]).
+pub const NAME_WIDTH: usize = terminal_text::NAME_WIDTH;
 
 /// rocprofv3's domain order (its domain-type enumeration); other labels follow, sorted.
 const DOMAIN_ORDER: [&str; 13] = [
@@ -80,13 +89,27 @@ fn group_regex(re: &str) -> Result<regex::Regex, regex::Error> {
     regex::Regex::new(&format!("^(?:{re})$"))
 }
 
+/// Why `regex` refused a pattern, in one line (its syntax errors are several, the pattern
+/// echoed with a caret under the fault: the last says what is wrong).
+fn regex_reason(e: &regex::Error) -> String {
+    let text = e.to_string();
+    let last = text
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    last.strip_prefix("error: ").unwrap_or(last).to_owned()
+}
+
 /// Checks the `--summary-groups` regexes before anything runs (empty ones are ignored, as
 /// upstream drops them).
 pub fn check_groups(groups: &[String]) -> Result<(), String> {
     for g in groups.iter().filter(|g| !g.is_empty()) {
         if let Err(e) = group_regex(g) {
             return Err(format!(
-                "--summary-groups {g:?} is not a valid regular expression (it is matched in full against domain labels such as KERNEL_DISPATCH): {e}"
+                "--summary-groups \"{g}\" is not a valid regular expression (it is matched in full against domain labels such as KERNEL_DISPATCH): {}",
+                regex_reason(&e)
             ));
         }
     }
@@ -186,7 +209,7 @@ fn tables<'a>(stats: &'a Stats, settings: &OutputSettings) -> (Vec<Table<'a>>, V
         // Checked before the run; a run.json edited since is not trusted either.
         let Ok(re) = group_regex(g) else {
             warnings.push(format!(
-                "--summary-groups {g:?} is not a valid regular expression"
+                "--summary-groups \"{g}\" is not a valid regular expression"
             ));
             continue;
         };
@@ -197,7 +220,7 @@ fn tables<'a>(stats: &'a Stats, settings: &OutputSettings) -> (Vec<Table<'a>>, V
             .collect();
         if matched.is_empty() {
             warnings.push(format!(
-                "--summary-groups {g:?} matched no domain with records (domains: {})",
+                "--summary-groups \"{g}\" matched no domain with records (domains: {})",
                 domains.iter().map(|d| d.0).collect::<Vec<_>>().join(", ")
             ));
             continue;
@@ -216,7 +239,17 @@ fn render_table(out: &mut String, t: &Table<'_>, units: SummaryUnits, indent: &s
     if t.rows.is_empty() {
         return;
     }
-    let nw = t.rows.iter().map(|r| r.0.len()).max().unwrap_or(0).max(40);
+    let names: Vec<_> = t
+        .rows
+        .iter()
+        .map(|r| terminal_text::cell(r.0, NAME_WIDTH))
+        .collect();
+    let nw = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(40);
     let dw = t.rows.iter().map(|r| r.1.len()).max().unwrap_or(0).max(12);
     let u = units.label();
     let _ = write!(out, "\n{indent}ROCPROFV3 {}:\n\n", t.title);
@@ -253,7 +286,7 @@ fn render_table(out: &mut String, t: &Table<'_>, units: SummaryUnits, indent: &s
         SummaryUnits::Nsec => ns.to_string(),
         _ => shortest(ns as f64 / div),
     };
-    for (name, domain, acc) in &t.rows {
+    for ((_, domain, acc), name) in t.rows.iter().zip(&names) {
         let pct = if total == 0 {
             0.0
         } else {
@@ -261,7 +294,8 @@ fn render_table(out: &mut String, t: &Table<'_>, units: SummaryUnits, indent: &s
         };
         let _ = writeln!(
             out,
-            "{indent}| {name:<nw$} | {domain:<dw$} | {:>15} | {:>15} | {:>15} | {:>13} | {:>15} | {:>15} | {:>15} |",
+            "{indent}| {:<nw$} | {domain:<dw$} | {:>15} | {:>15} | {:>15} | {:>13} | {:>15} | {:>15} | {:>15} |",
+            name.as_ref(),
             acc.calls,
             time(acc.total),
             sci(acc.average() / div, 3),
@@ -419,6 +453,75 @@ mod tests {
             Destination::File("summary".into())
         );
         assert_eq!(Destination::File("x".into()).indent(), "");
+    }
+
+    /// The table of one KERNEL_DISPATCH row per name.
+    fn kernel_table(names: &[String]) -> String {
+        let mut st = Stats::default();
+        for (i, n) in names.iter().enumerate() {
+            st.table("KERNEL_DISPATCH").add(n, 0, 1_000 + i as u64);
+        }
+        let s = settings(|o| o.summary = true);
+        text(&st, &s, "    ").0
+    }
+
+    #[test]
+    fn names_are_escaped_and_shortened() {
+        let forged = "\nrocprof: error: forged line\n";
+        let names = vec![
+            format!("k{forged}\x1b[2J\u{202e}abc"),
+            "\x1b]0;title\x07".to_owned(),
+            "x".repeat(65 * 1024),
+            r"back\slash".to_owned(),
+        ];
+        let t = kernel_table(&names);
+        assert!(
+            t.chars().all(|c| c == '\n' || terminal_text::is_safe(c)),
+            "{t:?}"
+        );
+        assert!(
+            !t.lines().any(|l| l.trim_start().starts_with("rocprof:")),
+            "{t}"
+        );
+        assert!(
+            t.contains("| k\\nrocprof: error: forged line\\n\\x1b[2J\\u{202e}abc "),
+            "{t}"
+        );
+        assert!(t.contains(r"| back\\slash "), "{t}");
+        assert!(t.contains(r"| \x1b]0;title\x07 "), "{t}");
+        let long = format!("| {}… |", "x".repeat(NAME_WIDTH - 1));
+        assert!(t.contains(&long), "{t}");
+        // Every line of the table is as wide as its header, the name column 60 wide.
+        let widths: Vec<usize> = t
+            .lines()
+            .filter(|l| l.trim_start().starts_with('|'))
+            .map(|l| l.chars().count())
+            .collect();
+        assert!(widths.iter().all(|w| *w == widths[0]), "{widths:?}");
+        assert_eq!(
+            widths[0],
+            kernel_table(&["x".repeat(NAME_WIDTH)])
+                .lines()
+                .nth(3)
+                .unwrap()
+                .chars()
+                .count()
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_names_make_a_safe_table_of_aligned_lines(names in proptest::collection::vec(proptest::prelude::any::<String>(), 1..6)) {
+            let t = kernel_table(&names);
+            proptest::prop_assert!(t.chars().all(|c| c == '\n' || terminal_text::is_safe(c)), "{:?}", t);
+            let rows: Vec<&str> = t.lines().filter(|l| l.starts_with("    |")).collect();
+            let distinct: std::collections::HashSet<&String> = names.iter().collect();
+            // The header, the rule and one line per name: a name never adds a line.
+            proptest::prop_assert_eq!(rows.len(), 2 + distinct.len());
+            let w = rows[0].chars().count();
+            proptest::prop_assert!(rows.iter().all(|r| r.chars().count() == w));
+            proptest::prop_assert!(w <= kernel_table(&["x".repeat(NAME_WIDTH)]).lines().nth(3).unwrap().chars().count());
+        }
     }
 
     #[test]

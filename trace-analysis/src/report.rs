@@ -1,5 +1,12 @@
 //! The report: typed (serialised as is by `--json`) and rendered as text, one line per
 //! finding, lists capped with a count of the rest.
+//!
+//! The report holds names, paths and messages exactly as the inputs have them (`--json` prints
+//! them so). The text is terminal-safe ([`terminal_text`]): every line is escaped as a whole —
+//! a control or bidirectional character (or a backslash) in a kernel name, a ROCTx message or a
+//! path shows as its escape, so it can neither start a line nor run an escape sequence — and
+//! the "where time goes" table is built from escaped names at most [`NAME_WIDTH`] characters
+//! wide (a longer one cut to a prefix and `…`).
 
 use crate::counters::Group;
 use crate::inputs::InputKind;
@@ -17,6 +24,9 @@ pub const SCHEMA: &str = "rocprof-analyze/1";
 pub const TEXT_CAP: usize = 10;
 /// How many rows of a summary domain the text report shows.
 pub const TEXT_ROWS: usize = 15;
+/// The widest a name is shown in the "where time goes" table, in characters
+/// ([`terminal_text::NAME_WIDTH`]).
+pub const NAME_WIDTH: usize = terminal_text::NAME_WIDTH;
 
 /// Everything `rocprof analyze` found.
 #[derive(Debug, Clone, Serialize)]
@@ -260,6 +270,7 @@ fn timeline_lines(t: &Timeline, out: &mut Vec<String>) {
     }
 }
 
+/// The "where time goes" lines: terminal-safe already (the names are escaped cells).
 fn summary_lines(s: &Summary, out: &mut Vec<String>) {
     if s.domains.is_empty() {
         out.push("no records".into());
@@ -280,9 +291,18 @@ fn summary_lines(s: &Summary, out: &mut Vec<String>) {
         human(s.copy_busy_ns),
         share(s.copy_busy_ns)
     ));
+    let cell = |name: &str| terminal_text::cell(name, NAME_WIDTH).into_owned();
+    let nw = s
+        .domains
+        .iter()
+        .flat_map(|d| d.rows.iter().take(TEXT_ROWS))
+        .map(|r| cell(&r.name).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(40);
     let line = |name: &str, domain: &str, r: &crate::summary::Row| {
         format!(
-            "| {:<40} | {:<15} | {:>9} | {:>15} | {:>11} | {:>8} | {:>12} | {:>12} | {:>11} |",
+            "| {:<nw$} | {:<15} | {:>9} | {:>15} | {:>11} | {:>8} | {:>12} | {:>12} | {:>11} |",
             name,
             domain,
             r.calls,
@@ -295,7 +315,7 @@ fn summary_lines(s: &Summary, out: &mut Vec<String>) {
         )
     };
     out.push(format!(
-        "| {:<40} | {:<15} | {:>9} | {:>15} | {:>11} | {:>8} | {:>12} | {:>12} | {:>11} |",
+        "| {:<nw$} | {:<15} | {:>9} | {:>15} | {:>11} | {:>8} | {:>12} | {:>12} | {:>11} |",
         "NAME",
         "DOMAIN",
         "CALLS",
@@ -308,7 +328,7 @@ fn summary_lines(s: &Summary, out: &mut Vec<String>) {
     ));
     for d in &s.domains {
         for r in d.rows.iter().take(TEXT_ROWS) {
-            out.push(line(&r.name, d.domain, r));
+            out.push(line(&cell(&r.name), d.domain, r));
         }
         if d.rows.len() > TEXT_ROWS {
             out.push(format!(
@@ -477,17 +497,27 @@ pub fn render(r: &Report) -> String {
         plural(r.inputs.len(), "input", "inputs"),
         plural(processes, "process", "processes")
     );
-    let section = |text: &mut String, title: &str, lines: &[String]| {
+    // Each line escaped as a whole (the "where time goes" table is safe already).
+    let lines_of = |text: &mut String, title: &str, lines: &[String], safe: bool| {
         if lines.is_empty() {
             return;
         }
         let _ = writeln!(text, "{title}");
         for l in lines {
+            let l = if safe {
+                l.into()
+            } else {
+                terminal_text::escape(l)
+            };
             let _ = writeln!(text, "  {l}");
         }
     };
+    let section = |text: &mut String, title: &str, lines: &[String]| {
+        lines_of(text, title, lines, false);
+    };
+    let esc = |s: &str| terminal_text::escape(s).into_owned();
     for input in &r.inputs {
-        let _ = writeln!(text, "\n# {} ({})", input.path, input.kind.describe());
+        let _ = writeln!(text, "\n# {} ({})", esc(&input.path), input.kind.describe());
         section(&mut text, "missing", &input.missing);
         section(&mut text, "notes", &input.notes);
         for p in &input.processes {
@@ -498,20 +528,25 @@ pub fn render(r: &Report) -> String {
             let run = if p.run.is_empty() {
                 String::new()
             } else {
-                format!(", {}", p.run)
+                format!(", {}", esc(&p.run))
             };
             let c = &p.counts;
             let _ = writeln!(
                 text,
                 "\n## {}{pid}{run}: {} calls, {} dispatches, {} copies, {} markers, {} counter values",
-                p.label, c.calls, c.dispatches, c.copies, c.markers, c.counter_values
+                esc(&p.label),
+                c.calls,
+                c.dispatches,
+                c.copies,
+                c.markers,
+                c.counter_values
             );
             let mut lines = Vec::new();
             timeline_lines(&p.timeline, &mut lines);
             section(&mut text, "timeline", &lines);
             let mut lines = Vec::new();
             summary_lines(&p.summary, &mut lines);
-            section(&mut text, "where time goes", &lines);
+            lines_of(&mut text, "where time goes", &lines, true);
             section(&mut text, "missing", &p.missing);
             section(&mut text, "notes", &p.notes);
         }
@@ -519,7 +554,7 @@ pub fn render(r: &Report) -> String {
     for g in &r.counters {
         let mut lines = Vec::new();
         counter_lines(g, &mut lines);
-        let _ = writeln!(text, "\n## counters: {}", g.runs.join(" | "));
+        let _ = writeln!(text, "\n## counters: {}", esc(&g.runs.join(" | ")));
         section(&mut text, "counter trust", &lines);
     }
     if r.counters.is_empty() {
@@ -531,6 +566,90 @@ pub fn render(r: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A CSV output directory named `dir_name` whose one dispatch (of `kernel`) starts before
+    /// its launch: the kernel's name is in the violation and the table.
+    fn hostile_csv(dir_name: &str, kernel: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir()
+            .join(format!("trace-analysis-report-{}", std::process::id()))
+            .join(dir_name);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("run_hip_api_trace.csv"),
+            "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\
+             \"Start_Timestamp\",\"End_Timestamp\"\n\
+             \"HIP_RUNTIME_API_EXT\",\"hipLaunchKernel\",7,7,1,1000,2000\n\
+             \"HIP_RUNTIME_API_EXT\",\"hipMemcpy\",7,7,2,3000,9000\n",
+        )
+        .unwrap();
+        let quoted = kernel.replace('"', "\"\"");
+        std::fs::write(
+            dir.join("run_kernel_trace.csv"),
+            format!(
+                "\"Kind\",\"Agent_Id\",\"Thread_Id\",\"Dispatch_Id\",\"Kernel_Name\",\
+                 \"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\",\"Grid_Size_X\",\
+                 \"Workgroup_Size_X\"\n\
+                 \"KERNEL_DISPATCH\",\"Agent 1\",7,1,\"{quoted}\",1,500,4000,256,64\n"
+            ),
+        )
+        .unwrap();
+        dir
+    }
+
+    #[test]
+    fn names_and_paths_cannot_forge_lines_or_run_escapes() {
+        let forged = "\nrocprof: error: forged line\n";
+        let kernel = format!("k{forged}\x1b[2J\u{202e}x");
+        let dir = hostile_csv(&format!("out{forged}\x1b]0;t\x07"), &kernel);
+        let a = crate::analyze(&crate::Options {
+            inputs: vec![dir.clone()],
+            json: false,
+        })
+        .unwrap();
+        let text = a.render_text();
+        assert!(
+            text.chars().all(|c| c == '\n' || terminal_text::is_safe(c)),
+            "{text:?}"
+        );
+        assert!(
+            !text.lines().any(|l| l.trim_start().starts_with("rocprof:")),
+            "{text}"
+        );
+        let escaped = "k\\nrocprof: error: forged line\\n\\x1b[2J\\u{202e}x";
+        assert!(
+            text.contains(&format!("violation: dispatch 1 ({escaped})")),
+            "{text}"
+        );
+        assert!(text.contains(&format!("| {escaped} ")), "{text}");
+        assert!(
+            text.contains("/out\\nrocprof: error: forged line\\n\\x1b]0;t\\x07 ("),
+            "{text}"
+        );
+        // A 65 KB name is cut in the table (and escaped whole elsewhere, on one line).
+        let long = "n".repeat(65 * 1024);
+        let a = crate::analyze(&crate::Options {
+            inputs: vec![hostile_csv("long", &long)],
+            json: false,
+        })
+        .unwrap();
+        let text = a.render_text();
+        let row = format!("| {}… |", "n".repeat(NAME_WIDTH - 1));
+        assert!(text.contains(&row), "{text}");
+        let table: Vec<&str> = text.lines().filter(|l| l.starts_with("  | ")).collect();
+        assert!(table.iter().all(|l| l.chars().count() < 200), "{table:?}");
+        // --json keeps the exact name.
+        let json = crate::analyze(&crate::Options {
+            inputs: vec![dir],
+            json: true,
+        })
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json.output().unwrap()).unwrap();
+        assert_eq!(
+            v["inputs"][0]["processes"][0]["timeline"]["violations"][0]["name"],
+            kernel.as_str()
+        );
+    }
 
     #[test]
     fn durations_read_for_people() {

@@ -76,6 +76,7 @@ pub const RULES: &[Rule] = &[
     product("dxcore-sys", &["c-layout"]),
     product("rocdxg-sys", &["c-layout"]),
     product("atomic-file", &[]),
+    product("terminal-text", &[]),
     product("trace-records", &[]),
     product("trace-export", &["trace-records", "atomic-file"]),
     product("record-log", &["trace-records"]),
@@ -119,6 +120,7 @@ pub const RULES: &[Rule] = &[
                 "pmc-dxg",
                 "att",
                 "atomic-file",
+                "terminal-text",
             ],
         )
     },
@@ -130,11 +132,18 @@ pub const RULES: &[Rule] = &[
             "pmc-dxg",
             "att",
             "rocprof-runner",
+            "terminal-text",
         ],
     ),
     product(
         "trace-analysis",
-        &["trace-records", "trace-export", "pmc-dxg", "rocprof-runner"],
+        &[
+            "trace-records",
+            "trace-export",
+            "pmc-dxg",
+            "rocprof-runner",
+            "terminal-text",
+        ],
     ),
     Rule {
         never_reaches: &["hsa-intercept", "rocprof-tool"],
@@ -149,6 +158,7 @@ pub const RULES: &[Rule] = &[
                 "rocprof-runner",
                 "rocprof-doctor",
                 "trace-analysis",
+                "terminal-text",
             ],
         )
     },
@@ -735,7 +745,7 @@ mod tests {
         assert_eq!(v.len(), 2, "{v:#?}");
         assert_eq!(
             v[0].message,
-            "`rocprof-cli` depends on `hsa-intercept`, which its rule does not allow (it may use: wsl-topology, trace-records, trace-export, pmc-dxg, att, rocprof-runner, rocprof-doctor, trace-analysis)"
+            "`rocprof-cli` depends on `hsa-intercept`, which its rule does not allow (it may use: wsl-topology, trace-records, trace-export, pmc-dxg, att, rocprof-runner, rocprof-doctor, trace-analysis, terminal-text)"
         );
         assert_eq!(v[0].path, ["rocprof-cli", "hsa-intercept"]);
         assert_eq!(

@@ -19,6 +19,9 @@
 //! | 2 | `hipFree` |
 //! | 1 | `__hipUnregisterFatBinary` (at exit) |
 //!
+//! With [`MESSAGE_ENV`] (`WSLSIM_ROCTX_MESSAGE`) set, every range is pushed with that message
+//! instead of `iterN` (its bytes as given, up to a NUL): a test's hostile ROCTx text.
+//!
 //! There is no `hipDeviceSynchronize`: as in the seed, the blocking device-to-host copy is
 //! what synchronises each iteration. The seed's variant ([`run_synchronized`], the
 //! `reference-sync` binary) calls `hipDeviceSynchronize` after each launch (8 more records), so
@@ -38,6 +41,23 @@ pub const BYTES: usize = ELEMENTS * size_of::<f32>();
 pub const ITERATIONS: u32 = 8;
 /// Work-items per workgroup.
 pub const WORKGROUP: u32 = 256;
+
+/// The variable whose value, when set, is the message of every ROCTx range (instead of
+/// `iterN`).
+pub const MESSAGE_ENV: &str = "WSLSIM_ROCTX_MESSAGE";
+
+/// The message of iteration `iter`'s range: `iterN`, or [`MESSAGE_ENV`]'s bytes up to a NUL.
+fn range_message(iter: u32) -> CString {
+    use std::os::unix::ffi::OsStrExt as _;
+    match std::env::var_os(MESSAGE_ENV) {
+        Some(m) => {
+            let bytes = m.as_bytes();
+            let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+            CString::new(&bytes[..end]).unwrap_or_default()
+        }
+        None => CString::new(format!("iter{iter}")).unwrap_or_default(),
+    }
+}
 
 /// `hipMemcpyHostToDevice` / `hipMemcpyDeviceToHost`.
 const H2D: u32 = 1;
@@ -107,7 +127,7 @@ fn run_with(label: &str, crash_after: Option<u32>, synchronize: bool) -> i32 {
             println!("{label}: raising SIGSEGV after {iter} iterations");
             crash();
         }
-        let range = CString::new(format!("iter{iter}")).unwrap_or_default();
+        let range = range_message(iter);
         // SAFETY: a NUL-terminated message.
         unsafe { (roctx.range_push_a)(range.as_ptr()) };
         for (i, v) in host_x.iter_mut().enumerate() {
