@@ -134,6 +134,14 @@ pub fn extra_counters_refused(e: &pmc_dxg::Error) -> String {
     format!("-E/--extra-counters: {e} (expected counter definitions in counter_defs.yaml's form)")
 }
 
+/// A counter group that names no counter: `--pmc ''`, or a job's empty `pmc`/`pmc_groups` entry
+/// (`given` says which, as the user wrote it).
+pub fn pmc_empty(given: &str) -> String {
+    format!(
+        "{given} names no counter: give one or more counter names (e.g. --pmc SQ_WAVES GRBM_COUNT; `rocprof avail list` lists the GPU's counters), or leave it out to run without counters"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

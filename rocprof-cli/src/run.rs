@@ -11,6 +11,7 @@ use crate::outputs::OutputOptions;
 use crate::report::Terminal;
 use anyhow::{Result, anyhow, bail};
 use pmc_dxg::collection as pmc;
+use rocprof_runner::notice::{CounterNotice, RepeatedCounter, Report};
 use rocprof_runner::plan::launcher::Launcher;
 use rocprof_runner::plan::{AttPlan, Selection};
 use rocprof_runner::run::{Pass, Session};
@@ -206,8 +207,31 @@ impl RunOptions {
             .collect()
     }
 
+    /// A `--pmc` whose values name no counter (`--pmc ''`, `--pmc ,`) is refused: dropping it
+    /// would run the application without the counters asked for.
+    fn refuse_empty_pmc(&self) -> Result<(), String> {
+        let occurrences = match self.pmc_occurrences.is_empty() {
+            true => std::slice::from_ref(&self.pmc),
+            false => self.pmc_occurrences.as_slice(),
+        };
+        for values in occurrences.iter().filter(|v| !v.is_empty()) {
+            if values
+                .iter()
+                .all(|v| crate::input::split_counters(v).is_empty())
+            {
+                let given: Vec<String> = values
+                    .iter()
+                    .map(|v| format!("'{}'", v.replace('\'', r"'\''")))
+                    .collect();
+                return Err(messages::pmc_empty(&format!("--pmc {}", given.join(" "))));
+            }
+        }
+        Ok(())
+    }
+
     /// Rejects unknown or contradictory options before anything runs.
     pub fn validate(&self) -> Result<(), String> {
+        self.refuse_empty_pmc()?;
         let any = self.selection() != Selection::default()
             || !self.pmc.is_empty()
             || self.input.is_some();
@@ -272,7 +296,7 @@ impl RunOptions {
 
 /// The passes the options ask for: one per `--pmc` group (one run without counters if there
 /// is none), or one per job of the `-i` file, each job's settings over the command line's.
-fn passes(opts: &RunOptions) -> Result<Vec<OptionPass>> {
+fn passes(opts: &RunOptions, report: &mut dyn Report) -> Result<Vec<OptionPass>> {
     let warmup = opts.pmc_discard_warmup;
     let extra = opts
         .extra_counters
@@ -298,7 +322,13 @@ fn passes(opts: &RunOptions) -> Result<Vec<OptionPass>> {
             .map(|(k, g)| {
                 Ok(OptionPass {
                     opts: opts.clone(),
-                    counters: Some(counter_plan(g, warmup, extra)?),
+                    counters: Some(counter_plan(
+                        g,
+                        several.then_some(k + 1),
+                        warmup,
+                        extra,
+                        report,
+                    )?),
                     subdir: several.then(|| format!("pass_{}", k + 1)),
                 })
             })
@@ -326,6 +356,18 @@ fn passes(opts: &RunOptions) -> Result<Vec<OptionPass>> {
                 k + 1
             ),
         };
+        if let Some(n) = groups.iter().position(Vec::is_empty) {
+            let given = match job.pmc_groups {
+                Some(_) => format!("pmc_groups[{n}]"),
+                None => "pmc".to_owned(),
+            };
+            bail!(
+                "{}: job {}: {}",
+                path.display(),
+                k + 1,
+                messages::pmc_empty(&given)
+            );
+        }
         let prefix = if text { "pmc" } else { "pass" };
         if groups.is_empty() {
             out.push(OptionPass {
@@ -335,10 +377,11 @@ fn passes(opts: &RunOptions) -> Result<Vec<OptionPass>> {
             });
         }
         for g in groups {
+            let number = out.len() + 1;
             out.push(OptionPass {
                 opts: merged.clone(),
-                counters: Some(counter_plan(&g, warmup, extra)?),
-                subdir: Some(format!("{prefix}_{}", out.len() + 1)),
+                counters: Some(counter_plan(&g, Some(number), warmup, extra, report)?),
+                subdir: Some(format!("{prefix}_{number}")),
             });
         }
     }
@@ -522,13 +565,28 @@ fn job_options(opts: &RunOptions, job: &crate::input::Job) -> Result<RunOptions,
     Ok(o)
 }
 
-/// One counter group planned on the discovered GPUs; a refusal is said with what to do.
+/// One counter group planned on the discovered GPUs, its repeated names merged (and said, with
+/// its pass when the run has several); a refusal is said with what to do.
 fn counter_plan(
     group: &[String],
+    pass: Option<usize>,
     warmup: Option<u64>,
     extra: Option<&pmc::ExtraCounters>,
+    report: &mut dyn Report,
 ) -> Result<pmc::CounterPlan> {
-    rocprof_runner::counters::plan(group, warmup, extra).map_err(|e| {
+    let merged = pmc::merge_duplicates(group);
+    if !merged.repeated.is_empty() {
+        let repeated = merged
+            .repeated
+            .iter()
+            .map(|(name, given)| RepeatedCounter {
+                name: name.clone(),
+                given: *given,
+            })
+            .collect();
+        report.notice(CounterNotice::Merged { pass, repeated }.into());
+    }
+    rocprof_runner::counters::plan(&merged.names, warmup, extra).map_err(|e| {
         anyhow!(messages::counter_refusal(
             &e,
             "no counters can be collected"
@@ -595,7 +653,7 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
         crate::report::note(n);
     }
     let mut session = Session::prepare(report)?;
-    let passes = passes(opts)?;
+    let passes = passes(opts, report)?;
     let counting = passes.iter().any(|p| p.counters.is_some());
     let att = opts
         .att
@@ -663,6 +721,31 @@ mod tests {
         assert!(!s.kernels);
         let o = parse(&["--hsa-trace", "--hsa-image-trace", "no"]).unwrap();
         assert!(o.selection().hsa_amd && !o.selection().hsa_image && !o.selection().kernels);
+    }
+
+    #[test]
+    fn a_pmc_that_names_no_counter_is_refused() {
+        for args in [
+            &["--pmc", ""][..],
+            &["--pmc", ",", ";"],
+            &["--kernel-trace", "--pmc", " "],
+            &["--pmc", "SQ_WAVES", "--pmc", ""],
+        ] {
+            let mut o = parse(args).unwrap();
+            // As main groups them: one group per --pmc.
+            o.pmc_occurrences = match args.iter().filter(|a| **a == "--pmc").count() {
+                2 => vec![vec!["SQ_WAVES".into()], vec![String::new()]],
+                _ => Vec::new(),
+            };
+            let e = o.validate().unwrap_err();
+            assert!(
+                e.contains("names no counter: give one or more"),
+                "{args:?}: {e}"
+            );
+        }
+        let e = parse(&["--pmc", ""]).unwrap().validate().unwrap_err();
+        assert!(e.starts_with("--pmc '' names no counter"), "{e}");
+        assert!(parse(&["--pmc", "SQ_WAVES,"]).unwrap().validate().is_ok());
     }
 
     #[test]

@@ -8,14 +8,15 @@
 //! or damaged, records lost, an output that could not be written, or a signal.
 
 use crate::notice::{
-    CounterNotice, EndNotice, Finding, OutputNotice, RecordNotice, Report, Stream, SummaryText,
+    CounterNotice, EndNotice, Finding, OutputNotice, RecordNotice, Report, SeenKernel, Stream,
+    SummaryText,
 };
 use crate::outputs::{self, Placement, Replacement, WriteFailure};
 use crate::placeholders::Context;
 use crate::plan::{OutputFormat, OutputSettings};
 use crate::process::{Signals, Status, signal_exit_code};
 use crate::record_dir::{RecordDir, RunManifest};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::SystemTime;
@@ -147,6 +148,15 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
     out.processes = traces.len();
     lost |= crate::findings::total_lost(&traces) > 0;
     order_processes(&mut traces);
+    // Before the kernels are renamed: the filters are searched in the demangled names.
+    let nothing_selected = match manifest.counters {
+        Some(_) => nothing_selected(
+            &traces,
+            manifest.kernel_include_regex.as_deref(),
+            manifest.kernel_exclude_regex.as_deref(),
+        ),
+        None => None,
+    };
     let mut other_runs = other_runs;
     for t in traces.iter_mut().chain(other_runs.iter_mut().flatten()) {
         trace_export::rename::rename_kernels(
@@ -160,6 +170,9 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
         Some(plan) => counter_values(&mut traces, &other_runs, plan, report),
         None => Vec::new(),
     };
+    if let Some(n) = nothing_selected {
+        report.notice(n.into());
+    }
 
     let csv = CsvSelection {
         hip: sel.hip_runtime || sel.hip_compiler,
@@ -430,6 +443,73 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
     out
 }
 
+/// [`CounterNotice::NothingSelected`] when a kernel filter is why nothing was counted: no
+/// process recorded a counter read-back (one per counted dispatch), some dispatches ran (every
+/// dispatch is recorded, counted or not), and the filters, searched in the kernels' demangled
+/// names as the tool searches them, select none of those kernels. When they do select some,
+/// something else (iteration ranges, regions, collection periods) left them uncounted, and
+/// this says nothing.
+pub fn nothing_selected(
+    traces: &[ProcessTrace],
+    include: Option<&str>,
+    exclude: Option<&str>,
+) -> Option<CounterNotice> {
+    // Empty patterns select everything (as the tool reads them).
+    let include = include.filter(|r| !r.is_empty());
+    let exclude = exclude.filter(|r| !r.is_empty());
+    if (include.is_none() && exclude.is_none())
+        || traces.iter().any(|t| !t.counter_samples.is_empty())
+    {
+        return None;
+    }
+    let mut kernels: Vec<SeenKernel> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for t in traces {
+        let symbols = t.symbols_by_id();
+        for d in &t.dispatches {
+            let name = symbols.get(&d.kernel_id).map_or("", |s| t.string(s.name));
+            let shown = cpp_demangle::Symbol::new(name.as_bytes())
+                .ok()
+                .and_then(|s| s.demangle().ok())
+                .unwrap_or_else(|| name.to_owned());
+            match index.get(&shown) {
+                Some(&k) => kernels[k].dispatches += 1,
+                None => {
+                    index.insert(shown.clone(), kernels.len());
+                    kernels.push(SeenKernel {
+                        name: shown,
+                        dispatches: 1,
+                    });
+                }
+            }
+        }
+    }
+    let dispatches: usize = kernels.iter().map(|k| k.dispatches).sum();
+    if dispatches == 0 {
+        return None;
+    }
+    // The CLI checked both with the tool's regex-lite and with regex: they compile.
+    let compile = |re: Option<&str>| re.and_then(|r| regex::Regex::new(r).ok());
+    let (inc, exc) = (compile(include), compile(exclude));
+    let included: Vec<&SeenKernel> = kernels
+        .iter()
+        .filter(|k| inc.as_ref().is_none_or(|re| re.is_match(&k.name)))
+        .collect();
+    if included
+        .iter()
+        .any(|k| !exc.as_ref().is_some_and(|re| re.is_match(&k.name)))
+    {
+        return None;
+    }
+    Some(CounterNotice::NothingSelected {
+        include: include.map(str::to_owned),
+        exclude: exclude.map(str::to_owned),
+        dispatches,
+        included: included.iter().map(|k| k.dispatches).sum(),
+        kernels,
+    })
+}
+
 /// Evaluates the counter samples of every process (estimated over the other runs' matching
 /// processes, by start order), fills each trace's counter records and returns each process's
 /// hygiene rows. Problems are said on stderr; nothing here fails the run.
@@ -676,6 +756,126 @@ mod tests {
         assert_eq!(
             unique_prefix(p, 8, &mut used, &mut Vec::new()),
             Path::new("/o/run_8")
+        );
+    }
+
+    /// A process that ran `kernels` (mangled names) `n` times each; `counted` dispatches have
+    /// a counter read-back.
+    fn ran(kernels: &[(&str, usize)], counted: usize) -> ProcessTrace {
+        use trace_records::{CounterSample, CounterSampleHeader, KernelDispatchRecord};
+        use trace_records::{KernelSymbolRecord, StringId};
+        let mut t = ProcessTrace::default();
+        let mut id = 0u64;
+        for (k, (name, n)) in kernels.iter().enumerate() {
+            let s = k as StringId + 1;
+            t.strings.insert(s, (*name).to_owned());
+            t.symbols.push(KernelSymbolRecord {
+                kernel_id: k as u64 + 1,
+                kernel_object: 0,
+                name: s,
+                arch_vgpr_count: 0,
+                accum_vgpr_count: 0,
+                sgpr_count: 0,
+                group_segment_size: 0,
+                private_segment_size: 0,
+                kernarg_segment_size: 0,
+                reserved: 0,
+            });
+            for _ in 0..*n {
+                id += 1;
+                t.dispatches.push(KernelDispatchRecord {
+                    dispatch_id: id,
+                    kernel_id: k as u64 + 1,
+                    start: 100 * id,
+                    end: 100 * id + 50,
+                    ..Default::default()
+                });
+            }
+        }
+        for d in 1..=counted as u64 {
+            t.counter_samples.push(CounterSample {
+                header: CounterSampleHeader {
+                    dispatch_id: d,
+                    correlation_id: 0,
+                    agent_node_id: 1,
+                    reserved: 0,
+                },
+                output: Vec::new(),
+            });
+        }
+        t
+    }
+
+    const SCALE: &str = "_Z5scalePfi";
+
+    #[test]
+    fn a_filter_that_selected_nothing_is_said_with_the_kernels_that_ran() {
+        let traces = [ran(&[(SCALE, 3), ("__amd_rocclr_copyBuffer", 1)], 0)];
+        let n = nothing_selected(&traces, Some("(a+)+$"), None).unwrap();
+        let CounterNotice::NothingSelected {
+            dispatches,
+            included,
+            kernels,
+            ..
+        } = &n
+        else {
+            panic!("{n:?}")
+        };
+        assert_eq!((*dispatches, *included), (4, 0));
+        assert_eq!(
+            kernels,
+            &[
+                SeenKernel {
+                    name: "scale(float*, int)".into(),
+                    dispatches: 3
+                },
+                SeenKernel {
+                    name: "__amd_rocclr_copyBuffer".into(),
+                    dispatches: 1
+                }
+            ]
+        );
+        assert_eq!(
+            n.to_string(),
+            "the kernel include filter '(a+)+$' matched none of the 4 dispatch(es) that ran, so \
+             no counter was collected and no counter values are written; the kernels that ran \
+             (the filters are searched in these names): scale(float*, int) (3 dispatch(es)), \
+             __amd_rocclr_copyBuffer (1 dispatch(es))"
+        );
+        // Searched in the demangled name: `float` is in it, not in the mangled one.
+        let n = nothing_selected(&traces, Some("scale"), Some("float|copy")).unwrap();
+        assert!(
+            n.to_string().starts_with(
+                "the kernel include filter 'scale' matched 3 of the 4 dispatch(es) that ran \
+                 and the exclude filter 'float|copy' excluded every one of them"
+            ),
+            "{n}"
+        );
+        let n = nothing_selected(&traces, None, Some(".")).unwrap();
+        assert!(
+            n.to_string().starts_with(
+                "the kernel exclude filter '.' excluded every one of the 4 dispatch(es) that ran"
+            ),
+            "{n}"
+        );
+    }
+
+    #[test]
+    fn nothing_is_said_when_the_filters_are_not_why_nothing_was_counted() {
+        let traces = [ran(&[(SCALE, 3)], 0)];
+        // No filter; a filter that selects the kernel (iteration ranges or regions may have
+        // left it uncounted); an empty pattern, which selects everything.
+        assert_eq!(nothing_selected(&traces, None, None), None);
+        assert_eq!(nothing_selected(&traces, Some("scale"), None), None);
+        assert_eq!(nothing_selected(&traces, None, Some("copy")), None);
+        assert_eq!(nothing_selected(&traces, Some(""), Some("")), None);
+        // Something was counted, in one of the processes.
+        let counted = [ran(&[(SCALE, 3)], 0), ran(&[(SCALE, 2)], 1)];
+        assert_eq!(nothing_selected(&counted, Some("nomatch"), None), None);
+        // Nothing ran.
+        assert_eq!(
+            nothing_selected(&[ran(&[], 0)], Some("nomatch"), None),
+            None
         );
     }
 

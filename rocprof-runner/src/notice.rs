@@ -471,17 +471,151 @@ pub enum CounterNotice {
     },
     /// GRBM counters read 0 on dispatches that ran.
     GrbmBurst,
+    /// Before the run: counters named more than once in a group, each collected once.
+    Merged {
+        /// The pass (1-based) when the run has several.
+        pass: Option<usize>,
+        /// The names given more than once, in the order first given.
+        repeated: Vec<RepeatedCounter>,
+    },
+    /// After the run: the kernel filters selected none of the dispatches that ran, so nothing
+    /// was counted.
+    NothingSelected {
+        /// The include filter, if given.
+        include: Option<String>,
+        /// The exclude filter, if given.
+        exclude: Option<String>,
+        /// Dispatches that ran.
+        dispatches: usize,
+        /// Of them, the ones the include filter matched (all without one): the exclude filter
+        /// excluded every one of these.
+        included: usize,
+        /// The kernels that ran, by demangled name (what the filters are searched in), in the
+        /// order they first ran.
+        kernels: Vec<SeenKernel>,
+    },
 }
+
+/// A counter named more than once in a group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RepeatedCounter {
+    /// The counter.
+    pub name: String,
+    /// How often it was given.
+    pub given: usize,
+}
+
+/// A kernel that ran, with its dispatches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SeenKernel {
+    /// Its demangled name (the mangled one when it does not demangle).
+    pub name: String,
+    /// How many dispatches of it ran.
+    pub dispatches: usize,
+}
+
+/// How many items the notices list before they count the rest.
+const LISTED: usize = 8;
 
 impl CounterNotice {
     fn level(&self) -> Level {
         match self {
-            Self::NoValues { .. } | Self::Evaluation { .. } | Self::AllZero { .. } => {
-                Level::Warning
-            }
+            Self::NoValues { .. }
+            | Self::Evaluation { .. }
+            | Self::AllZero { .. }
+            | Self::NothingSelected { .. } => Level::Warning,
+            Self::Merged { .. } => Level::Note,
             _ => Level::Counters,
         }
     }
+}
+
+/// `a, b, c` for the first [`LISTED`] items, then `and N more`.
+fn listed(items: impl ExactSizeIterator<Item = String>) -> String {
+    let total = items.len();
+    let mut shown: Vec<String> = items.take(LISTED).collect();
+    if total > LISTED {
+        shown.push(format!("and {} more", total - LISTED));
+    }
+    shown.join(", ")
+}
+
+fn merged_text(
+    f: &mut fmt::Formatter<'_>,
+    pass: Option<usize>,
+    repeated: &[RepeatedCounter],
+) -> fmt::Result {
+    if let Some(p) = pass {
+        write!(f, "pass {p}: ")?;
+    }
+    match repeated {
+        [one] => write!(
+            f,
+            "{} is named {} times in the counter group: it is collected once (a repeated \
+             counter is merged into its first mention)",
+            one.name, one.given
+        ),
+        _ => write!(
+            f,
+            "{} counters are named more than once in the counter group ({}): each is collected \
+             once (a repeated counter is merged into its first mention, the order kept)",
+            repeated.len(),
+            listed(
+                repeated
+                    .iter()
+                    .map(|r| format!("{} {} times", r.name, r.given))
+            )
+        ),
+    }
+}
+
+/// A filter's pattern, single-quoted as a shell would take it.
+fn pattern(re: &str) -> String {
+    format!("'{}'", re.replace('\'', r"'\''"))
+}
+
+fn nothing_selected_text(
+    f: &mut fmt::Formatter<'_>,
+    include: Option<&str>,
+    exclude: Option<&str>,
+    dispatches: usize,
+    included: usize,
+    kernels: &[SeenKernel],
+) -> fmt::Result {
+    match (include, exclude) {
+        (Some(inc), Some(exc)) if included > 0 => write!(
+            f,
+            "the kernel include filter {} matched {included} of the {dispatches} dispatch(es) \
+             that ran and the exclude filter {} excluded every one of them",
+            pattern(inc),
+            pattern(exc)
+        )?,
+        (Some(inc), _) => write!(
+            f,
+            "the kernel include filter {} matched none of the {dispatches} dispatch(es) that ran",
+            pattern(inc)
+        )?,
+        (None, Some(exc)) => write!(
+            f,
+            "the kernel exclude filter {} excluded every one of the {dispatches} dispatch(es) \
+             that ran",
+            pattern(exc)
+        )?,
+        (None, None) => write!(
+            f,
+            "the kernel filters selected none of the {dispatches} dispatch(es) that ran"
+        )?,
+    }
+    write!(
+        f,
+        ", so no counter was collected and no counter values are written; the kernels that ran \
+         (the filters are searched in these names): {}",
+        listed(
+            kernels
+                .iter()
+                .map(|k| format!("{} ({} dispatch(es))", k.name, k.dispatches))
+        )
+    )
 }
 
 /// The text of [`CounterNotice::Overlapped`] without its process (also `rocprof analyze`'s).
@@ -523,6 +657,21 @@ impl fmt::Display for CounterNotice {
             }
             Self::Hygiene { note } if note.is_warning() => write!(f, "warning: {note}"),
             Self::Hygiene { note } => note.fmt(f),
+            Self::Merged { pass, repeated } => merged_text(f, *pass, repeated),
+            Self::NothingSelected {
+                include,
+                exclude,
+                dispatches,
+                included,
+                kernels,
+            } => nothing_selected_text(
+                f,
+                include.as_deref(),
+                exclude.as_deref(),
+                *dispatches,
+                *included,
+                kernels,
+            ),
             Self::GrbmBurst => f.write_str(
                 "GRBM counters read 0 on dispatches that ran, as they do at the start of a GPU session on \
                  WSL2 (bursts of up to ~300 ms): those dispatches' GRBM-based values (GRBM_*, GPU_UTIL, \

@@ -137,12 +137,50 @@ fn read_rocpd(path: &Path) -> Result<Vec<Process>, String> {
             let mut p = from_trace(t, format!("{} pid {}", path.display(), t.pid));
             if !p.counters.values.is_empty() {
                 p.counters.origin = CounterOrigin::Rocpd;
+                p.missing.extend(absent_values(&p));
             }
             p
         })
         .collect();
     out.sort_by_key(Process::first_timestamp);
     Ok(out)
+}
+
+/// What a database's counter values lack: the values of counted dispatches (those with any
+/// value) missing for a counter other dispatches have. rocprof leaves the values it sets aside
+/// out of its outputs, and a database, unlike `counter_hygiene.csv`, does not say which or why,
+/// so its counter trust cannot flag them.
+fn absent_values(p: &Process) -> Option<String> {
+    let names: BTreeSet<&str> = p.counters.values.iter().map(|v| v.name.as_str()).collect();
+    let mut have: BTreeMap<u64, BTreeSet<&str>> = BTreeMap::new();
+    for v in &p.counters.values {
+        have.entry(v.dispatch_id)
+            .or_default()
+            .insert(v.name.as_str());
+    }
+    let absent: Vec<String> = have
+        .iter()
+        .flat_map(|(id, got)| {
+            names
+                .iter()
+                .filter(|n| !got.contains(*n))
+                .map(move |n| format!("dispatch {id} {n}"))
+        })
+        .collect();
+    if absent.is_empty() {
+        return None;
+    }
+    let shown: Vec<&str> = absent.iter().take(8).map(String::as_str).collect();
+    let more = if absent.len() > 8 { ", …" } else { "" };
+    Some(format!(
+        "{} dispatch × counter value(s) are absent ({}{more}): rocprof leaves the values it \
+         sets aside (GRBM zero bursts, isolated SQ zeros, the warm-up window) out of its \
+         outputs, and a rocpd database does not record which or why, so they are not flagged \
+         here; the run's counter_hygiene.csv says (analyse its CSV directory or record \
+         directory)",
+        absent.len(),
+        shown.join(", ")
+    ))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -232,14 +270,22 @@ fn read_record_dir(path: &Path) -> Result<Input, Error> {
                 ));
             }
             p.counters.values.clear();
+            // A dispatch's counters in counter-id order (ties in request order), the order
+            // counter_collection.csv and the rocpd database have them in, so every form of a
+            // run lists its counters alike.
+            let mut order: Vec<usize> = (0..eval.counters.len()).collect();
+            order.sort_by_key(|&k| eval.counters[k].1);
             for c in &eval.dispatches {
                 p.counters
                     .keys
                     .insert(c.dispatch.dispatch_id, c.key.clone());
-                for ((name, _), value) in eval.counters.iter().zip(&c.outcomes) {
+                for &k in &order {
+                    let Some(value) = c.outcomes.get(k) else {
+                        continue;
+                    };
                     p.counters.values.push(CounterValue {
                         dispatch_id: c.dispatch.dispatch_id,
-                        name: name.clone(),
+                        name: eval.counters[k].0.clone(),
                         value: *value,
                     });
                 }
@@ -1033,6 +1079,44 @@ mod tests {
         assert_eq!(s("kernel_names.csv"), None);
         assert_eq!(s("kernel_trace.txt"), None);
         assert_eq!(s("rocpd-to-csv.csv"), None);
+    }
+
+    #[test]
+    fn a_database_says_which_counter_values_it_lacks() {
+        let mut p = Process::new("db".into());
+        let value = |id: u64, name: &str| CounterValue {
+            dispatch_id: id,
+            name: name.into(),
+            value: Ok(1.0),
+        };
+        p.counters.values = vec![
+            value(2, "SQ_WAVES"),
+            value(2, "GPU_UTIL"),
+            value(3, "SQ_WAVES"),
+            value(3, "GPU_UTIL"),
+        ];
+        assert_eq!(absent_values(&p), None, "every counted dispatch has both");
+        p.counters.values.insert(0, value(1, "SQ_WAVES"));
+        let said = absent_values(&p).unwrap();
+        assert!(
+            said.starts_with(
+                "1 dispatch × counter value(s) are absent (dispatch 1 GPU_UTIL): rocprof leaves \
+                 the values it sets aside"
+            ),
+            "{said}"
+        );
+        assert!(
+            said.ends_with(
+                "the run's counter_hygiene.csv says (analyse its CSV directory or record directory)"
+            ),
+            "{said}"
+        );
+        for id in 4..14 {
+            p.counters.values.push(value(id, "GPU_UTIL"));
+        }
+        let said = absent_values(&p).unwrap();
+        assert!(said.starts_with("11 dispatch × counter value(s) are absent (dispatch 1 GPU_UTIL, dispatch 4 SQ_WAVES,"), "{said}");
+        assert!(said.contains("dispatch 10 SQ_WAVES, …)"), "{said}");
     }
 
     #[test]

@@ -267,6 +267,15 @@ impl Interner {
     }
 }
 
+/// Whether a ROCTx record is an instant: a mark, or a record without duration. Decision: CSV
+/// files do not say which ROCTx call a row comes from (their marks are the rows whose start
+/// equals their end) and a rocpd database stores every zero-length record as a sample, so a
+/// range that took no time reads as a mark there; it is one here too, so that every input of
+/// one run gives the same verdicts.
+pub fn is_instant(kind: u8, start: u64, end: u64) -> bool {
+    MarkerKind::from_u8(kind) == Some(MarkerKind::Mark) || start == end
+}
+
 /// A trace read from a record log or a rocpd database, in the common form (counters as their
 /// records have them; a record directory's read-backs are evaluated by the caller).
 pub fn from_trace(t: &ProcessTrace, label: String) -> Process {
@@ -334,7 +343,7 @@ pub fn from_trace(t: &ProcessTrace, label: String) -> Process {
     for m in &t.markers {
         p.markers.push(Marker {
             message: t.string(m.message).to_owned(),
-            instant: MarkerKind::from_u8(m.kind) == Some(MarkerKind::Mark),
+            instant: is_instant(m.kind, m.start, m.end),
             start: m.start,
             end: m.end,
         });
@@ -348,4 +357,22 @@ pub fn from_trace(t: &ProcessTrace, label: String) -> Process {
     }
     p.sort();
     p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_and_records_without_duration_are_instants() {
+        let mark = MarkerKind::Mark as u8;
+        let range = MarkerKind::ThreadRange as u8;
+        let process = MarkerKind::ProcessRange as u8;
+        assert!(is_instant(mark, 5, 5));
+        assert!(is_instant(mark, 5, 9), "a mark whatever its times");
+        assert!(is_instant(range, 5, 5), "as CSV and rocpd read it");
+        assert!(!is_instant(range, 5, 9));
+        assert!(!is_instant(process, 5, 9));
+        assert!(!is_instant(range, 9, 5), "a negative range stays a range");
+    }
 }

@@ -5,8 +5,10 @@
 //! agents (from the agent row's `extdata` when it is this project's agent record, else from the
 //! row's columns), API calls from regions — and from samples, which are zero-length calls —
 //! with their category as the domain and their name as the operation (operation ids are
-//! numbered per domain in order of first use, since a database stores names only), ROCTx ranges
-//! (regions of `MARKER_CORE_RANGE_API`, the message from the event's `extdata`), kernel symbols,
+//! numbered per domain in order of first use, since a database stores names only), ROCTx marks
+//! and ranges (events of `MARKER_CORE_RANGE_API`, or of upstream's `MARKER_CORE_API` with a
+//! message; the message from the event's `extdata`; a sample or a `roctxMarkA` region is a
+//! mark, an instant), kernel symbols,
 //! dispatches, memory copies (the direction from their name) and counter values (summed per
 //! dispatch and counter). Columns a file lacks read as 0 or empty; a table it lacks gives no
 //! records; a file without the process view is refused with the reason.
@@ -192,6 +194,20 @@ fn domain(category: &str) -> Option<ApiDomain> {
     })
 }
 
+/// The kind of a ROCTx record read back: a zero-length one (a sample: its name is not stored)
+/// or a region named `roctxMarkA` is a mark, an instant; a region named after a process-wide
+/// range is one; any other is a thread range. Decision: the writer stores every zero-length
+/// record as a sample, so a push/pop range that took no time at all comes back as a mark —
+/// as the CSV files show it (their marks are the rows whose start equals their end).
+fn marker_kind(name: &str, sample: bool) -> MarkerKind {
+    match name {
+        _ if sample => MarkerKind::Mark,
+        "roctxMarkA" | "roctxMark" => MarkerKind::Mark,
+        "roctxProcessRangeA" | "roctxRangeStartA" => MarkerKind::ProcessRange,
+        _ => MarkerKind::ThreadRange,
+    }
+}
+
 struct Reader<'a> {
     db: &'a Connection,
     strings: &'a HashMap<i64, String>,
@@ -318,34 +334,39 @@ impl<'a> Reader<'a> {
             .into_iter()
             .collect();
         let sample_names = self.sample_names()?;
-        let mut calls: Vec<(i64, i64, i64, String, i64)> = regions
+        // (start, end, tid, name, event, whether it is a sample).
+        let mut calls: Vec<(i64, i64, i64, String, i64, bool)> = regions
             .into_iter()
-            .map(|(s, e, tid, name, ev)| (s, e, tid, self.string(name).to_owned(), ev))
+            .map(|(s, e, tid, name, ev)| (s, e, tid, self.string(name).to_owned(), ev, false))
             .collect();
         for (ts, track, ev) in samples {
             let tid = tracks.get(&track).map_or(0, |t| t.0);
             let name = sample_names.get(&ev).cloned().unwrap_or_default();
-            calls.push((ts, ts, tid, name, ev));
+            calls.push((ts, ts, tid, name, ev, true));
         }
         let mut api = Vec::with_capacity(calls.len());
-        for (start, end, tid, name, ev) in calls {
+        for (start, end, tid, name, ev, sample) in calls {
             let Some((category, _, extdata)) = events.get(&ev) else {
                 continue;
             };
             let correlation = self.correlations.get(&ev).copied().unwrap_or(ev as u64);
-            if category == "MARKER_CORE_RANGE_API" {
-                let message = serde_json::from_str::<serde_json::Value>(extdata)
-                    .ok()
-                    .and_then(|v| v.get("message")?.as_str().map(str::to_owned))
-                    .unwrap_or_else(|| name.clone());
-                let message = self.intern(&message);
+            let message = serde_json::from_str::<serde_json::Value>(extdata)
+                .ok()
+                .and_then(|v| v.get("message")?.as_str().map(str::to_owned));
+            // ROCTx records: this project's category, or upstream's marker category with the
+            // message in the event (its other marker-domain calls stay calls).
+            let marker = category == "MARKER_CORE_RANGE_API"
+                || (category == "MARKER_CORE_API" && message.is_some());
+            if marker {
+                let kind = marker_kind(&name, sample);
+                let message = self.intern(&message.unwrap_or_else(|| name.clone()));
                 self.trace.markers.push(MarkerRecord {
                     correlation_id: correlation,
                     start: start as u64,
                     end: end as u64,
                     message,
                     thread_id: tid as u32,
-                    kind: MarkerKind::ThreadRange as u8,
+                    kind: kind as u8,
                     reserved: [0; 7],
                 });
                 continue;
@@ -668,5 +689,131 @@ impl<'a> Reader<'a> {
             });
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::{ProcessView, RunInfo};
+    use trace_records::agents::{AgentIndex, AgentLabels};
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("rocpd-read-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// (kind, message, start, end) of every marker read back, in time order.
+    fn markers(t: &ProcessTrace) -> Vec<(Option<MarkerKind>, &str, u64, u64)> {
+        let mut m: Vec<_> = t
+            .markers
+            .iter()
+            .map(|m| {
+                (
+                    MarkerKind::from_u8(m.kind),
+                    t.string(m.message),
+                    m.start,
+                    m.end,
+                )
+            })
+            .collect();
+        m.sort_by_key(|r| r.2);
+        m
+    }
+
+    #[test]
+    fn marks_come_back_as_marks_and_ranges_as_their_kind() {
+        let mut t = ProcessTrace {
+            pid: 42,
+            ppid: 1,
+            created_ns: 1_000,
+            ..ProcessTrace::default()
+        };
+        let kinds = [
+            (MarkerKind::ThreadRange, "iteration", 1_100, 1_900),
+            (MarkerKind::Mark, "checkpoint", 1_200, 1_200),
+            (MarkerKind::ProcessRange, "phase", 1_300, 2_500),
+            (MarkerKind::Mark, "done", 2_600, 2_600),
+        ];
+        for (k, (kind, message, start, end)) in kinds.iter().enumerate() {
+            let id = k as StringId + 1;
+            t.strings.insert(id, (*message).to_owned());
+            t.markers.push(MarkerRecord {
+                correlation_id: 10 + k as u64,
+                start: *start,
+                end: *end,
+                message: id,
+                thread_id: 42,
+                kind: *kind as u8,
+                reserved: [0; 7],
+            });
+        }
+        let dir = scratch("kinds");
+        let path = dir.join("results.db");
+        let labels = AgentLabels::new(Vec::new(), AgentIndex::default());
+        let run = RunInfo {
+            hostname: "h".into(),
+            command: vec!["app".into()],
+        };
+        crate::rocpd::write_rocpd(&path, &run, &[ProcessView::new(&t, &labels)]).unwrap();
+        let back = read(&path).unwrap();
+        assert_eq!(back.len(), 1);
+        let expected: Vec<_> = kinds
+            .iter()
+            .map(|&(kind, message, start, end)| (Some(kind), message, start, end))
+            .collect();
+        assert_eq!(markers(&back[0]), expected);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn upstream_marker_events_are_markers_and_a_sample_is_a_mark() {
+        let dir = scratch("upstream");
+        let path = dir.join("upstream.db");
+        let db = Connection::open(&path).unwrap();
+        let g = "0000ddb5-8903-7903-b269-cd8d3745bb8a";
+        db.execute_batch(&format!(
+            "CREATE TABLE rocpd_string (id INTEGER PRIMARY KEY, guid TEXT, string TEXT);
+             CREATE TABLE rocpd_info_process (id INTEGER PRIMARY KEY, guid TEXT, pid INTEGER,
+                 ppid INTEGER, init INTEGER);
+             CREATE TABLE rocpd_event (id INTEGER PRIMARY KEY, guid TEXT, category_id INTEGER,
+                 stack_id INTEGER, parent_stack_id INTEGER, correlation_id INTEGER, extdata TEXT);
+             CREATE TABLE rocpd_region (id INTEGER PRIMARY KEY, guid TEXT, pid INTEGER,
+                 start INTEGER, end INTEGER, tid INTEGER, name_id INTEGER, event_id INTEGER);
+             CREATE TABLE rocpd_track (id INTEGER PRIMARY KEY, guid TEXT, pid INTEGER,
+                 tid INTEGER, name_id INTEGER);
+             CREATE TABLE rocpd_sample (id INTEGER PRIMARY KEY, guid TEXT, track_id INTEGER,
+                 timestamp INTEGER, event_id INTEGER);
+             INSERT INTO rocpd_info_process VALUES (1, '{g}', 7, 1, 100);
+             INSERT INTO rocpd_string VALUES (1, '{g}', 'MARKER_CORE_API'),
+                 (2, '{g}', 'roctxRangePushA'), (3, '{g}', 'roctxMarkA'),
+                 (4, '{g}', 'roctxGetThreadId');
+             INSERT INTO rocpd_event VALUES
+                 (1, '{g}', 1, 1, 0, 0, '{{\"message\": \"outer\"}}'),
+                 (2, '{g}', 1, 2, 0, 0, '{{\"message\": \"tick\"}}'),
+                 (3, '{g}', 1, 3, 0, 0, '{{\"message\": \"tock\"}}'),
+                 (4, '{g}', 1, 4, 0, 0, '{{}}');
+             INSERT INTO rocpd_region VALUES (1, '{g}', 7, 1000, 2000, 7, 2, 1),
+                 (2, '{g}', 7, 1500, 1500, 7, 3, 2), (3, '{g}', 7, 1600, 1700, 7, 4, 4);
+             INSERT INTO rocpd_track VALUES (1, '{g}', 7, 7, 1);
+             INSERT INTO rocpd_sample VALUES (1, '{g}', 1, 1800, 3);"
+        ))
+        .unwrap();
+        drop(db);
+        let back = read(&path).unwrap();
+        let t = &back[0];
+        assert_eq!(
+            markers(t),
+            [
+                (Some(MarkerKind::ThreadRange), "outer", 1000, 2000),
+                (Some(MarkerKind::Mark), "tick", 1500, 1500),
+                (Some(MarkerKind::Mark), "tock", 1800, 1800),
+            ]
+        );
+        // A marker-domain call without a message stays a call.
+        assert_eq!(t.api.len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -10,6 +10,7 @@
 //! - [`definitions`], [`definitions_for`], [`runtime_lib_dir`]: the definitions the tool uses
 //!   (the same search), with a plan's [`ExtraCounters`];
 //! - [`check`] ([`Check`]): whether a set fits one pass on one GPU, why not, and the split;
+//! - [`merge_duplicates`] ([`Merged`]): a group's repeated names merged (planning does it too);
 //! - [`plan`], [`plan_on`]: a group resolved on every GPU into a [`CounterPlan`], or refused
 //!   ([`crate::Error::SeveralPasses`] with the groups that fit, [`crate::Error::CannotCollect`],
 //!   [`crate::Error::GpusDiffer`], [`crate::Error::NoGpu`]).
@@ -44,6 +45,6 @@ pub use evaluation::{Counted, Evaluation, Problem, all_zero};
 pub use extra::ExtraCounters;
 pub use gpus::{Gpu, gpus_with};
 pub use overlap::overlapping;
-pub use planning::{plan, plan_on};
+pub use planning::{Merged, merge_duplicates, plan, plan_on};
 pub use records::fill_records;
 pub use runs::estimate;

@@ -2,6 +2,8 @@
 //! defines, a counter this build cannot program, or a group that needs several passes is
 //! refused, with what would work instead (for a split: the groups that fit).
 
+use std::collections::HashMap;
+
 use trace_records::agents::Agent;
 
 use super::check::{Fit, fit};
@@ -9,6 +11,41 @@ use super::counter_plan::CounterPlan;
 use super::extra::ExtraCounters;
 use super::gpus::{Gpu, gpus_with};
 use crate::{BaseEvent, Error, Topology};
+
+/// A counter group with its repeated names merged ([`merge_duplicates`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Merged {
+    /// Each name once, in the order it was first given.
+    pub names: Vec<String>,
+    /// The names given more than once, with how often each was given, in the order of their
+    /// first occurrence.
+    pub repeated: Vec<(String, usize)>,
+}
+
+/// Merges the repeated names of a counter group: a counter is collected once however often it
+/// is named (one value per dispatch, not one row per mention), where it was first given.
+pub fn merge_duplicates(group: &[String]) -> Merged {
+    let mut seen: HashMap<&str, usize> = HashMap::with_capacity(group.len());
+    let mut names: Vec<String> = Vec::new();
+    let mut counts: Vec<usize> = Vec::new();
+    for name in group {
+        match seen.get(name.as_str()) {
+            Some(&k) => counts[k] += 1,
+            None => {
+                seen.insert(name, names.len());
+                names.push(name.clone());
+                counts.push(1);
+            }
+        }
+    }
+    let repeated = names
+        .iter()
+        .zip(&counts)
+        .filter(|(_, n)| **n > 1)
+        .map(|(name, n)| (name.clone(), *n))
+        .collect();
+    Merged { names, repeated }
+}
 
 /// Resolves one counter group on every GPU of the discovered `agents` (with the definitions of
 /// this process's search and `extra`'s) and checks it fits one pass ([`plan_on`]).
@@ -29,7 +66,8 @@ pub fn plan(
     Ok(plan)
 }
 
-/// [`plan`] on given GPUs (a GPU without a topology is skipped).
+/// [`plan`] on given GPUs (a GPU without a topology is skipped). A name given more than once is
+/// planned once, where it was first given ([`merge_duplicates`]).
 ///
 /// # Errors
 ///
@@ -42,6 +80,8 @@ pub fn plan_on(
     group: &[String],
     discard_warmup_ms: Option<u64>,
 ) -> Result<CounterPlan, Error> {
+    let merged = merge_duplicates(group);
+    let group = merged.names.as_slice();
     let mut events: Option<Vec<(String, BaseEvent)>> = None;
     for gpu in gpus {
         let Some(topology) = Topology::of(&gpu.agent) else {
@@ -116,4 +156,84 @@ fn split_requested(gpu: &Gpu, topology: &Topology, group: &[String]) -> Option<V
         groups.push(alone);
     }
     Some(groups)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::defs::Definitions;
+    use trace_records::agents::{AgentKind, GpuProperties};
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    /// The simulated Radeon 890M as far as its counters need: gfx1150, one shader engine of two
+    /// arrays, 16 compute units.
+    fn radeon() -> Vec<Gpu> {
+        let agent = Agent {
+            kind: AgentKind::Gpu,
+            logical_node_id: 1,
+            node_id: 1,
+            logical_node_type_id: 0,
+            name: "gfx1150".into(),
+            product_name: String::new(),
+            vendor_name: "AMD".into(),
+            model_name: String::new(),
+            cpu_cores_count: 0,
+            gpu: Some(GpuProperties {
+                simd_count: 32,
+                simd_per_cu: 2,
+                cu_count: 16,
+                num_shader_banks: 1,
+                simd_arrays_per_engine: 2,
+                array_count: 2,
+                num_xcc: 1,
+                ..GpuProperties::default()
+            }),
+        };
+        Gpu::all(&[agent], &Definitions::built_in().unwrap())
+    }
+
+    #[test]
+    fn repeated_names_are_merged_where_they_were_first_given() {
+        let m = merge_duplicates(&names(&[
+            "SQ_WAVES",
+            "GRBM_COUNT",
+            "SQ_WAVES",
+            "GPU_UTIL",
+            "GRBM_COUNT",
+            "SQ_WAVES",
+        ]));
+        assert_eq!(m.names, ["SQ_WAVES", "GRBM_COUNT", "GPU_UTIL"]);
+        assert_eq!(
+            m.repeated,
+            [("SQ_WAVES".to_owned(), 3), ("GRBM_COUNT".to_owned(), 2)]
+        );
+        let once = merge_duplicates(&names(&["GPU_UTIL", "SQ_WAVES"]));
+        assert_eq!(once.names, ["GPU_UTIL", "SQ_WAVES"]);
+        assert!(once.repeated.is_empty());
+        assert_eq!(merge_duplicates(&[]), Merged::default());
+    }
+
+    #[test]
+    fn a_plan_requests_each_counter_once_however_often_it_was_named() {
+        let gpus = radeon();
+        let plan = plan_on(&gpus, &names(&["SQ_WAVES"; 3]), None).unwrap();
+        assert_eq!(plan.requested, ["SQ_WAVES"]);
+        assert_eq!(plan.events.len(), 1);
+        // 5,000 mentions: one counter, planned in one pass, quickly.
+        let many = names(&["SQ_WAVES"; 5_000]);
+        let started = std::time::Instant::now();
+        let plan = plan_on(&gpus, &many, None).unwrap();
+        assert_eq!(plan.requested, ["SQ_WAVES"]);
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        let plan = plan_on(
+            &gpus,
+            &names(&["GPU_UTIL", "SQ_WAVES", "GPU_UTIL", "GRBM_COUNT", "SQ_WAVES"]),
+            None,
+        )
+        .unwrap();
+        assert_eq!(plan.requested, ["GPU_UTIL", "SQ_WAVES", "GRBM_COUNT"]);
+    }
 }
