@@ -391,8 +391,8 @@ fn tid() -> u32 {
 }
 
 /// Appends with `push`; when the thread has no chunk or it is full, seals it and takes a fresh
-/// one from the log. What cannot be recorded is counted under its cause (a definition, i.e.
-/// not a trace `record`, under [`LossCause::Definitions`]).
+/// one from the log ([`start_chunk`]). What cannot be recorded is counted under its cause (a
+/// definition, i.e. not a trace `record`, under [`LossCause::Definitions`]).
 #[inline]
 fn push_or_replace(
     sink: &Sink,
@@ -405,6 +405,19 @@ fn push_or_replace(
     {
         return;
     }
+    start_chunk(sink, slot, record, push);
+}
+
+/// The thread's chunk is full (or it has none): seals it, starts a fresh one and appends there.
+/// Out of line and cold (once per chunk), so that the traced path's code holds only the append.
+#[cold]
+#[inline(never)]
+fn start_chunk(
+    sink: &Sink,
+    slot: &mut Option<Chunk>,
+    record: bool,
+    push: impl Fn(&mut Chunk) -> bool,
+) {
     let fresh = match slot.take() {
         Some(full) => sink.log.replace(full, tid()),
         None => sink.log.take(tid()),

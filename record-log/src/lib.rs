@@ -22,7 +22,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use trace_records::log::{
     CHUNK_CAPACITY, CHUNK_HEADER_LEN, CHUNK_SIZE, COMMIT_AT, CRC_AT, ChunkFill, FileHeader,
-    HEADER_LEN, LOSSES_AT, SEAL_AT, SEALED, open_chunk_header,
+    HEADER_LEN, HeaderCounter, SEAL_AT, SEALED, open_chunk_header,
 };
 use trace_records::loss::LossCause;
 use trace_records::record::{FixedRecord, StringId, Tag};
@@ -186,21 +186,29 @@ impl LogFile {
     }
 
     /// Counts `n` records lost for `cause` in the log's header (visible to the reader however
-    /// the process ends).
+    /// the process ends). The counter carries its own check ([`HeaderCounter`]), so it is
+    /// updated by compare-and-swap, one 64-bit store that a crash cannot tear; a counter found
+    /// damaged is left so, for the reader to report. Out of line and cold: only the paths
+    /// that lose a record call it, and the traced path must not pay for its loop.
+    #[cold]
+    #[inline(never)]
     pub fn lost(&self, cause: LossCause, n: u64) {
-        self.loss_counter(cause).fetch_add(n, Ordering::Relaxed);
+        let counter = HeaderCounter::Loss(cause);
+        let word = self.header_word(counter);
+        let mut old = word.load(Ordering::Relaxed);
+        while let Some(new) = counter.add(old, n) {
+            match word.compare_exchange_weak(old, new, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(now) => old = now,
+            }
+        }
     }
 
-    fn loss_counter(&self, cause: LossCause) -> &AtomicU64 {
+    fn header_word(&self, counter: HeaderCounter) -> &AtomicU64 {
         // SAFETY: the header page is mapped for the life of `self`; the counters lie inside it
-        // at 8-byte aligned offsets (LOSSES_AT is a multiple of 8, the page is page-aligned),
-        // and every access to them is atomic.
-        unsafe {
-            &*self
-                .header
-                .add(LOSSES_AT + 8 * cause as usize)
-                .cast::<AtomicU64>()
-        }
+        // at 8-byte aligned offsets (HeaderCounter::offset is a multiple of 8 below HEADER_LEN,
+        // the page is page-aligned), and every access to them is atomic.
+        unsafe { &*self.header.add(counter.offset()).cast::<AtomicU64>() }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -222,12 +230,20 @@ impl LogFile {
                     self.wake.notify_one();
                 }
                 let base = chunk_address(&s.segments, index);
-                drop(s);
                 let header = open_chunk_header(index, tid);
                 // SAFETY: chunk `index` lies in a mapped segment (index < ready_end, and a
                 // segment is unmapped only once all its chunks were handed out and sealed);
                 // it was just handed out, so no one else writes it.
                 unsafe { std::ptr::copy_nonoverlapping(header.as_ptr(), base, header.len()) };
+                // Counted once its header is written, under the lock (so the count only grows,
+                // in index order): a process killed at any instant leaves every counted chunk
+                // recognisable, and the reader takes a counted chunk that is missing or all
+                // zeros for damage.
+                self.header_word(HeaderCounter::Chunks).store(
+                    HeaderCounter::Chunks.encode(u64::from(s.next)),
+                    Ordering::Release,
+                );
+                drop(s);
                 return Ok(Chunk {
                     base,
                     fill: ChunkFill::default(),
@@ -571,7 +587,8 @@ impl Chunk {
         self.append(|f, p| f.push(p, record))
     }
 
-    /// Appends a string definition (cut to fit an empty chunk); `false` when it does not fit.
+    /// Appends a string definition (one too long for an entry is cut to fit an empty chunk, and
+    /// says how long it was); `false` when it does not fit.
     pub fn push_string(&mut self, id: StringId, text: &str) -> bool {
         self.append(|f, p| f.push_string(p, id, text))
     }

@@ -231,3 +231,78 @@ fn a_file_size_limit_is_counted_as_no_space_and_the_process_lives() {
         .len();
     assert!(size <= 512 * 1024, "{size}");
 }
+
+/// Issue 23, case 7: the header counts the chunks handed out, and a chunk's header is written
+/// before it is counted, so a process killed while its threads take chunks leaves a log that
+/// reads as complete (no bogus damage); the same log cut short afterwards is damage, with the
+/// number of chunks missing.
+#[test]
+fn a_killed_writer_leaves_a_complete_log_and_a_cut_one_is_damage() {
+    for round in 0..8u64 {
+        let dir = tempdir(&format!("killed-{round}"));
+        let d = dir.clone();
+        let status = in_child(move || {
+            let log = LogFile::create(&d, header(std::process::id())).unwrap();
+            std::thread::scope(|s| {
+                for t in 0..3 {
+                    let log = &log;
+                    s.spawn(move || {
+                        // Tiny fills: chunks are taken and replaced over and over (with a
+                        // pause, so the log stays a few megabytes).
+                        let mut chunk = log.take(t).unwrap();
+                        for i in 0.. {
+                            if i % 64 == 0 || !chunk.push(&api(i, u64::from(t))) {
+                                chunk = log.replace(chunk, t).unwrap();
+                                std::thread::sleep(std::time::Duration::from_micros(100));
+                            }
+                        }
+                    });
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20 + 7 * round));
+                // SAFETY: kills this forked child while its threads take chunks.
+                unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+            });
+        });
+        assert!(libc::WIFSIGNALED(status), "{status}");
+        let t = only_log(&dir);
+        let written = t.chunks_written.expect("a version-3 log counts its chunks");
+        assert!(written > 3, "{written}");
+        assert!(t.damage.is_empty(), "round {round}: {:?}", t.damage);
+        let path = std::fs::read_dir(&dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        // Cut at the boundary before the last counted chunk.
+        let keep = 4096 + (written - 1) * 65536;
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(keep).unwrap();
+        drop(f);
+        let cut = ProcessTrace::read(&path).unwrap();
+        assert_eq!(cut.damage.len(), 1, "{:?}", cut.damage);
+        assert_eq!((cut.damage[0].offset, cut.damage[0].chunks), (keep, 1));
+        assert!(cut.api.len() <= t.api.len());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
+fn loss_counters_keep_their_check_under_concurrent_updates() {
+    let dir = tempdir("counters");
+    let log = LogFile::create(&dir, header(8)).unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            let log = &log;
+            s.spawn(move || {
+                for _ in 0..10_000 {
+                    log.lost(LossCause::NoSpace, 1);
+                }
+            });
+        }
+    });
+    write(&log, 1, 1);
+    let t = ProcessTrace::read(log.path()).unwrap();
+    assert_eq!(t.losses.get(LossCause::NoSpace), 40_000);
+    assert!(t.damage.is_empty(), "{:?}", t.damage);
+}

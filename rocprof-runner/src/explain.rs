@@ -12,28 +12,153 @@ pub fn tables_received(t: &ProcessTrace) -> Vec<Runtime> {
     t.docs.tables.iter().map(|t| t.runtime.clone()).collect()
 }
 
-/// The processes noted in `<dir>/untraced.pids`: they ran with the profiler loaded but never
-/// loaded a ROCm runtime (so they wrote no log). A missing or unreadable file is no process.
-pub fn untraced_pids(dir: &Path) -> Vec<u32> {
+/// Most bytes of `untraced.pids` read: one 8-byte entry for every process id there can be
+/// (the kernel's `PID_MAX_LIMIT`, 2^22). A file this long already names every possible process
+/// (pids are reused); anything past it is not read.
+pub const UNTRACED_READ_LIMIT: u64 = 8 << 22;
+
+/// Largest process id (the kernel's `PID_MAX_LIMIT` on 64-bit systems).
+const PID_LIMIT: u32 = 1 << 22;
+
+/// The processes noted in a record directory's `untraced.pids`: they ran with the profiler
+/// loaded but never loaded a ROCm runtime (so they wrote no log).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Untraced {
+    /// Their process ids, sorted, each once.
+    pub pids: Vec<u32>,
+    /// The file's size when it was longer than [`UNTRACED_READ_LIMIT`] (only that much was
+    /// read).
+    pub capped: Option<u64>,
+}
+
+impl std::ops::Deref for Untraced {
+    type Target = [u32];
+
+    fn deref(&self) -> &[u32] {
+        &self.pids
+    }
+}
+
+impl From<Vec<u32>> for Untraced {
+    fn from(mut pids: Vec<u32>) -> Self {
+        pids.sort_unstable();
+        pids.dedup();
+        Self { pids, capped: None }
+    }
+}
+
+/// The processes noted in `<dir>/untraced.pids` (see [`Untraced`]). The file is streamed in
+/// small pieces, at most [`UNTRACED_READ_LIMIT`] bytes of it, and the pids are gathered in a
+/// bit per possible pid: memory stays bounded (under 1 MiB besides the pids themselves) however
+/// large the file is. Entries that cannot be pids (0, or above the kernel's limit) are ignored.
+/// A missing or unreadable file is no process.
+pub fn untraced_pids(dir: &Path) -> Untraced {
+    use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt as _;
     let path = dir.join(trace_records::env::UNTRACED_PIDS);
-    let mut bytes = Vec::new();
+    let mut out = Untraced::default();
     let opened = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(&path);
-    if let Ok(mut f) = opened
-        && f.metadata().is_ok_and(|m| m.is_file())
-    {
-        let _ = std::io::Read::read_to_end(&mut f, &mut bytes);
+    let Ok(f) = opened else { return out };
+    let Ok(meta) = f.metadata() else { return out };
+    if !meta.is_file() {
+        return out;
     }
-    let mut pids: Vec<u32> = bytes
-        .chunks_exact(8)
-        .map(|e| u32::from_le_bytes([e[0], e[1], e[2], e[3]]))
+    if meta.len() > UNTRACED_READ_LIMIT {
+        out.capped = Some(meta.len());
+    }
+    let mut seen = vec![0u64; (PID_LIMIT / 64 + 1) as usize];
+    let mut source = f.take(UNTRACED_READ_LIMIT);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut have = 0;
+    loop {
+        let n = match source.read(&mut buf[have..]) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        have += n;
+        let whole = have - have % 8;
+        for e in buf[..whole].chunks_exact(8) {
+            let pid = u32::from_le_bytes([e[0], e[1], e[2], e[3]]);
+            if pid == 0 || pid > PID_LIMIT {
+                continue;
+            }
+            let (word, bit) = ((pid / 64) as usize, pid % 64);
+            if seen[word] & (1 << bit) == 0 {
+                seen[word] |= 1 << bit;
+                out.pids.push(pid);
+            }
+        }
+        buf.copy_within(whole..have, 0);
+        have -= whole;
+    }
+    out.pids.sort_unstable();
+    out
+}
+
+/// The warning for an `untraced.pids` longer than [`UNTRACED_READ_LIMIT`].
+fn untraced_capped(size: u64) -> String {
+    format!(
+        "warning: the record directory's {} holds {size} bytes, more than the {UNTRACED_READ_LIMIT} bytes that list every possible process id; only the first {UNTRACED_READ_LIMIT} bytes were read (the file was not written by rocprof alone)",
+        trace_records::env::UNTRACED_PIDS
+    )
+}
+
+/// The processes whose logs may lack documents or records: chunks damaged or missing, entries
+/// that could not be decoded, definitions lost, or records that found no room. What such a
+/// log does not hold says nothing about the application or the runtime.
+fn incomplete(traces: &[ProcessTrace]) -> Vec<u32> {
+    use trace_records::loss::LossCause;
+    let mut pids: Vec<u32> = traces
+        .iter()
+        .filter(|t| {
+            t.damage.iter().any(|d| d.offset > 0)
+                || [
+                    LossCause::Damaged,
+                    LossCause::Malformed,
+                    LossCause::Definitions,
+                    LossCause::NoSpace,
+                ]
+                .iter()
+                .any(|c| t.losses.get(*c) > 0)
+        })
+        .map(|t| t.pid)
         .collect();
     pids.sort_unstable();
     pids.dedup();
     pids
+}
+
+/// "the record log of process 12" / "the record logs of processes 12 and 13".
+fn logs_of(pids: &[u32]) -> String {
+    match pids {
+        [one] => format!("the record log of process {one}"),
+        [head @ .., last] if pids.len() <= 4 => {
+            let head: Vec<String> = head.iter().map(u32::to_string).collect();
+            format!(
+                "the record logs of processes {} and {last}",
+                head.join(", ")
+            )
+        }
+        _ => format!(
+            "the record logs of processes {}, {} and {} others",
+            pids[0],
+            pids[1],
+            pids.len() - 2
+        ),
+    }
+}
+
+/// A missing domain whose reason would rest on documents that were lost.
+fn why_unknown(what: &str, incomplete: &[u32]) -> String {
+    format!(
+        "{what}; documents of {} were damaged or lost (see above), so why nothing was recorded cannot be said",
+        logs_of(incomplete)
+    )
 }
 
 /// Explanations for everything missing from the run (empty when all is well). `untraced` are
@@ -43,7 +168,7 @@ pub fn explain(
     status: &Status,
     traces: &[ProcessTrace],
     logs: &[PathBuf],
-    untraced: &[u32],
+    untraced: &Untraced,
 ) -> Vec<String> {
     explain_with(sel, status, traces, logs, untraced, |k| {
         std::env::var(k).ok()
@@ -56,10 +181,13 @@ pub fn explain_with(
     status: &Status,
     traces: &[ProcessTrace],
     logs: &[PathBuf],
-    untraced: &[u32],
+    untraced: &Untraced,
     env: impl Fn(&str) -> Option<String>,
 ) -> Vec<String> {
     let mut out = Vec::new();
+    if let Some(size) = untraced.capped {
+        out.push(untraced_capped(size));
+    }
     if let Some(sig) = status.signal {
         let n: usize = traces.iter().map(ProcessTrace::record_count).sum();
         out.push(format!(
@@ -98,6 +226,8 @@ pub fn explain_with(
         return out;
     }
     let got = recorded(traces);
+    // Logs that may lack documents or records: no explanation below rests on what they lack.
+    let incomplete = incomplete(traces);
     let wants_hsa = sel.hsa_core
         || sel.hsa_amd
         || sel.hsa_image
@@ -109,7 +239,16 @@ pub fn explain_with(
     // Every table any process received.
     let tables: Vec<Runtime> = traces.iter().flat_map(tables_received).collect();
     let received = |r: Runtime| tables.contains(&r);
-    let hsa_received = received(Runtime::Hsa);
+    // Records of any HSA-traced kind prove the table arrived, whatever became of its document.
+    let hsa_received = received(Runtime::Hsa)
+        || got.hsa_core
+        || got.hsa_amd
+        || got.hsa_image
+        || got.hsa_finalizer
+        || got.kernels
+        || got.copies
+        || got.memory_allocations
+        || got.scratch_memory;
     // Known only when the process exited normally (its exit document lists the runtimes mapped).
     let exits: Vec<_> = traces.iter().filter_map(|t| t.docs.exit.as_ref()).collect();
     let hsa_never_loaded = !exits.is_empty()
@@ -117,6 +256,13 @@ pub fn explain_with(
             .iter()
             .all(|e| !e.runtimes_loaded.contains(&RuntimeLibrary::Hsa));
     if wants_hsa && !hsa_received {
+        if !incomplete.is_empty() {
+            out.push(why_unknown(
+                "nothing was recorded from the HSA runtime",
+                &incomplete,
+            ));
+            return out;
+        }
         if hsa_never_loaded {
             out.push("nothing was recorded from the GPU runtimes: the application never loaded the HSA runtime (libhsa-runtime64.so.1), so it does not use an AMD GPU through ROCm".into());
             return out;
@@ -124,11 +270,23 @@ pub fn explain_with(
         out.push(hsa_not_received(traces, status, &env));
     }
     let wants_hip = sel.hip_runtime || sel.hip_compiler;
-    let hip_received = tables.iter().any(Runtime::is_hip);
+    let hip_received = tables.iter().any(Runtime::is_hip) || got.hip_runtime || got.hip_compiler;
     if wants_hip && !hip_received && hsa_received {
-        out.push("HIP API tracing was requested but the application never registered a HIP runtime (it does not use HIP, or its libamdhip64 predates tool registration)".into());
+        out.push(if incomplete.is_empty() {
+            "HIP API tracing was requested but the application never registered a HIP runtime (it does not use HIP, or its libamdhip64 predates tool registration)".into()
+        } else {
+            why_unknown(
+                "HIP API tracing was requested but no HIP runtime's table was recorded",
+                &incomplete,
+            )
+        });
     }
-    if sel.markers && !got.markers && !received(Runtime::Roctx) {
+    if sel.markers && !got.markers && !received(Runtime::Roctx) && !incomplete.is_empty() {
+        out.push(why_unknown(
+            "--marker-trace was requested but no ROCTx table was recorded",
+            &incomplete,
+        ));
+    } else if sel.markers && !got.markers && !received(Runtime::Roctx) {
         // Whether ROCTx was mapped is known only from a normal exit.
         let roctx_loaded = exits
             .iter()
@@ -189,9 +347,16 @@ pub fn explain_with(
         ),
     ] {
         if asked && !have && (hsa_received || !wants_hsa) && !period_missed {
-            out.push(format!(
-                "{what} (the application made none, or they happened outside the traced runtime)"
-            ));
+            out.push(if incomplete.is_empty() {
+                format!(
+                    "{what} (the application made none, or they happened outside the traced runtime)"
+                )
+            } else {
+                format!(
+                    "{what}; parts of {} were damaged or lost (see above), so whether the application made any cannot be said",
+                    logs_of(&incomplete)
+                )
+            });
         }
     }
     out
@@ -284,6 +449,10 @@ mod tests {
         vec![PathBuf::from("1.rplog")]
     }
 
+    fn none() -> Untraced {
+        Untraced::default()
+    }
+
     #[test]
     fn empty_memory_traces_are_explained_and_scratch_only_when_asked_alone() {
         let hsa = r#"{"kind":"table","runtime":"hsa","instance":0,"wrapped":1}"#;
@@ -293,9 +462,14 @@ mod tests {
             scratch_memory: true,
             ..Default::default()
         };
-        let out = explain_with(&alone, &OK, std::slice::from_ref(&t), &logs(), &[], |_| {
-            None
-        });
+        let out = explain_with(
+            &alone,
+            &OK,
+            std::slice::from_ref(&t),
+            &logs(),
+            &none(),
+            |_| None,
+        );
         assert!(
             out.iter()
                 .any(|l| l.starts_with("--memory-allocation-trace: no memory")),
@@ -306,7 +480,7 @@ mod tests {
                 .any(|l| l.starts_with("--scratch-memory-trace: no scratch")),
             "{out:?}"
         );
-        let out = explain_with(&sys(), &OK, &[t], &logs(), &[], |_| None);
+        let out = explain_with(&sys(), &OK, &[t], &logs(), &none(), |_| None);
         assert!(
             !out.iter().any(|l| l.contains("--scratch-memory-trace")),
             "a bundle's missing scratch is normal: {out:?}"
@@ -321,7 +495,7 @@ mod tests {
             ..Default::default()
         };
         let said = |docs: &[&str]| {
-            let out = explain_with(&markers, &OK, &[trace(docs)], &logs(), &[], |_| None);
+            let out = explain_with(&markers, &OK, &[trace(docs)], &logs(), &none(), |_| None);
             out.into_iter()
                 .find(|l| l.starts_with("--marker-trace was requested"))
                 .unwrap_or_else(|| panic!("no ROCTx line for {docs:?}"))
@@ -336,7 +510,7 @@ mod tests {
     #[test]
     fn disable_register_is_named() {
         let env = |k: &str| (k == "HSA_TOOLS_DISABLE_REGISTER").then(|| "1".to_owned());
-        let out = explain_with(&sys(), &OK, &[trace(&[WSL])], &logs(), &[], env);
+        let out = explain_with(&sys(), &OK, &[trace(&[WSL])], &logs(), &none(), env);
         assert!(
             out[0].contains("HSA_TOOLS_DISABLE_REGISTER=1 is set"),
             "{out:?}"
@@ -346,7 +520,7 @@ mod tests {
     #[test]
     fn a_suppressing_runtime_is_the_remaining_explanation() {
         let env = |k: &str| (k == "HSA_ENABLE_DXG_DETECTION").then(|| "1".to_owned());
-        let out = explain_with(&sys(), &OK, &[trace(&[WSL, AGENTS])], &logs(), &[], env);
+        let out = explain_with(&sys(), &OK, &[trace(&[WSL, AGENTS])], &logs(), &none(), env);
         assert!(
             out[0].contains("suppresses tool registration on the DXG path"),
             "{out:?}"
@@ -365,16 +539,21 @@ mod tests {
             &failed,
             &[trace(&[WSL, AGENTS])],
             &logs(),
-            &[],
+            &none(),
             |_| None,
         );
         assert!(
             out[0].contains("HSA_ENABLE_DXG_DETECTION is unset"),
             "{out:?}"
         );
-        let out = explain_with(&sys(), &OK, &[trace(&[WSL, AGENTS])], &logs(), &[], |_| {
-            None
-        });
+        let out = explain_with(
+            &sys(),
+            &OK,
+            &[trace(&[WSL, AGENTS])],
+            &logs(),
+            &none(),
+            |_| None,
+        );
         assert!(out[0].contains("suppresses tool registration"), "{out:?}");
     }
 
@@ -382,7 +561,7 @@ mod tests {
     fn dxg_detection_off_and_no_agents_are_named() {
         let env = |k: &str| (k == "HSA_ENABLE_DXG_DETECTION").then(|| "0".to_owned());
         let no_gpu = r#"{"kind":"discovery","platform":"wsl","omissions":[{"subject":"node 1","kind":"no-gpu-nodes","reason":"r"}]}"#;
-        let out = explain_with(&sys(), &OK, &[trace(&[no_gpu])], &logs(), &[], env);
+        let out = explain_with(&sys(), &OK, &[trace(&[no_gpu])], &logs(), &none(), env);
         assert!(
             out[0].contains("HSA_ENABLE_DXG_DETECTION=0") && out[0].contains("no GPU agent"),
             "{out:?}"
@@ -399,13 +578,18 @@ mod tests {
             WSL,
             r#"{"kind":"table","runtime":"hsa","instance":0,"wrapped":1}"#,
         ]);
-        let out = explain_with(&Selection::default(), &crashed, &[t], &logs(), &[], |_| {
-            None
-        });
+        let out = explain_with(
+            &Selection::default(),
+            &crashed,
+            &[t],
+            &logs(),
+            &none(),
+            |_| None,
+        );
         assert!(out[0].contains("killed by SIGSEGV"), "{out:?}");
-        let out = explain_with(&sys(), &OK, &[], &[], &[], |_| None);
+        let out = explain_with(&sys(), &OK, &[], &[], &none(), |_| None);
         assert!(out[0].contains("no record log was written"), "{out:?}");
-        let out = explain_with(&sys(), &OK, &[], &[], &[7, 8], |_| None);
+        let out = explain_with(&sys(), &OK, &[], &[], &vec![7, 8].into(), |_| None);
         assert_eq!(out.len(), 1, "{out:?}");
         assert!(
             out[0].contains("any of the application's 2 processes")
@@ -417,13 +601,13 @@ mod tests {
     #[test]
     fn an_unreadable_log_is_not_blamed_on_the_runtime() {
         let two = vec![PathBuf::from("1.rplog"), PathBuf::from("2.rplog")];
-        let out = explain_with(&sys(), &OK, &[], &two[..1], &[], |_| None);
+        let out = explain_with(&sys(), &OK, &[], &two[..1], &none(), |_| None);
         assert_eq!(out.len(), 1, "{out:?}");
         assert!(
             out[0].starts_with("1 of 1 record log(s) could not be read"),
             "{out:?}"
         );
-        let out = explain_with(&sys(), &OK, &[trace(&[WSL])], &two, &[], |_| None);
+        let out = explain_with(&sys(), &OK, &[trace(&[WSL])], &two, &none(), |_| None);
         assert_eq!(out.len(), 1, "{out:?}");
         assert!(!out[0].contains("suppresses"), "{out:?}");
     }
@@ -431,9 +615,148 @@ mod tests {
     #[test]
     fn an_application_without_hsa_is_told_so() {
         let exit = r#"{"kind":"exit","runtimes_loaded":[]}"#;
-        let out = explain_with(&sys(), &OK, &[trace(&[WSL, exit])], &logs(), &[], |_| None);
+        let out = explain_with(
+            &sys(),
+            &OK,
+            &[trace(&[WSL, exit])],
+            &logs(),
+            &none(),
+            |_| None,
+        );
         assert_eq!(out.len(), 1);
         assert!(out[0].contains("never loaded the HSA runtime"), "{out:?}");
+    }
+
+    fn hsa_calls(n: u64) -> trace_records::Records<trace_records::ApiRecord> {
+        let calls: Vec<trace_records::ApiRecord> = (0..n)
+            .map(|i| trace_records::ApiRecord {
+                correlation_id: i + 1,
+                start: i,
+                end: i + 1,
+                thread_id: 1,
+                operation: 1,
+                domain: trace_records::ApiDomain::HsaCore as u8,
+                reserved: 0,
+            })
+            .collect();
+        calls.into()
+    }
+
+    /// Issue 23, case 10: every document of a log garbled (its chunks intact), its HSA calls
+    /// read. Nothing may be explained from the documents that are missing.
+    #[test]
+    fn explanations_never_rest_on_documents_that_were_lost() {
+        use trace_records::loss::LossCause;
+        let mut t = trace(&[]);
+        t.pid = 77;
+        t.api = hsa_calls(718);
+        t.losses.add(LossCause::Malformed, 8);
+        let out = explain_with(
+            &sys(),
+            &OK,
+            std::slice::from_ref(&t),
+            &logs(),
+            &none(),
+            |_| None,
+        );
+        let all = out.join("\n");
+        assert!(
+            !all.contains("nothing was recorded from the HSA runtime")
+                && !all.contains("Install the ROCm runtime")
+                && !all.contains("never registered a HIP runtime")
+                && !all.contains("the application made none"),
+            "{out:?}"
+        );
+        assert!(
+            out.iter().any(|l| l.starts_with("HIP API tracing was requested but no HIP runtime's table was recorded; documents of the record log of process 77 were damaged or lost (see above), so why nothing was recorded cannot be said")),
+            "{out:?}"
+        );
+        assert!(
+            out.iter().any(|l| l.starts_with("--kernel-trace: no kernel dispatch was recorded; parts of the record log of process 77 were damaged or lost")),
+            "{out:?}"
+        );
+        // Without the calls, the HSA table's absence cannot be explained either.
+        t.api = hsa_calls(0);
+        let out = explain_with(&sys(), &OK, &[t], &logs(), &none(), |_| None);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(
+            out[0].starts_with("nothing was recorded from the HSA runtime; documents of the record log of process 77 were damaged or lost"),
+            "{out:?}"
+        );
+    }
+
+    /// Issue 23, case 7: a log that ends early holds no kernels; that is no reason to say the
+    /// application launched none.
+    #[test]
+    fn missing_chunks_are_no_evidence_of_absence() {
+        let hsa = r#"{"kind":"table","runtime":"hsa","instance":0,"wrapped":1}"#;
+        let hip = r#"{"kind":"table","runtime":"hip","instance":0,"wrapped":1}"#;
+        let mut t = trace(&[WSL, AGENTS, hsa, hip]);
+        t.pid = 9;
+        t.damage.push(trace_records::log::Damage {
+            offset: 69632,
+            reason: "the log ends early".into(),
+            records: 0,
+            chunks: 3,
+        });
+        let out = explain_with(
+            &sys(),
+            &OK,
+            std::slice::from_ref(&t),
+            &logs(),
+            &none(),
+            |_| None,
+        );
+        assert!(!out.is_empty(), "{out:?}");
+        assert!(
+            out.iter().all(|l| !l.contains("made none")
+                && l.contains("parts of the record log of process 9 were damaged or lost")),
+            "{out:?}"
+        );
+        // A damaged header alone loses no chunk: the usual explanation stands.
+        t.damage[0].offset = 0;
+        let out = explain_with(&sys(), &OK, &[t], &logs(), &none(), |_| None);
+        assert!(out.iter().any(|l| l.contains("made none")), "{out:?}");
+    }
+
+    /// Issue 23, case 8: the side file is streamed and capped, its pids gathered in a bitmap.
+    #[test]
+    fn untraced_pids_are_streamed_deduplicated_and_capped() {
+        let dir = std::env::temp_dir().join(format!("rocprof-untraced-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(trace_records::env::UNTRACED_PIDS);
+        let mut bytes = Vec::new();
+        for pid in [12u32, 7, 12, 0, u32::MAX, 4_194_304, 7] {
+            bytes.extend_from_slice(&pid.to_le_bytes());
+            bytes.extend_from_slice(&1u32.to_le_bytes());
+        }
+        bytes.extend_from_slice(&[9, 9, 9]); // a torn last entry
+        std::fs::write(&path, &bytes).unwrap();
+        let u = untraced_pids(&dir);
+        assert_eq!(
+            (u.pids.as_slice(), u.capped),
+            (&[7, 12, 4_194_304][..], None)
+        );
+        // 1 GiB, sparse: only the first UNTRACED_READ_LIMIT bytes are read, and it is said.
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(1 << 30).unwrap();
+        drop(f);
+        let u = untraced_pids(&dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+        // The zeros complete the torn entry: pid 0x090909.
+        assert_eq!(u.pids, vec![7, 12, 0x09_0909, 4_194_304]);
+        assert_eq!(u.capped, Some(1 << 30));
+        let out = explain_with(&sys(), &OK, &[], &[], &u, |_| None);
+        assert!(
+            out[0].starts_with(
+                "warning: the record directory's untraced.pids holds 1073741824 bytes"
+            ),
+            "{out:?}"
+        );
+        assert!(
+            untraced_pids(&dir).is_empty(),
+            "a missing file is no process"
+        );
     }
 
     #[test]
@@ -443,7 +766,7 @@ mod tests {
             r#"{"kind":"table","runtime":"hsa","instance":0,"wrapped":1}"#,
             r#"{"kind":"table","runtime":"hip","instance":0,"wrapped":1}"#,
         ]);
-        let out = explain_with(&sys(), &OK, &[t], &logs(), &[], |_| None);
+        let out = explain_with(&sys(), &OK, &[t], &logs(), &none(), |_| None);
         assert!(
             out.iter().any(|o| o.starts_with("--kernel-trace")),
             "{out:?}"

@@ -1,11 +1,12 @@
 //! What `rocprof` says after the records are read: the tool's own warnings from inside the
-//! application (which never print there), what discovery left out, and one line per cause of
-//! lost records.
+//! application (which never print there), what discovery left out, strings cut to fit the
+//! log, and one line per cause of lost records.
 
 use std::collections::BTreeMap;
-use trace_records::ProcessTrace;
 use trace_records::docs::OmissionKind;
+use trace_records::log::MAX_CUT_STRING;
 use trace_records::loss::{LossCause, LossCounts};
+use trace_records::{ProcessTrace, StringId};
 
 /// Lines to print (without the `rocprof: ` prefix) after the output files are written.
 pub fn after_run(traces: &[ProcessTrace]) -> Vec<String> {
@@ -28,6 +29,9 @@ pub fn after_run(traces: &[ProcessTrace]) -> Vec<String> {
                 warnings.entry(line).or_default().push(t.pid);
             }
         }
+        if let Some(line) = cut_strings(t) {
+            warnings.entry(line).or_default().push(t.pid);
+        }
     }
     for (message, mut pids) in warnings {
         pids.sort_unstable();
@@ -36,6 +40,41 @@ pub fn after_run(traces: &[ProcessTrace]) -> Vec<String> {
     }
     out.extend(loss_lines(traces));
     out
+}
+
+/// What a process's strings that were cut to fit its log were: how many, and the longest.
+fn cut_strings(t: &ProcessTrace) -> Option<String> {
+    let (&id, &longest) = t
+        .cut_strings
+        .iter()
+        .max_by_key(|&(&id, &len)| (len, std::cmp::Reverse(id)))?;
+    let what = string_use(t, id);
+    Some(match t.cut_strings.len() {
+        1 => format!(
+            "{what} of {longest} bytes was longer than one record-log entry holds and was cut to its first {} bytes in every output",
+            t.string(id).len()
+        ),
+        n => format!(
+            "{n} strings were longer than one record-log entry holds and were cut to at most {MAX_CUT_STRING} bytes in every output; the longest, {what}, had {longest} bytes"
+        ),
+    })
+}
+
+/// What a string is used as, for messages ("a ROCTx marker message", "a kernel name", …).
+fn string_use(t: &ProcessTrace, id: StringId) -> &'static str {
+    if t.markers.iter().any(|m| m.message == id) {
+        "a ROCTx marker message"
+    } else if t.symbols.iter().any(|s| s.name == id) {
+        "a kernel name"
+    } else if t.dispatches.iter().any(|d| d.region == id) {
+        "a ROCTx range name"
+    } else if t.operations.values().any(|&o| o == id) {
+        "an API operation name"
+    } else if t.counters.iter().any(|c| c.name == id) {
+        "a counter name"
+    } else {
+        "a string"
+    }
 }
 
 /// "process 12" / "processes 12, 13 and 14" / "processes 12, 13 and 5 others".
@@ -81,12 +120,13 @@ pub fn loss_lines(traces: &[ProcessTrace]) -> Vec<String> {
     lines
 }
 
-/// Total records lost (all causes, all processes).
+/// Total records lost (all causes, all processes; saturating, as the counts are).
 pub fn total_lost(traces: &[ProcessTrace]) -> u64 {
-    traces
-        .iter()
-        .map(|t| LossCause::ALL.iter().map(|c| t.losses.get(*c)).sum::<u64>())
-        .sum()
+    traces.iter().fold(0u64, |n, t| {
+        LossCause::ALL
+            .iter()
+            .fold(n, |n, c| n.saturating_add(t.losses.get(*c)))
+    })
 }
 
 #[cfg(test)]
@@ -134,6 +174,38 @@ mod tests {
     }
 
     #[test]
+    fn strings_cut_to_fit_the_log_are_said_with_the_longest() {
+        let mut t = trace(5, None, &[]);
+        assert!(after_run(std::slice::from_ref(&t)).is_empty());
+        t.strings.insert(3, "m".repeat(MAX_CUT_STRING));
+        t.cut_strings.insert(3, 1 << 20);
+        t.markers.push(trace_records::MarkerRecord {
+            correlation_id: 1,
+            start: 1,
+            end: 1,
+            message: 3,
+            thread_id: 1,
+            kind: 0,
+            reserved: [0; 7],
+        });
+        let lines = after_run(std::slice::from_ref(&t));
+        assert_eq!(
+            lines,
+            vec![format!(
+                "warning (process 5): a ROCTx marker message of 1048576 bytes was longer than one record-log entry holds and was cut to its first {MAX_CUT_STRING} bytes in every output"
+            )]
+        );
+        t.cut_strings.insert(4, 75_000);
+        t.cut_strings.insert(6, 70 * 1024);
+        let lines = after_run(&[t]);
+        assert!(
+            lines[0].starts_with("warning (process 5): 3 strings were longer")
+                && lines[0].ends_with("the longest, a ROCTx marker message, had 1048576 bytes"),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
     fn losses_are_summed_per_cause_and_shared_out() {
         let traces = [
             trace(
@@ -159,6 +231,11 @@ mod tests {
         );
         assert!(!lines[1].contains('['), "one process: no breakdown");
         assert_eq!(total_lost(&traces), 8);
+        let huge = [
+            trace(4, None, &[(LossCause::NoSpace, u64::MAX)]),
+            trace(5, None, &[(LossCause::NoSpace, 1)]),
+        ];
+        assert_eq!(total_lost(&huge), u64::MAX, "saturates, never overflows");
         assert!(loss_lines(&[trace(3, None, &[])]).is_empty());
     }
 }

@@ -309,19 +309,37 @@ fn log_order(p: &Path) -> (u64, u64) {
     (pid, image.unwrap_or(u64::MAX))
 }
 
-/// Reads and checks `run.json`; the error says what is wrong.
+/// Most bytes of a `run.json` read: far more than a run description takes (the command line
+/// is at most the kernel's 2 MiB argument limit); a longer file is refused unread.
+pub const MANIFEST_LIMIT: u64 = 16 << 20;
+
+/// Reads and checks `run.json` (at most [`MANIFEST_LIMIT`] bytes of it); the error says what
+/// is wrong.
 fn read_manifest(path: &Path) -> Result<RunManifest, String> {
     let mut text = String::new();
     std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
-        .and_then(|mut f| {
-            if f.metadata()?.is_file() {
-                f.read_to_string(&mut text)
-            } else {
-                Err(io::Error::other("not a regular file"))
+        .and_then(|f| {
+            let meta = f.metadata()?;
+            if !meta.is_file() {
+                return Err(io::Error::other("not a regular file"));
             }
+            if meta.len() > MANIFEST_LIMIT {
+                return Err(io::Error::other(format!(
+                    "{} bytes, more than the {MANIFEST_LIMIT} a run description can take; not read",
+                    meta.len()
+                )));
+            }
+            // The size can change while it is read: never read past the limit either way.
+            f.take(MANIFEST_LIMIT + 1).read_to_string(&mut text)?;
+            if text.len() as u64 > MANIFEST_LIMIT {
+                return Err(io::Error::other(format!(
+                    "more than the {MANIFEST_LIMIT} bytes a run description can take; not read"
+                )));
+            }
+            Ok(())
         })
         .map_err(|e| format!("{}: {e}", path.display()))?;
     let m: RunManifest =
@@ -381,6 +399,22 @@ fn record_dir_in_use(path: &Path, pid: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_oversized_run_json_is_refused_unread() {
+        let dir = std::env::temp_dir().join(format!("rocprof-manifest-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(MANIFEST);
+        let f = File::create(&path).unwrap();
+        f.set_len(1 << 30).unwrap();
+        drop(f);
+        let e = read_manifest(&path).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            e.contains("1073741824 bytes, more than the 16777216"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn logs_sort_by_process_and_image() {

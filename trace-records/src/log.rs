@@ -5,7 +5,9 @@
 //! ```text
 //! file    = header chunk*                       (header: HEADER_LEN bytes, chunks: CHUNK_SIZE)
 //! header  = "RPRFLOG\0" version:u32 header_len:u32 pid:u32 image:u32 created_ns:u64
-//!           chunk_size:u32 ppid:u32 crc32(bytes 0..40):u32 reserved…   losses:[u64; 8] at 64
+//!           chunk_size:u32 ppid:u32 crc32(bytes 0..40):u32 reserved:u32
+//!           chunks:counter at 48   reserved…   losses:[counter; 8] at 64
+//! counter = value:40 bits | check:24 bits       (one 64-bit word; all zeros is 0)
 //! chunk   = magic:u32 ("CHNK") index:u32 commit:u64 crc32:u32 sealed:u32 tid:u32 reserved:u32
 //!           payload[CHUNK_CAPACITY]
 //! commit  = entries << 32 | payload_len   (one 64-bit store after each entry is complete)
@@ -19,8 +21,17 @@
 //! Chunks sit at fixed offsets, so a damaged chunk costs only itself: the reader goes on with
 //! the next one. A chunk whose header is all zeros was never handed out.
 //!
-//! The loss counters in the header are updated in place by the writing process (they are not
-//! covered by the header checksum).
+//! The counters in the header — how many chunks the writer handed out, and the loss counts —
+//! are updated in place by the writing process, one 64-bit store each, so they cannot be
+//! covered by the header checksum; each carries its own check instead ([`HeaderCounter`]). A
+//! chunk's `index` is its place in the file. So the reader knows what a complete log holds:
+//! a chunk out of its place (a copy, or moved), a handed-out chunk that is all zeros, or a
+//! file that ends before the last handed-out chunk is damage, reported with how many chunks
+//! it concerns. The writer writes a chunk's header before it counts the chunk, so a process
+//! killed at any instant leaves a log that reads as complete.
+//!
+//! Version 2 (the previous format) had no chunk count and plain 64-bit loss counters; it is
+//! still read, its counters bounded by [`COUNTER_MAX`] instead of checked.
 
 use crate::loss::{LossCause, LossCounts};
 use crate::record::{FixedRecord, StringId, Tag};
@@ -28,10 +39,14 @@ use std::io::Read;
 
 /// First bytes of every log.
 pub const MAGIC: [u8; 8] = *b"RPRFLOG\0";
-/// Format version written; readers refuse others.
-pub const VERSION: u32 = 2;
+/// Format version written.
+pub const VERSION: u32 = 3;
+/// Oldest format version still read (readers refuse others).
+pub const OLDEST_VERSION: u32 = 2;
 /// Size of the file header (one page, so the chunks are page-aligned in the file).
 pub const HEADER_LEN: usize = 4096;
+/// Offset of the count of chunks handed out (a [`HeaderCounter::Chunks`] word) in the header.
+pub const CHUNKS_AT: usize = 48;
 /// Offset of the loss counters in the header.
 pub const LOSSES_AT: usize = 64;
 /// Size of a chunk, header included.
@@ -40,6 +55,9 @@ pub const CHUNK_SIZE: usize = 64 * 1024;
 pub const CHUNK_MAGIC: u32 = u32::from_le_bytes(*b"CHNK");
 /// Size of a chunk header.
 pub const CHUNK_HEADER_LEN: usize = 32;
+/// Offset of a chunk's index (its place in the file: chunk `k` starts at
+/// `HEADER_LEN + k * CHUNK_SIZE`) in its header.
+pub const INDEX_AT: usize = 4;
 /// Offset of the commit word in a chunk header.
 pub const COMMIT_AT: usize = 8;
 /// Offset of a sealed chunk's CRC-32 in its header.
@@ -53,9 +71,73 @@ pub const SEALED: u32 = 0x5EA1_ED01;
 /// Longest variable-length entry (strings, JSON) that fits even an empty chunk next to its
 /// 4-byte entry header.
 pub const MAX_ENTRY: usize = CHUNK_CAPACITY - 4;
+/// Longest string a definition holds whole ([`Tag::StringDef`]: the id, then the text).
+pub const MAX_STRING: usize = MAX_ENTRY - 4;
+/// What is kept of a longer string ([`Tag::StringCut`]: the id, the full length, then the
+/// text cut at a character boundary at most this long).
+pub const MAX_CUT_STRING: usize = MAX_ENTRY - 12;
+/// Largest value a header counter holds (it stays there once reached): 2^40 − 1, more records
+/// than a process could lose in years.
+pub const COUNTER_MAX: u64 = (1 << 40) - 1;
 
 const _: () = assert!(MAX_ENTRY <= u16::MAX as usize);
 const _: () = assert!(LOSSES_AT + 8 * LossCause::COUNT <= HEADER_LEN);
+const _: () = assert!(CHUNKS_AT.is_multiple_of(8) && CHUNKS_AT + 8 <= LOSSES_AT);
+
+/// A counter in the file header, updated in place by the writing process: one 64-bit word,
+/// the value in its low 40 bits and a 24-bit check of the value (and of which counter it is)
+/// above them; all zeros is zero. A word whose check fails is damage, never a count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderCounter {
+    /// Chunks handed out to writers (chunk indexes below this were handed out).
+    Chunks,
+    /// Records lost for a cause.
+    Loss(LossCause),
+}
+
+impl HeaderCounter {
+    /// The word's offset in the header (8-byte aligned).
+    pub fn offset(self) -> usize {
+        match self {
+            Self::Chunks => CHUNKS_AT,
+            Self::Loss(c) => LOSSES_AT + 8 * c as usize,
+        }
+    }
+
+    fn check(self, value: u64) -> u64 {
+        let slot = match self {
+            Self::Chunks => 0xC4,
+            Self::Loss(c) => c as u64,
+        };
+        // splitmix64's finaliser over the value and the slot: every bit of both moves the check.
+        let mut x = value ^ (slot << 48) ^ 0x9E37_79B9_7F4A_7C15;
+        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        x ^= x >> 31;
+        x >> 40
+    }
+
+    /// The word holding `value` (at most [`COUNTER_MAX`]; more is stored as that).
+    pub fn encode(self, value: u64) -> u64 {
+        let v = value.min(COUNTER_MAX);
+        if v == 0 { 0 } else { v | (self.check(v) << 40) }
+    }
+
+    /// The value of `word`, or `None` when its check fails.
+    pub fn decode(self, word: u64) -> Option<u64> {
+        if word == 0 {
+            return Some(0);
+        }
+        let v = word & COUNTER_MAX;
+        (v != 0 && word >> 40 == self.check(v)).then_some(v)
+    }
+
+    /// `word` plus `n`, or `None` when `word` is damaged (a damaged counter stays damaged, so
+    /// the reader reports it instead of a wrong count).
+    pub fn add(self, word: u64, n: u64) -> Option<u64> {
+        self.decode(word).map(|v| self.encode(v.saturating_add(n)))
+    }
+}
 
 /// The file header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -80,7 +162,7 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 }
 
 impl FileHeader {
-    /// The header's bytes (loss counters zero).
+    /// The header's bytes (counters zero).
     pub fn encode(&self) -> Vec<u8> {
         let mut b = vec![0u8; HEADER_LEN];
         b[..8].copy_from_slice(&MAGIC);
@@ -96,8 +178,8 @@ impl FileHeader {
         b
     }
 
-    /// Decodes a header; `Err` says what is wrong.
-    fn decode(b: &[u8]) -> Result<Self, HeaderProblem> {
+    /// Decodes a header and its version; `Err` says what is wrong.
+    fn decode(b: &[u8]) -> Result<(Self, u32), HeaderProblem> {
         if b.len() < HEADER_LEN {
             return Err(HeaderProblem::Short);
         }
@@ -108,18 +190,19 @@ impl FileHeader {
             return Err(HeaderProblem::Damaged("header checksum mismatch"));
         }
         let version = u32_at(b, 8);
-        if version != VERSION {
+        if !(OLDEST_VERSION..=VERSION).contains(&version) {
             return Err(HeaderProblem::Version(version));
         }
         if u32_at(b, 12) as usize != HEADER_LEN || u32_at(b, 32) as usize != CHUNK_SIZE {
             return Err(HeaderProblem::Damaged("unexpected header or chunk size"));
         }
-        Ok(Self {
+        let header = Self {
             pid: u32_at(b, 16),
             image: u32_at(b, 20),
             created_ns: u64_at(b, 24),
             ppid: u32_at(b, 36),
-        })
+        };
+        Ok((header, version))
     }
 }
 
@@ -127,6 +210,61 @@ enum HeaderProblem {
     Short,
     Version(u32),
     Damaged(&'static str),
+}
+
+/// What the counters of an intact header say.
+struct HeaderCounts {
+    losses: LossCounts,
+    /// Chunks handed out (`None`: a version-2 log, or a damaged count).
+    chunks: Option<u64>,
+    /// What is wrong with them, for a damage report.
+    problem: Option<String>,
+}
+
+/// Reads the header's counters. A loss counter is believed only when its check holds (version
+/// 3) or it is at most [`COUNTER_MAX`] (version 2), and the two causes only a reader counts
+/// (`malformed`, `damaged`) must be zero; the chunk count must pass its check and fit a chunk
+/// index.
+fn header_counts(head: &[u8], version: u32) -> HeaderCounts {
+    let mut losses = LossCounts::default();
+    let mut bad: Vec<String> = Vec::new();
+    for c in LossCause::ALL {
+        let counter = HeaderCounter::Loss(c);
+        let word = u64_at(head, counter.offset());
+        let value = if version >= 3 {
+            counter.decode(word)
+        } else {
+            Some(word).filter(|v| *v <= COUNTER_MAX)
+        };
+        let value =
+            value.filter(|v| *v == 0 || !matches!(c, LossCause::Malformed | LossCause::Damaged));
+        match value {
+            Some(v) => losses.add(c, v),
+            None => bad.push(c.to_string()),
+        }
+    }
+    let chunks = (version >= 3)
+        .then(|| HeaderCounter::Chunks.decode(u64_at(head, CHUNKS_AT)))
+        .flatten()
+        .filter(|n| *n <= u64::from(u32::MAX) + 1);
+    let mut said = Vec::new();
+    if !bad.is_empty() {
+        said.push(format!(
+            "its loss counters for {} fail their check, so those losses are unknown",
+            bad.join(", ")
+        ));
+    }
+    if version >= 3 && chunks.is_none() {
+        said.push(
+            "its count of chunks fails its check, so whether the log is complete is unknown"
+                .to_owned(),
+        );
+    }
+    HeaderCounts {
+        losses,
+        chunks,
+        problem: (!said.is_empty()).then(|| format!("damaged file header: {}", said.join("; "))),
+    }
 }
 
 /// Packs a commit word.
@@ -138,7 +276,7 @@ fn commit_word(entries: u32, len: u32) -> u64 {
 pub fn open_chunk_header(index: u32, tid: u32) -> [u8; CHUNK_HEADER_LEN] {
     let mut h = [0u8; CHUNK_HEADER_LEN];
     h[..4].copy_from_slice(&CHUNK_MAGIC.to_le_bytes());
-    h[4..8].copy_from_slice(&index.to_le_bytes());
+    h[INDEX_AT..INDEX_AT + 4].copy_from_slice(&index.to_le_bytes());
     h[24..28].copy_from_slice(&tid.to_le_bytes());
     h
 }
@@ -191,14 +329,26 @@ impl ChunkFill {
         true
     }
 
-    /// Appends a string definition (a text too long for one entry is cut at a character
-    /// boundary).
+    /// Appends a string definition. A text longer than [`MAX_STRING`] does not fit one entry:
+    /// it is cut at a character boundary to at most [`MAX_CUT_STRING`] bytes and written as a
+    /// [`Tag::StringCut`] entry that keeps its full length, so the reader can say so.
     pub fn push_string(&mut self, payload: &mut [u8], id: StringId, text: &str) -> bool {
-        let text = truncate(text, MAX_ENTRY - 4);
+        if text.len() <= MAX_STRING {
+            return self.push_parts(
+                payload,
+                Tag::StringDef,
+                &[&id.to_le_bytes(), text.as_bytes()],
+            );
+        }
+        let kept = truncate(text, MAX_CUT_STRING);
         self.push_parts(
             payload,
-            Tag::StringDef,
-            &[&id.to_le_bytes(), text.as_bytes()],
+            Tag::StringCut,
+            &[
+                &id.to_le_bytes(),
+                &(text.len() as u64).to_le_bytes(),
+                kept.as_bytes(),
+            ],
         )
     }
 
@@ -246,7 +396,8 @@ fn truncate(text: &str, max: usize) -> &str {
 }
 
 /// Builds a log in memory with the writer's exact format (for tests, examples and tools that
-/// produce logs without a shared mapping).
+/// produce logs without a shared mapping): the header counts every chunk up to the last one
+/// handed out, as the writer's does.
 #[derive(Debug, Clone)]
 pub struct LogBuilder {
     bytes: Vec<u8>,
@@ -277,10 +428,14 @@ impl LogBuilder {
         }
         self.bytes.extend_from_slice(&chunk);
         self.chunks += 1;
+        let word = HeaderCounter::Chunks.encode(u64::from(self.chunks));
+        self.bytes[CHUNKS_AT..CHUNKS_AT + 8].copy_from_slice(&word.to_le_bytes());
         self
     }
 
-    /// Appends a chunk that was never handed out (all zeros).
+    /// Appends a chunk that was never handed out (all zeros: allocated ahead of the writers).
+    /// Only unused chunks after the last handed-out one are what a writer leaves; one before a
+    /// later [`LogBuilder::chunk`] reads as a handed-out chunk that was overwritten.
     pub fn unused_chunk(&mut self) -> &mut Self {
         self.bytes.resize(self.bytes.len() + CHUNK_SIZE, 0);
         self.chunks += 1;
@@ -289,8 +444,9 @@ impl LogBuilder {
 
     /// Sets a loss counter in the header.
     pub fn loss(&mut self, cause: LossCause, n: u64) -> &mut Self {
-        let at = LOSSES_AT + 8 * cause as usize;
-        self.bytes[at..at + 8].copy_from_slice(&n.to_le_bytes());
+        let counter = HeaderCounter::Loss(cause);
+        let at = counter.offset();
+        self.bytes[at..at + 8].copy_from_slice(&counter.encode(n).to_le_bytes());
         self
     }
 
@@ -312,12 +468,16 @@ pub struct RawEntry<'a> {
 /// A damaged part of a log, skipped by the reader.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Damage {
-    /// Byte offset of the damaged chunk (0: the file header).
+    /// Byte offset of the (first) damaged chunk, or of where missing chunks would start (0:
+    /// the file header).
     pub offset: u64,
-    /// What was wrong.
+    /// What was wrong (with the number of chunks when it concerns several).
     pub reason: String,
-    /// Records the chunk said it held (0 when that cannot be known).
+    /// Records the chunks said they held and that were not read elsewhere (0 when that cannot
+    /// be known).
     pub records: u64,
+    /// Chunks concerned (damaged ones in a row, or missing ones; 0 for the file header).
+    pub chunks: u64,
 }
 
 /// Errors that make a log unreadable as a whole.
@@ -329,7 +489,9 @@ pub enum LogError {
     #[error("not a rocprof record log ({0})")]
     NotALog(&'static str),
     /// Written by an incompatible version.
-    #[error("record log version {0} is not supported (this build reads version {VERSION})")]
+    #[error(
+        "record log version {0} is not supported (this build reads versions {OLDEST_VERSION} to {VERSION})"
+    )]
     Version(u32),
     /// Reading failed.
     #[error("cannot read the record log: {0}")]
@@ -344,22 +506,154 @@ pub enum LogError {
 pub struct WalkOutcome {
     /// The header (from the file, or the fallback when the file's was damaged).
     pub header: FileHeader,
-    /// Loss counters the writer kept (zero when the header was damaged), plus what the reader
-    /// itself could not read.
+    /// The log's format version (0 when its header was damaged).
+    pub version: u32,
+    /// Loss counters the writer kept (zero when the header was damaged, and each one whose
+    /// check failed), plus what the reader itself could not read.
     pub losses: LossCounts,
-    /// Damaged chunks (and header), in file order.
+    /// Damaged chunks (and header), in file order; damage of one kind in consecutive chunks is
+    /// one entry.
     pub damage: Vec<Damage>,
     /// Chunks holding records.
     pub chunks: u64,
     /// Chunks that were still open (not sealed) when the log was read.
     pub open_chunks: u64,
+    /// Chunks the writer handed out, as its header says (`None`: unknown — a version-2 log, or
+    /// a damaged header).
+    pub chunks_written: Option<u64>,
 }
 
-/// Reads a whole log from `source`, chunk by chunk (memory: one chunk), calling `visit` for
-/// every entry of every intact chunk. A damaged chunk is reported in
-/// [`WalkOutcome::damage`] and skipped; reading goes on at the next chunk. When the file header
-/// is damaged but chunks follow, `fallback` supplies the header (e.g. the pid from the file
-/// name) and the damage is reported at offset 0.
+/// How a chunk is damaged; consecutive chunks damaged the same way are reported once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Torn,
+    Magic,
+    Commit,
+    Seal,
+    Checksum,
+    Entries,
+    Repeat,
+    OutOfPlace,
+    Missing,
+}
+
+impl Kind {
+    /// What several chunks in a row share.
+    fn summary(self) -> &'static str {
+        match self {
+            Self::Torn => "torn chunks",
+            Self::Magic => "bad chunk magic",
+            Self::Commit => "commit words that claim more payload than a chunk holds",
+            Self::Seal => "bad seal marks",
+            Self::Checksum => "chunk checksum mismatch",
+            Self::Entries => "entries that do not match their chunk's commit word",
+            Self::Repeat => {
+                "each carries the index of a chunk read already: copies, skipped (nothing is counted twice)"
+            }
+            Self::OutOfPlace => {
+                "their indexes do not match their places in the file (moved or copied within it): skipped"
+            }
+            Self::Missing => {
+                "all zeros, although the writer handed them out: overwritten after they were written"
+            }
+        }
+    }
+}
+
+/// One damaged chunk.
+struct Problem {
+    kind: Kind,
+    reason: String,
+    records: u64,
+}
+
+/// The damage of a walk, gathered: consecutive chunks damaged the same way become one report
+/// (with their number), so a region of thousands of bad chunks is one line, not thousands.
+#[derive(Default)]
+struct Reports {
+    done: Vec<Damage>,
+    run: Option<(Kind, Damage)>,
+}
+
+impl Reports {
+    fn header(&mut self, reason: String) {
+        self.done.push(Damage {
+            offset: 0,
+            reason,
+            records: 0,
+            chunks: 0,
+        });
+    }
+
+    fn chunk(&mut self, offset: u64, p: Problem) {
+        if let Some((kind, d)) = &mut self.run
+            && *kind == p.kind
+            && d.offset + d.chunks * CHUNK_SIZE as u64 == offset
+        {
+            d.chunks += 1;
+            d.records = d.records.saturating_add(p.records);
+            return;
+        }
+        self.flush();
+        self.run = Some((
+            p.kind,
+            Damage {
+                offset,
+                reason: p.reason,
+                records: p.records,
+                chunks: 1,
+            },
+        ));
+    }
+
+    fn flush(&mut self) {
+        if let Some((kind, mut d)) = self.run.take() {
+            if d.chunks > 1 {
+                d.reason = format!(
+                    "{} chunks in a row, to byte {}: {}",
+                    d.chunks,
+                    d.offset + d.chunks * CHUNK_SIZE as u64,
+                    kind.summary()
+                );
+            }
+            self.done.push(d);
+        }
+    }
+
+    fn finish(mut self) -> Vec<Damage> {
+        self.flush();
+        self.done
+    }
+}
+
+/// Which chunk places were read intact (one bit per place in the file, so its size follows the
+/// file's, never a value read from it).
+#[derive(Default)]
+struct Places(Vec<u64>);
+
+impl Places {
+    fn set(&mut self, place: u64) {
+        let word = (place / 64) as usize;
+        if self.0.len() <= word {
+            self.0.resize(word + 1, 0);
+        }
+        self.0[word] |= 1 << (place % 64);
+    }
+
+    fn get(&self, place: u64) -> bool {
+        self.0
+            .get((place / 64) as usize)
+            .is_some_and(|w| w & (1 << (place % 64)) != 0)
+    }
+}
+
+/// Reads a whole log from `source`, chunk by chunk (memory: one chunk, and a bit per chunk),
+/// calling `visit` for every entry of every intact chunk. A damaged chunk is reported in
+/// [`WalkOutcome::damage`] and skipped; reading goes on at the next chunk. So is a chunk out
+/// of its place, a handed-out chunk that is all zeros, and a file that ends before the last
+/// chunk its header counts. When the file header is damaged but chunks follow, `fallback`
+/// supplies the header (e.g. the pid from the file name) and the damage is reported at
+/// offset 0; so are header counters whose check fails (they are left out, not believed).
 pub fn walk(
     mut source: impl Read,
     fallback: Option<FileHeader>,
@@ -368,11 +662,16 @@ pub fn walk(
     let mut head = vec![0u8; HEADER_LEN];
     let got = read_full(&mut source, &mut head)?;
     let mut out = WalkOutcome::default();
+    let mut reports = Reports::default();
     let header_ok = match FileHeader::decode(&head[..got]) {
-        Ok(h) => {
+        Ok((h, version)) => {
             out.header = h;
-            for c in LossCause::ALL {
-                out.losses.add(c, u64_at(&head, LOSSES_AT + 8 * c as usize));
+            out.version = version;
+            let counts = header_counts(&head, version);
+            out.losses = counts.losses;
+            out.chunks_written = counts.chunks;
+            if let Some(reason) = counts.problem {
+                reports.header(reason);
             }
             true
         }
@@ -384,37 +683,70 @@ pub fn walk(
             return Err(LogError::NotALog("the file is shorter than a log header"));
         }
         Err(HeaderProblem::Damaged(why)) => {
-            out.damage.push(Damage {
-                offset: 0,
-                reason: format!("damaged file header ({why}); its loss counters are unknown"),
-                records: 0,
-            });
+            reports.header(format!(
+                "damaged file header ({why}); its loss counters are unknown"
+            ));
             false
         }
     };
+    let written = out.chunks_written;
     let mut chunk = vec![0u8; CHUNK_SIZE];
-    let mut offset = HEADER_LEN as u64;
-    let mut first = true;
+    let mut intact = Places::default();
+    let mut place: u64 = 0;
     loop {
         let n = read_full(&mut source, &mut chunk)?;
         if n == 0 {
             break;
         }
-        if first && !header_ok {
+        if place == 0 && !header_ok {
             // Without a header, go on only if the first chunk is recognisably a chunk.
             if n < CHUNK_HEADER_LEN || u32_at(&chunk, 0) != CHUNK_MAGIC {
                 return Err(LogError::NotALog("bad header and no recognisable chunk"));
             }
             out.header = fallback.unwrap_or_default();
         }
-        first = false;
+        let offset = HEADER_LEN as u64 + place * CHUNK_SIZE as u64;
         let bytes = &chunk[..n];
-        match check_chunk(bytes) {
-            ChunkState::Unused => {}
+        let handed_out = written.is_some_and(|w| place < w);
+        let problem = match check_chunk(bytes) {
+            ChunkState::Unused if handed_out && n < CHUNK_SIZE => Some(Problem {
+                kind: Kind::Torn,
+                reason: format!("torn chunk: {n} of {CHUNK_SIZE} bytes"),
+                records: 0,
+            }),
+            ChunkState::Unused if handed_out => Some(Problem {
+                kind: Kind::Missing,
+                reason: format!(
+                    "chunk {place} is all zeros, although the writer handed it out: it was overwritten after it was written"
+                ),
+                records: 0,
+            }),
+            ChunkState::Unused => None,
+            ChunkState::Intact { index, entries, .. } if u64::from(index) != place => {
+                let index = u64::from(index);
+                Some(if index < place && intact.get(index) {
+                    Problem {
+                        kind: Kind::Repeat,
+                        reason: format!(
+                            "chunk {place} carries the index of chunk {index}, which was read already: a copy, skipped (nothing is counted twice)"
+                        ),
+                        records: 0,
+                    }
+                } else {
+                    Problem {
+                        kind: Kind::OutOfPlace,
+                        reason: format!(
+                            "chunk {place} carries index {index}: it does not belong here (moved or copied within the file), skipped"
+                        ),
+                        records: u64::from(entries).min(MAX_ENTRIES),
+                    }
+                })
+            }
             ChunkState::Intact {
                 len,
                 entries,
                 sealed,
+                ..
             } => {
                 let payload = &bytes[CHUNK_HEADER_LEN..CHUNK_HEADER_LEN + len];
                 match split_entries(payload, entries) {
@@ -422,32 +754,54 @@ pub fn walk(
                         for_each_entry(payload, &mut visit);
                         out.chunks += 1;
                         out.open_chunks += u64::from(!sealed);
+                        intact.set(place);
+                        None
                     }
-                    Err(reason) => out.damaged(offset, reason, u64::from(entries)),
+                    Err(reason) => Some(Problem {
+                        kind: Kind::Entries,
+                        reason,
+                        records: u64::from(entries).min(MAX_ENTRIES),
+                    }),
                 }
             }
-            ChunkState::Damaged { reason, records } => out.damaged(offset, reason, records),
+            ChunkState::Damaged {
+                kind,
+                reason,
+                records,
+            } => Some(Problem {
+                kind,
+                reason,
+                records,
+            }),
+        };
+        if let Some(p) = problem {
+            out.losses.add(LossCause::Damaged, p.records);
+            reports.chunk(offset, p);
         }
+        place += 1;
         if n < CHUNK_SIZE {
             break;
         }
-        offset += CHUNK_SIZE as u64;
     }
-    if !header_ok && first {
+    if !header_ok && place == 0 {
         return Err(LogError::NotALog("bad header and no chunks"));
     }
-    Ok(out)
-}
-
-impl WalkOutcome {
-    fn damaged(&mut self, offset: u64, reason: String, records: u64) {
-        self.losses.add(LossCause::Damaged, records);
-        self.damage.push(Damage {
-            offset,
-            reason,
-            records,
+    if let Some(w) = written
+        && place < w
+    {
+        reports.flush();
+        let missing = w - place;
+        reports.done.push(Damage {
+            offset: HEADER_LEN as u64 + place * CHUNK_SIZE as u64,
+            reason: format!(
+                "the log ends early: {missing} of the {w} chunks its writer handed out are missing (the file was cut short after it was written), so what they held is unknown"
+            ),
+            records: 0,
+            chunks: missing,
         });
     }
+    out.damage = reports.finish();
+    Ok(out)
 }
 
 /// Reads until `buf` is full or the source ends; returns the bytes read.
@@ -470,8 +824,10 @@ enum ChunkState {
         len: usize,
         entries: u32,
         sealed: bool,
+        index: u32,
     },
     Damaged {
+        kind: Kind,
         reason: String,
         records: u64,
     },
@@ -486,6 +842,7 @@ fn check_chunk(b: &[u8]) -> ChunkState {
             return ChunkState::Unused;
         }
         return ChunkState::Damaged {
+            kind: Kind::Torn,
             reason: format!("torn chunk: {} of {CHUNK_SIZE} bytes", b.len()),
             records: 0,
         };
@@ -501,12 +858,14 @@ fn check_chunk(b: &[u8]) -> ChunkState {
             return ChunkState::Unused;
         }
         return ChunkState::Damaged {
+            kind: Kind::Magic,
             reason: "bad chunk magic".into(),
             records: plausible,
         };
     }
     if len > CHUNK_CAPACITY {
         return ChunkState::Damaged {
+            kind: Kind::Commit,
             reason: format!("commit word claims {len} payload bytes (at most {CHUNK_CAPACITY})"),
             records: plausible,
         };
@@ -516,6 +875,7 @@ fn check_chunk(b: &[u8]) -> ChunkState {
         SEALED => true,
         other => {
             return ChunkState::Damaged {
+                kind: Kind::Seal,
                 reason: format!("bad seal mark {other:#x}"),
                 records: plausible,
             };
@@ -524,6 +884,7 @@ fn check_chunk(b: &[u8]) -> ChunkState {
     if sealed && crc32fast::hash(&b[CHUNK_HEADER_LEN..CHUNK_HEADER_LEN + len]) != u32_at(b, CRC_AT)
     {
         return ChunkState::Damaged {
+            kind: Kind::Checksum,
             reason: "chunk checksum mismatch".into(),
             records: plausible,
         };
@@ -532,6 +893,7 @@ fn check_chunk(b: &[u8]) -> ChunkState {
         len,
         entries,
         sealed,
+        index: u32_at(b, INDEX_AT),
     }
 }
 
@@ -575,5 +937,56 @@ fn for_each_entry<'a>(payload: &'a [u8], visit: &mut impl FnMut(RawEntry<'a>)) {
             });
         }
         at = end;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_round_trip_and_a_word_of_ones_is_damage() {
+        let mut slots = vec![HeaderCounter::Chunks];
+        slots.extend(LossCause::ALL.map(HeaderCounter::Loss));
+        for c in &slots {
+            for v in [0, 1, 2, 7, 1 << 20, COUNTER_MAX - 1, COUNTER_MAX] {
+                assert_eq!(c.decode(c.encode(v)), Some(v), "{c:?} {v}");
+            }
+            assert_eq!(c.encode(u64::MAX), c.encode(COUNTER_MAX), "saturates");
+            assert_eq!(c.decode(u64::MAX), None, "{c:?}: all ones");
+            assert_eq!(
+                c.decode(COUNTER_MAX),
+                None,
+                "{c:?}: a value without its check"
+            );
+            assert_eq!(c.decode(1 << 40), None, "{c:?}: a check without a value");
+            assert_eq!(c.add(c.encode(5), 3).and_then(|w| c.decode(w)), Some(8));
+            assert_eq!(c.add(u64::MAX, 3), None, "a damaged counter stays damaged");
+        }
+        // A count moved to another counter's place does not pass there.
+        let w = HeaderCounter::Loss(LossCause::NoSpace).encode(12);
+        assert_eq!(HeaderCounter::Loss(LossCause::NoBuffer).decode(w), None);
+        assert_eq!(HeaderCounter::Chunks.decode(w), None);
+    }
+
+    #[test]
+    fn long_strings_say_how_long_they_were() {
+        let mut payload = vec![0u8; CHUNK_CAPACITY];
+        let mut f = ChunkFill::default();
+        assert!(f.push_string(&mut payload, 3, &"x".repeat(MAX_STRING)));
+        let whole = f.len();
+        assert_eq!(
+            u16::from_le_bytes([payload[0], payload[1]]),
+            Tag::StringDef as u16
+        );
+        let mut f = ChunkFill::default();
+        assert!(f.push_string(&mut payload, 3, &"x".repeat(MAX_STRING + 1)));
+        assert_eq!(
+            u16::from_le_bytes([payload[0], payload[1]]),
+            Tag::StringCut as u16
+        );
+        assert_eq!(u64_at(&payload, 8), MAX_STRING as u64 + 1);
+        assert_eq!(f.len(), 4 + 12 + MAX_CUT_STRING);
+        assert!(f.len() <= whole);
     }
 }

@@ -506,6 +506,9 @@ pub enum Tag {
     MemoryAllocation = 11,
     /// [`ScratchMemoryRecord`].
     ScratchMemory = 12,
+    /// Variable length: a string definition that was cut to fit one entry: `StringId`, the
+    /// full length in bytes (`u64`), then the UTF-8 bytes kept (log version 3).
+    StringCut = 13,
 }
 
 impl Tag {
@@ -524,6 +527,7 @@ impl Tag {
             10 => Self::CounterSample,
             11 => Self::MemoryAllocation,
             12 => Self::ScratchMemory,
+            13 => Self::StringCut,
             _ => return None,
         })
     }

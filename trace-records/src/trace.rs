@@ -21,6 +21,10 @@ pub struct ProcessTrace {
     pub created_ns: u64,
     /// Interned strings.
     pub strings: HashMap<StringId, String>,
+    /// Strings longer than one log entry holds, cut to fit it (at a character boundary, to at
+    /// most [`crate::log::MAX_CUT_STRING`] bytes, as every output shows them): their full
+    /// lengths in bytes, by id.
+    pub cut_strings: HashMap<StringId, u64>,
     /// Operation names by (domain, operation).
     pub operations: HashMap<(u8, u16), StringId>,
     /// API calls, in their canonical order (start, longest first, …); held in memory up to a
@@ -51,6 +55,9 @@ pub struct ProcessTrace {
     pub damage: Vec<Damage>,
     /// Chunks still open (the process did not exit normally, or exited while writing).
     pub open_chunks: u64,
+    /// Chunks the writer handed out, as the log's header counts them (`None` when unknown: a
+    /// version-2 log, or a damaged header).
+    pub chunks_written: Option<u64>,
 }
 
 /// One counted dispatch's raw counter output, as the GPU left it.
@@ -95,6 +102,7 @@ impl ProcessTrace {
         t.losses.merge(&outcome.losses);
         t.damage = outcome.damage;
         t.open_chunks = outcome.open_chunks;
+        t.chunks_written = outcome.chunks_written;
         Ok(t)
     }
 
@@ -174,6 +182,20 @@ impl ProcessTrace {
                 true
             }
             Tag::StringDef => false,
+            Tag::StringCut if e.bytes.len() >= 12 => {
+                let id = u32::from_le_bytes(e.bytes[..4].try_into().expect("4 bytes"));
+                let length = u64::from_le_bytes(e.bytes[4..12].try_into().expect("8 bytes"));
+                let text = &e.bytes[12..];
+                // A cut string was longer than what is kept of it.
+                let cut = length > text.len() as u64;
+                if cut {
+                    self.strings
+                        .insert(id, String::from_utf8_lossy(text).into_owned());
+                    self.cut_strings.insert(id, length);
+                }
+                cut
+            }
+            Tag::StringCut => false,
             Tag::Json => {
                 let doc = std::str::from_utf8(e.bytes)
                     .ok()

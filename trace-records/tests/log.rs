@@ -96,15 +96,33 @@ fn an_open_chunk_is_read_up_to_its_commit_word() {
 }
 
 #[test]
-fn unused_chunks_are_skipped_silently() {
+fn unused_chunks_after_the_last_handed_out_one_are_skipped_silently() {
+    // The writer allocates chunks ahead of its threads: the ones never handed out stay zero.
     let mut b = LogBuilder::new(header());
     b.chunk(true, |f, p| assert!(f.push(p, &api(1))))
-        .unused_chunk()
         .chunk(false, |f, p| assert!(f.push(p, &api(2))))
+        .unused_chunk()
         .unused_chunk();
     let t = ProcessTrace::from_bytes(b.bytes()).unwrap();
     assert_eq!(t.api.to_vec(), vec![api(1), api(2)]);
-    assert!(t.damage.is_empty());
+    assert!(t.damage.is_empty(), "{:?}", t.damage);
+    assert_eq!(t.chunks_written, Some(2));
+}
+
+#[test]
+fn a_handed_out_chunk_that_is_all_zeros_is_damage() {
+    // A chunk's header is written before the header counts it, so a counted chunk that reads
+    // as never handed out was overwritten afterwards.
+    let mut b = LogBuilder::new(header());
+    b.chunk(true, |f, p| assert!(f.push(p, &api(1))))
+        .unused_chunk()
+        .chunk(false, |f, p| assert!(f.push(p, &api(2))));
+    let t = ProcessTrace::from_bytes(b.bytes()).unwrap();
+    assert_eq!(t.api.to_vec(), vec![api(1), api(2)]);
+    assert_eq!(t.damage.len(), 1, "{:?}", t.damage);
+    assert_eq!(t.damage[0].offset, chunk_at(1) as u64);
+    assert_eq!(t.damage[0].chunks, 1);
+    assert!(t.damage[0].reason.contains("all zeros"), "{:?}", t.damage);
 }
 
 #[test]
@@ -176,6 +194,196 @@ fn loss_counts_in_the_header_are_read() {
     assert_eq!(t.losses.total(), 13);
 }
 
+/// The header's words, with their own checks.
+fn set_word(bytes: &mut [u8], at: usize, word: u64) {
+    bytes[at..at + 8].copy_from_slice(&word.to_le_bytes());
+}
+
+#[test]
+fn loss_counters_of_all_ones_are_a_damaged_header_not_losses() {
+    // Issue 23, case 9: the counters sit outside the header checksum.
+    let mut bytes = log(2, 10, false);
+    for c in LossCause::ALL {
+        set_word(&mut bytes, HeaderCounter::Loss(c).offset(), u64::MAX);
+    }
+    let t = ProcessTrace::from_bytes(&bytes).unwrap();
+    assert_eq!(t.losses.total(), 0, "{:?}", t.losses);
+    assert_eq!(t.api.len(), 20, "the chunks are still read");
+    assert_eq!(t.damage.len(), 1, "{:?}", t.damage);
+    assert_eq!(t.damage[0].offset, 0);
+    for c in LossCause::ALL {
+        assert!(
+            t.damage[0].reason.contains(&c.to_string()),
+            "{}",
+            t.damage[0].reason
+        );
+    }
+    assert!(t.damage[0].reason.starts_with("damaged file header"));
+}
+
+#[test]
+fn one_bad_loss_counter_costs_that_count_only() {
+    let mut b = LogBuilder::new(header());
+    b.chunk(true, |f, p| assert!(f.push(p, &api(1))))
+        .loss(LossCause::NoSpace, 12)
+        .loss(LossCause::DispatchTime, 3);
+    let mut bytes = b.bytes().to_vec();
+    let at = HeaderCounter::Loss(LossCause::DispatchTime).offset();
+    bytes[at] ^= 1;
+    let t = ProcessTrace::from_bytes(&bytes).unwrap();
+    assert_eq!(t.losses.get(LossCause::NoSpace), 12);
+    assert_eq!(t.losses.get(LossCause::DispatchTime), 0);
+    assert!(
+        t.damage[0].reason.contains("dispatch-time"),
+        "{:?}",
+        t.damage
+    );
+    assert!(!t.damage[0].reason.contains("no-space"), "{:?}", t.damage);
+}
+
+#[test]
+fn losses_only_a_reader_counts_are_implausible_in_a_header() {
+    // The writer never counts malformed or damaged records: only a reader finds them.
+    let mut b = LogBuilder::new(header());
+    b.chunk(true, |f, p| assert!(f.push(p, &api(1))))
+        .loss(LossCause::Damaged, 5)
+        .loss(LossCause::Malformed, 1);
+    let t = ProcessTrace::from_bytes(b.bytes()).unwrap();
+    assert_eq!(t.losses.total(), 0);
+    assert!(
+        t.damage[0].reason.contains("malformed, damaged"),
+        "{:?}",
+        t.damage
+    );
+}
+
+#[test]
+fn a_log_cut_at_a_chunk_boundary_says_how_many_chunks_are_missing() {
+    // Issue 23, case 7: `truncate -s 69632` (the header and one chunk), or down to the header.
+    let bytes = log(3, 100, false);
+    for (keep, missing) in [(1usize, 2u64), (0, 3), (2, 1)] {
+        let t = ProcessTrace::from_bytes(&bytes[..chunk_at(keep)]).unwrap();
+        assert_eq!(t.api.len(), keep * 100);
+        assert_eq!(t.damage.len(), 1, "{:?}", t.damage);
+        let d = &t.damage[0];
+        assert_eq!(
+            (d.offset, d.chunks),
+            (chunk_at(keep) as u64, missing),
+            "{d:?}"
+        );
+        assert!(
+            d.reason.contains(&format!("{missing} of the 3 chunks"))
+                && d.reason.contains("ends early"),
+            "{d:?}"
+        );
+    }
+    let t = ProcessTrace::from_bytes(&bytes).unwrap();
+    assert!(t.damage.is_empty());
+}
+
+#[test]
+fn a_chunk_repeated_a_thousand_times_is_read_once_and_reported_once_with_the_count() {
+    let mut bytes = log(2, 50, false);
+    let first = bytes[chunk_at(0)..chunk_at(1)].to_vec();
+    for _ in 0..1000 {
+        bytes.extend_from_slice(&first);
+    }
+    let t = ProcessTrace::from_bytes(&bytes).unwrap();
+    assert_eq!(t.api.len(), 100, "no record twice");
+    assert_eq!(
+        t.damage.len(),
+        1,
+        "{:?}",
+        &t.damage[..t.damage.len().min(3)]
+    );
+    let d = &t.damage[0];
+    assert_eq!(
+        (d.offset, d.chunks, d.records),
+        (chunk_at(2) as u64, 1000, 0)
+    );
+    assert!(d.reason.starts_with("1000 chunks in a row"), "{d:?}");
+    assert!(d.reason.contains("copies"), "{d:?}");
+}
+
+#[test]
+fn a_dropped_chunk_is_reported_and_nothing_after_it_is_misread() {
+    let bytes = log(4, 10, false);
+    let mut dropped = bytes[..chunk_at(1)].to_vec();
+    dropped.extend_from_slice(&bytes[chunk_at(2)..]);
+    let t = ProcessTrace::from_bytes(&dropped).unwrap();
+    assert_eq!(t.api.len(), 10, "only the chunk still in its place");
+    let chunks: u64 = t.damage.iter().map(|d| d.chunks).sum();
+    assert_eq!(
+        chunks, 3,
+        "two out of place, one missing at the end: {:?}",
+        t.damage
+    );
+    assert!(
+        t.damage[0].reason.starts_with("2 chunks in a row"),
+        "{:?}",
+        t.damage
+    );
+    assert!(t.damage[1].reason.contains("ends early"), "{:?}", t.damage);
+    assert_eq!(t.losses.get(LossCause::Damaged), 20);
+}
+
+#[test]
+fn a_chunk_count_that_fails_its_check_is_a_damaged_header() {
+    let mut bytes = log(2, 10, false);
+    set_word(&mut bytes, CHUNKS_AT, u64::MAX);
+    let t = ProcessTrace::from_bytes(&bytes[..chunk_at(1)]).unwrap();
+    assert_eq!(t.chunks_written, None);
+    assert_eq!(t.damage.len(), 1, "{:?}", t.damage);
+    assert!(
+        t.damage[0].reason.contains("count of chunks"),
+        "{:?}",
+        t.damage
+    );
+    assert_eq!(t.api.len(), 10);
+}
+
+/// A version-2 log: the same layout without a chunk count, with plain loss counters.
+fn version_2(bytes: &mut [u8]) {
+    bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
+    let crc = crc32(&bytes[..40]);
+    bytes[40..44].copy_from_slice(&crc.to_le_bytes());
+    set_word(bytes, CHUNKS_AT, 0);
+}
+
+#[test]
+fn version_2_logs_are_still_read_with_their_counters_bounded() {
+    let mut bytes = log(2, 10, false);
+    version_2(&mut bytes);
+    set_word(
+        &mut bytes,
+        HeaderCounter::Loss(LossCause::NoSpace).offset(),
+        12,
+    );
+    let t = ProcessTrace::from_bytes(&bytes).unwrap();
+    assert_eq!((t.api.len(), t.losses.get(LossCause::NoSpace)), (20, 12));
+    assert!(
+        t.damage.is_empty() && t.chunks_written.is_none(),
+        "{:?}",
+        t.damage
+    );
+    // Without a count, a cut at a boundary cannot be seen; a repeat still can.
+    let t = ProcessTrace::from_bytes(&bytes[..chunk_at(1)]).unwrap();
+    assert!(t.damage.is_empty());
+    let mut repeated = bytes.clone();
+    repeated.extend_from_slice(&bytes[chunk_at(0)..chunk_at(1)]);
+    let t = ProcessTrace::from_bytes(&repeated).unwrap();
+    assert_eq!((t.api.len(), t.damage.len()), (20, 1));
+    // Its counters are believed up to what a process can lose, never 2^64 - 1.
+    set_word(
+        &mut bytes,
+        HeaderCounter::Loss(LossCause::NoSpace).offset(),
+        u64::MAX,
+    );
+    let t = ProcessTrace::from_bytes(&bytes).unwrap();
+    assert_eq!(t.losses.total(), 0);
+    assert!(t.damage[0].reason.contains("no-space"), "{:?}", t.damage);
+}
+
 #[test]
 fn unreadable_logs_say_why() {
     let err = |b: &[u8]| ProcessTrace::from_bytes(b).unwrap_err().to_string();
@@ -186,10 +394,9 @@ fn unreadable_logs_say_why() {
     // The version is checked after the header checksum: re-checksum to reach it.
     let crc = crc32(&bytes[..40]);
     bytes[40..44].copy_from_slice(&crc.to_le_bytes());
-    assert!(matches!(
-        ProcessTrace::from_bytes(&bytes).unwrap_err(),
-        LogError::Version(9)
-    ));
+    let e = ProcessTrace::from_bytes(&bytes).unwrap_err();
+    assert!(matches!(e, LogError::Version(9)), "{e}");
+    assert!(e.to_string().contains("reads versions 2 to 3"), "{e}");
     let garbage = vec![0x77u8; HEADER_LEN + CHUNK_SIZE];
     assert!(err(&garbage).contains("no recognisable chunk"));
 }
@@ -219,10 +426,52 @@ fn the_longest_strings_are_cut_to_fit_an_empty_chunk_not_dropped() {
     let t = ProcessTrace::from_bytes(b.bytes()).unwrap();
     let text = t.string(7);
     assert!(
-        text.len() > 65_000 && text.len() <= MAX_ENTRY - 4 && text.chars().all(|c| c == 'é'),
+        text.len() > 65_000 && text.len() <= MAX_CUT_STRING && text.chars().all(|c| c == 'é'),
         "{}",
         text.len()
     );
+    // The cut is known, with the full length (issue 23, case 6).
+    assert_eq!(t.cut_strings.get(&7), Some(&80_000));
+    assert_eq!(t.losses.total(), 0, "a cut string is not a lost record");
+}
+
+#[test]
+fn strings_that_fit_are_not_cut_and_ones_that_do_not_are_counted() {
+    for (len, cut) in [
+        (MAX_STRING, false),
+        (MAX_STRING + 1, true),
+        (70 * 1024, true),
+        (75_000, true),
+        (1 << 20, true),
+    ] {
+        let mut b = LogBuilder::new(header());
+        b.chunk(true, |f, p| assert!(f.push_string(p, 9, &"m".repeat(len))));
+        let t = ProcessTrace::from_bytes(b.bytes()).unwrap();
+        assert_eq!(
+            t.cut_strings.get(&9).copied(),
+            cut.then_some(len as u64),
+            "{len}"
+        );
+        let kept = if cut { MAX_CUT_STRING } else { len };
+        assert_eq!(t.string(9).len(), kept, "{len}");
+    }
+}
+
+#[test]
+fn a_cut_string_that_claims_to_be_no_longer_than_its_text_is_malformed() {
+    let mut b = LogBuilder::new(header());
+    b.chunk(true, |f, p| {
+        let text = b"short";
+        assert!(f.push_parts(
+            p,
+            Tag::StringCut,
+            &[&3u32.to_le_bytes(), &5u64.to_le_bytes(), text]
+        ));
+        assert!(f.push_parts(p, Tag::StringCut, &[&[1, 2, 3]]));
+    });
+    let t = ProcessTrace::from_bytes(b.bytes()).unwrap();
+    assert!(t.cut_strings.is_empty());
+    assert_eq!(t.losses.get(LossCause::Malformed), 2);
 }
 
 #[test]
