@@ -167,7 +167,26 @@ fn engine_data(
     se: &trace_records::docs::ShaderEngineCapture,
 ) -> std::io::Result<Vec<u8>> {
     use std::os::unix::fs::FileExt as _;
+    // The tool names a file of its own in `raw`: anything else (a path, `..`) is refused.
+    if se.file.is_empty() || se.file.contains('/') || se.file == "." || se.file == ".." {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("the log names {:?}, which is not a file name", se.file),
+        ));
+    }
     let file = std::fs::File::open(raw.join(&se.file))?;
+    // The document names the range; the file decides what exists (a damaged or hostile
+    // document must not size the allocation).
+    let size = file.metadata()?.len();
+    if se.offset.checked_add(se.bytes).is_none_or(|end| end > size) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "the log names {} bytes at offset {} of {}, which holds {size}",
+                se.bytes, se.offset, se.file
+            ),
+        ));
+    }
     let len = usize::try_from(se.bytes).map_err(std::io::Error::other)?;
     let mut data = vec![0u8; len];
     file.read_exact_at(&mut data, se.offset)?;
@@ -350,5 +369,43 @@ fn add_hit_ranges(
                 vaddr: lo..hi + att::codeobj::FALLBACK_INSTRUCTION_SIZE,
             },
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trace_records::docs::ShaderEngineCapture;
+
+    fn capture(file: &str, offset: u64, bytes: u64) -> ShaderEngineCapture {
+        ShaderEngineCapture {
+            file: file.into(),
+            offset,
+            bytes,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn engine_data_is_read_only_from_the_raw_directory_and_only_what_the_file_holds() {
+        let raw = std::env::temp_dir().join(format!("rocprof-runner-att-{}", std::process::id()));
+        std::fs::create_dir_all(&raw).unwrap();
+        std::fs::write(raw.join("se.att"), b"0123456789").unwrap();
+        assert_eq!(engine_data(&raw, &capture("se.att", 2, 3)).unwrap(), b"234");
+        // A hostile or damaged document: more than the file holds, an offset past its end,
+        // an overflowing range, a path out of the directory.
+        for bad in [
+            capture("se.att", 0, 11),
+            capture("se.att", 11, 0),
+            capture("se.att", u64::MAX, 2),
+            capture("se.att", 0, u64::MAX),
+            capture("../se.att", 0, 1),
+            capture("..", 0, 1),
+            capture("", 0, 1),
+        ] {
+            let e = engine_data(&raw, &bad).unwrap_err();
+            assert!(e.kind() == std::io::ErrorKind::InvalidData, "{bad:?}: {e}");
+        }
+        std::fs::remove_dir_all(&raw).unwrap();
     }
 }
