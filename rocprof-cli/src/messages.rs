@@ -46,25 +46,8 @@ pub fn regex_empty(which: &str) -> String {
 pub fn regex_invalid(which: &str, re: &str, e: &dyn std::fmt::Display) -> String {
     format!(
         "--kernel-{which}-regex '{re}' is not a valid regular expression: {}",
-        regex_reason(e)
+        rocprof_runner::summary::regex_reason(e)
     )
-}
-
-/// Why a regex library refused a pattern, in one line: `regex` writes its syntax errors over
-/// several (the pattern again, a caret under the fault, then `error: <why>`), of which the last
-/// says what is wrong; a one-line error is kept whole.
-fn regex_reason(e: &dyn std::fmt::Display) -> String {
-    let text = e.to_string();
-    if !text.contains('\n') {
-        return text;
-    }
-    let last = text
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or_default();
-    last.strip_prefix("error: ").unwrap_or(last).to_owned()
 }
 
 /// `-i` together with `--pmc`.

@@ -89,10 +89,14 @@ fn group_regex(re: &str) -> Result<regex::Regex, regex::Error> {
     regex::Regex::new(&format!("^(?:{re})$"))
 }
 
-/// Why `regex` refused a pattern, in one line (its syntax errors are several, the pattern
-/// echoed with a caret under the fault: the last says what is wrong).
-fn regex_reason(e: &regex::Error) -> String {
+/// Why `regex` (or `regex-lite`) refused a pattern, in one line: its syntax errors are several,
+/// the pattern echoed with a caret under the fault, and the last says what is wrong; a one-line
+/// error is kept whole.
+pub fn regex_reason(e: &dyn std::fmt::Display) -> String {
     let text = e.to_string();
+    if !text.contains('\n') {
+        return text;
+    }
     let last = text
         .lines()
         .rev()
