@@ -595,7 +595,7 @@ fn counter_plan(
 }
 
 /// The runner's pass for one configuration.
-fn runner_pass(p: &OptionPass, att: Option<&AttPlan>, app: &[OsString]) -> Result<Pass> {
+fn runner_pass(p: &OptionPass, att: Option<&AttPlan>, launcher: &Launcher) -> Result<Pass> {
     let opts = &p.opts;
     let cwd =
         std::env::current_dir().map_err(|e| anyhow!("cannot read the working directory: {e}"))?;
@@ -604,9 +604,6 @@ fn runner_pass(p: &OptionPass, att: Option<&AttPlan>, app: &[OsString]) -> Resul
     if opts.domains.kokkos() && opts.output.kernel_rename.is_none() {
         outputs.kernel_rename = true;
     }
-    let lookup = |k: &str| std::env::var(k).ok();
-    let mut command = vec![opts.launch.resolve_app(&app[0])];
-    command.extend(app[1..].iter().cloned());
     Ok(Pass {
         selection: opts.selection(),
         kernel_include_regex: opts.kernel_include_regex.clone(),
@@ -616,11 +613,7 @@ fn runner_pass(p: &OptionPass, att: Option<&AttPlan>, app: &[OsString]) -> Resul
         outputs,
         foreign_domains: opts.domains.requested(),
         tool_env: opts.tool_env(),
-        launcher: Launcher {
-            command,
-            preloads: opts.launch.preloads(&lookup),
-            echo: opts.launch.echo == Some(true),
-        },
+        launcher: launcher.clone(),
         repeat: opts.pmc_repeat,
         subdir: p.subdir.clone(),
     })
@@ -635,6 +628,13 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
     }
     let report = &mut Terminal;
     let lookup = |k: &str| std::env::var(k).ok();
+    // The launch options are the command line's (a job of `-i` cannot change them).
+    let launcher = Launcher {
+        command: app.to_vec(),
+        program: opts.launch.resolve_app(&app[0]),
+        preloads: opts.launch.preloads(&lookup),
+        echo: opts.launch.echo == Some(true),
+    };
     let (decision, warnings) = opts.launch.decide(&lookup);
     for w in warnings {
         crate::report::warn(&w);
@@ -645,9 +645,7 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
             "rank {} ({}) is not in --profile-mpi-ranks: running the application unprofiled",
             rank.rank, rank.variable
         ));
-        let mut command = vec![opts.launch.resolve_app(&app[0])];
-        command.extend(app[1..].iter().cloned());
-        return Ok(rocprof_runner::launch::exec_unprofiled(&command, report));
+        return Ok(rocprof_runner::launch::exec_unprofiled(&launcher, report));
     }
     for n in opts.launch.notes() {
         crate::report::note(n);
@@ -693,7 +691,7 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
     }
     let passes = passes
         .iter()
-        .map(|p| runner_pass(p, att.as_ref(), app))
+        .map(|p| runner_pass(p, att.as_ref(), &launcher))
         .collect::<Result<Vec<_>>>()?;
     Ok(session.run(&passes, report)?)
 }

@@ -42,6 +42,7 @@ fn run(
         foreign_domains: Vec::new(),
         tool_env: Vec::new(),
         launcher: Launcher {
+            program: command[0].clone(),
             command,
             preloads: Vec::new(),
             echo: false,

@@ -64,10 +64,8 @@ pub fn launch_app(
     signals: &'static Signals,
     report: &mut dyn Report,
 ) -> Result<Status, ExitCode> {
-    let (program, args) = launcher
-        .command
-        .split_first()
-        .expect("a launcher always has a program");
+    let program = &launcher.program;
+    let args = launcher.command.get(1..).unwrap_or_default();
     let app_name = program.to_string_lossy().into_owned();
     let mut cmd = std::process::Command::new(program);
     cmd.args(args);
@@ -113,11 +111,10 @@ pub fn launch_app(
 /// Replaces this process by the application, unprofiled (same pid, arguments and environment);
 /// returns only if that failed, with the exit code to end with (127: not found, 126: not
 /// executable), said in `report`.
-pub fn exec_unprofiled(command: &[OsString], report: &mut dyn Report) -> ExitCode {
+pub fn exec_unprofiled(launcher: &Launcher, report: &mut dyn Report) -> ExitCode {
     use std::os::unix::process::CommandExt as _;
-    let (program, args) = command
-        .split_first()
-        .expect("a command always has a program");
+    let program = &launcher.program;
+    let args = launcher.command.get(1..).unwrap_or_default();
     let err = std::process::Command::new(program).args(args).exec();
     report.notice(not_started(&program.to_string_lossy(), &err).into());
     ExitCode::from(if err.kind() == std::io::ErrorKind::NotFound {

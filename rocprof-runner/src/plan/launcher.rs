@@ -5,9 +5,12 @@ use std::ffi::OsString;
 /// How to start the application of a pass.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Launcher {
-    /// The program and its arguments (the program already resolved as `--readlink` or
-    /// `--realpath` ask).
+    /// The command line as given: the program, then its arguments (what the placeholders and
+    /// `run.json` record).
     pub command: Vec<OsString>,
+    /// The program that is executed: `command[0]` resolved as `--readlink` or `--realpath`
+    /// ask (else the same).
+    pub program: OsString,
     /// Libraries preloaded after the tool (`--preload`).
     pub preloads: Vec<String>,
     /// `--echo`: say what the application is started with.
