@@ -11,6 +11,7 @@ use crate::outputs::OutputOptions;
 use crate::report::Terminal;
 use anyhow::{Result, anyhow, bail};
 use pmc_dxg::collection as pmc;
+use rocprof_runner::counters::Planner;
 use rocprof_runner::notice::{CounterNotice, RepeatedCounter, Report};
 use rocprof_runner::plan::launcher::Launcher;
 use rocprof_runner::plan::{AttPlan, Selection};
@@ -305,7 +306,10 @@ fn passes(opts: &RunOptions, report: &mut dyn Report) -> Result<Vec<OptionPass>>
             pmc::ExtraCounters::read(p).map_err(|e| anyhow!(messages::extra_counters_refused(&e)))
         })
         .transpose()?;
-    let extra = extra.as_ref();
+    let counting = &mut Counting {
+        extra: extra.as_ref(),
+        planner: None,
+    };
     let Some(path) = &opts.input else {
         let groups = opts.pmc_groups();
         let several = groups.len() > 1;
@@ -326,7 +330,7 @@ fn passes(opts: &RunOptions, report: &mut dyn Report) -> Result<Vec<OptionPass>>
                         g,
                         several.then_some(k + 1),
                         warmup,
-                        extra,
+                        counting,
                         report,
                     )?),
                     subdir: several.then(|| format!("pass_{}", k + 1)),
@@ -380,7 +384,7 @@ fn passes(opts: &RunOptions, report: &mut dyn Report) -> Result<Vec<OptionPass>>
             let number = out.len() + 1;
             out.push(OptionPass {
                 opts: merged.clone(),
-                counters: Some(counter_plan(&g, Some(number), warmup, extra, report)?),
+                counters: Some(counter_plan(&g, Some(number), warmup, counting, report)?),
                 subdir: Some(format!("{prefix}_{number}")),
             });
         }
@@ -571,7 +575,7 @@ fn counter_plan(
     group: &[String],
     pass: Option<usize>,
     warmup: Option<u64>,
-    extra: Option<&pmc::ExtraCounters>,
+    counting: &mut Counting<'_>,
     report: &mut dyn Report,
 ) -> Result<pmc::CounterPlan> {
     let merged = pmc::merge_duplicates(group);
@@ -586,12 +590,25 @@ fn counter_plan(
             .collect();
         report.notice(CounterNotice::Merged { pass, repeated }.into());
     }
-    rocprof_runner::counters::plan(&merged.names, warmup, extra).map_err(|e| {
+    let refused = |e| {
         anyhow!(messages::counter_refusal(
             &e,
             "no counters can be collected"
         ))
-    })
+    };
+    if counting.planner.is_none() {
+        counting.planner = Some(Planner::discover(counting.extra).map_err(refused)?);
+    }
+    let planner = counting.planner.as_ref().expect("discovered above");
+    planner.plan(&merged.names, warmup).map_err(refused)
+}
+
+/// The run's counter groups are planned on GPUs discovered once, at the first group.
+struct Counting<'a> {
+    /// `-E/--extra-counters`, read.
+    extra: Option<&'a pmc::ExtraCounters>,
+    /// The GPUs with their counters, once a group needed them.
+    planner: Option<Planner>,
 }
 
 /// The runner's pass for one configuration.
@@ -667,8 +684,7 @@ pub fn run(opts: &RunOptions, app: &[OsString]) -> Result<ExitCode> {
                 "--selected-regions selects the dispatches of counters and thread trace only, and neither was asked for",
             );
         }
-        let wsl = wsl_topology::platform::select(session.settings()).platform
-            == wsl_topology::Platform::Wsl;
+        let wsl = session.platform() == wsl_topology::Platform::Wsl;
         if wsl && !crate::sim::active() {
             crate::report::warn(
                 "--selected-regions: rocprofv3 captured empty traces with it on WSL2 in testing; this rocprof follows roctxProfilerResume(0)/roctxProfilerPause(0) itself, but if the outputs are empty, select kernels with --kernel-include-regex instead",

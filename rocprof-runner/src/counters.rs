@@ -14,12 +14,34 @@ pub fn gpus_with(
     collection::gpus_with(discovery.agents(), device, extra)
 }
 
-/// Resolves one counter group on every discovered GPU and checks it fits one pass.
-pub fn plan(
-    group: &[String],
-    discard_warmup_ms: Option<u64>,
-    extra: Option<&ExtraCounters>,
-) -> Result<CounterPlan, pmc_dxg::Error> {
-    let discovery = wsl_topology::discover(&wsl_topology::Settings::from_env());
-    collection::plan(discovery.agents(), group, discard_warmup_ms, extra)
+/// The GPUs a counter run plans on, discovered and given their counters once for every group
+/// of the run.
+#[derive(Debug, Clone)]
+pub struct Planner {
+    gpus: Vec<Gpu>,
+    extra: Option<ExtraCounters>,
+}
+
+impl Planner {
+    /// Discovers the GPUs and reads the definitions (with `extra`'s added).
+    pub fn discover(extra: Option<&ExtraCounters>) -> Result<Planner, pmc_dxg::Error> {
+        let extra_defs = extra.map(ExtraCounters::definitions).transpose()?;
+        let (_, gpus) = gpus_with(None, extra_defs.as_ref())?;
+        Ok(Planner {
+            gpus,
+            extra: extra.cloned(),
+        })
+    }
+
+    /// Resolves one counter group on every GPU and checks it fits one pass
+    /// ([`collection::plan_on`]).
+    pub fn plan(
+        &self,
+        group: &[String],
+        discard_warmup_ms: Option<u64>,
+    ) -> Result<CounterPlan, pmc_dxg::Error> {
+        let mut plan = collection::plan_on(&self.gpus, group, discard_warmup_ms)?;
+        plan.extra_counters = self.extra.clone();
+        Ok(plan)
+    }
 }

@@ -57,6 +57,8 @@ pub struct Session {
     signals: &'static Signals,
     tool: PathBuf,
     settings: Settings,
+    /// The platform the settings select (chosen once: on WSL the check loads libdxcore).
+    platform: wsl_topology::Platform,
     layout: LayoutDecision,
 }
 
@@ -92,10 +94,12 @@ impl Session {
                 .into(),
             );
         }
+        let platform = wsl_topology::platform::select(&settings).platform;
         Ok(Session {
             signals,
             tool,
             settings,
+            platform,
             layout: LayoutDecision::default(),
         })
     }
@@ -103,8 +107,7 @@ impl Session {
     /// For a counter run on WSL: says when `WSLKMT_VENDOR_PACKET` is set to anything but 1
     /// (the thunk then drops every PM4 packet without an error, so every counter reads 0).
     pub fn check_vendor_packets(&self, report: &mut dyn Report) {
-        let platform = wsl_topology::platform::select(&self.settings).platform;
-        if platform == wsl_topology::Platform::Wsl
+        if self.platform == wsl_topology::Platform::Wsl
             && let Ok(value) = std::env::var(VENDOR_PACKET)
             && value != "1"
         {
@@ -115,8 +118,7 @@ impl Session {
     /// Probes the thunk once for every pass and picks the layout each pass hands the tool;
     /// what the probe shows is said in `report`.
     pub fn probe_thunk(&mut self, report: &mut dyn Report) {
-        let platform = wsl_topology::platform::select(&self.settings).platform;
-        self.layout = wsl_topology::layout_choice::choose(&self.settings, platform);
+        self.layout = wsl_topology::layout_choice::choose(&self.settings, self.platform);
         for w in &self.layout.warnings {
             report.notice(
                 LaunchNotice::LayoutProbe {
@@ -135,6 +137,11 @@ impl Session {
     /// The discovery settings.
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// The platform the settings select.
+    pub fn platform(&self) -> wsl_topology::Platform {
+        self.platform
     }
 
     /// The signal handlers (whether a signal interrupted `rocprof`).

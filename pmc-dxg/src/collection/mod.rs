@@ -11,7 +11,7 @@
 //!   (the same search), with a plan's [`ExtraCounters`];
 //! - [`check`] ([`Check`]): whether a set fits one pass on one GPU, why not, and the split;
 //! - [`merge_duplicates`] ([`Merged`]): a group's repeated names merged (planning does it too);
-//! - [`plan`], [`plan_on`]: a group resolved on every GPU into a [`CounterPlan`], or refused
+//! - [`plan_on`]: a group resolved on every GPU into a [`CounterPlan`], or refused
 //!   ([`crate::Error::SeveralPasses`] with the groups that fit, [`crate::Error::CannotCollect`],
 //!   [`crate::Error::GpusDiffer`], [`crate::Error::NoGpu`]).
 //!
@@ -45,6 +45,6 @@ pub use evaluation::{Counted, Evaluation, Problem, all_zero};
 pub use extra::ExtraCounters;
 pub use gpus::{Gpu, gpus_with};
 pub use overlap::overlapping;
-pub use planning::{Merged, merge_duplicates, plan, plan_on};
+pub use planning::{Merged, merge_duplicates, plan_on};
 pub use records::fill_records;
 pub use runs::estimate;

@@ -4,12 +4,9 @@
 
 use std::collections::HashMap;
 
-use trace_records::agents::Agent;
-
 use super::check::{Fit, fit};
 use super::counter_plan::CounterPlan;
-use super::extra::ExtraCounters;
-use super::gpus::{Gpu, gpus_with};
+use super::gpus::Gpu;
 use crate::{BaseEvent, Error, Topology};
 
 /// A counter group with its repeated names merged ([`merge_duplicates`]).
@@ -47,26 +44,8 @@ pub fn merge_duplicates(group: &[String]) -> Merged {
     Merged { names, repeated }
 }
 
-/// Resolves one counter group on every GPU of the discovered `agents` (with the definitions of
-/// this process's search and `extra`'s) and checks it fits one pass ([`plan_on`]).
-///
-/// # Errors
-///
-/// As [`plan_on`], [`gpus_with`], and the extra definitions' [`Error::Definitions`].
-pub fn plan(
-    agents: &[Agent],
-    group: &[String],
-    discard_warmup_ms: Option<u64>,
-    extra: Option<&ExtraCounters>,
-) -> Result<CounterPlan, Error> {
-    let extra_defs = extra.map(ExtraCounters::definitions).transpose()?;
-    let (_, gpus) = gpus_with(agents, None, extra_defs.as_ref())?;
-    let mut plan = plan_on(&gpus, group, discard_warmup_ms)?;
-    plan.extra_counters = extra.cloned();
-    Ok(plan)
-}
-
-/// [`plan`] on given GPUs (a GPU without a topology is skipped). A name given more than once is
+/// Resolves one counter group on the given GPUs (a GPU without a topology is skipped) and
+/// checks it fits one pass. A name given more than once is
 /// planned once, where it was first given ([`merge_duplicates`]).
 ///
 /// # Errors
@@ -162,7 +141,7 @@ fn split_requested(gpu: &Gpu, topology: &Topology, group: &[String]) -> Option<V
 mod tests {
     use super::*;
     use crate::defs::Definitions;
-    use trace_records::agents::{AgentKind, GpuProperties};
+    use trace_records::agents::{Agent, AgentKind, GpuProperties};
 
     fn names(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| (*s).to_owned()).collect()
