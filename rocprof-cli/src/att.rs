@@ -17,6 +17,7 @@
 //!   not expose: asking for either is refused before the run with that reason and the condition
 //!   under which they work (native Linux with the amdgpu driver).
 
+use rocprof_doctor::{PC_SAMPLING_UNAVAILABLE, SPM_UNAVAILABLE};
 use rocprof_runner::plan::AttConfig;
 use std::path::PathBuf;
 use trace_records::env::parse_bool;
@@ -137,12 +138,6 @@ pub struct SamplingOptions {
     #[arg(long = "spm-sample-interval-unit", value_parser = ["sclk_cycles"])]
     pub spm_sample_interval_unit: Option<String>,
 }
-
-/// Why PC sampling is unavailable here (also what `rocprof avail info --pc-sampling` says).
-pub const PC_SAMPLING_UNAVAILABLE: &str = "PC sampling is not available on WSL2: it is configured through KFD interfaces (/dev/kfd ioctls) that WSL2 does not expose (the GPU is reached through /dev/dxg); it works on native Linux with the amdgpu driver and a GPU that supports it";
-
-/// Why SPM is unavailable here.
-pub const SPM_UNAVAILABLE: &str = "SPM (streaming performance monitors) is not available on WSL2: it is configured through KFD interfaces (/dev/kfd ioctls) that WSL2 does not expose; it works on native Linux with the amdgpu driver";
 
 impl AttOptions {
     /// Whether any thread-trace option other than `--att` was given.

@@ -62,8 +62,7 @@ fn list_kept() -> ExitCode {
 /// The output settings of a merge: the options over rocprofv3's defaults, `-o` defaulting to
 /// `merged`.
 pub fn merge(inputs: &[PathBuf], output: &OutputOptions) -> Result<ExitCode> {
-    let cwd =
-        std::env::current_dir().map_err(|e| anyhow!("cannot read the working directory: {e}"))?;
+    let cwd = std::env::current_dir().map_err(rocprof_runner::Error::WorkingDirectory)?;
     for w in output.check_for_conversion().map_err(|e| anyhow!(e))? {
         crate::report::warn(&w);
     }
@@ -91,8 +90,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         return Ok(list_kept());
     }
     let signals = Signals::install().map_err(rocprof_runner::Error::Signals)?;
-    let cwd =
-        std::env::current_dir().map_err(|e| anyhow!("cannot read the working directory: {e}"))?;
+    let cwd = std::env::current_dir().map_err(rocprof_runner::Error::WorkingDirectory)?;
     // Every directory and its output paths are checked before anything is converted.
     for w in args.output.check_for_conversion().map_err(|e| anyhow!(e))? {
         crate::report::warn(&w);

@@ -9,7 +9,7 @@
 
 use anyhow::{Context as _, Result, bail};
 use pmc_dxg::Topology;
-use pmc_dxg::collection::{Gpu, check, render_check};
+use pmc_dxg::collection::{Gpu, check};
 use pmc_dxg::defs::{CounterKind, Definitions, DefsSource};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -155,7 +155,7 @@ fn note_source(source: &DefsSource, gpus: &[Gpu]) {
 
 /// `avail list|info --pc-sampling`: rocprofv3's per-GPU block with no configuration, and why.
 fn print_pc_sampling(gpus: &[Gpu], json: bool) -> Result<()> {
-    let reason = crate::att::PC_SAMPLING_UNAVAILABLE;
+    let reason = rocprof_doctor::PC_SAMPLING_UNAVAILABLE;
     if json {
         let list: Vec<serde_json::Value> = gpus
             .iter()
@@ -442,7 +442,7 @@ fn pmc_check(gpus: &[Gpu], counters: &[String], json: bool) -> Result<ExitCode> 
         println!("{}", serde_json::to_string_pretty(&checks)?);
     } else {
         for c in &checks {
-            print!("{}", render_check(c));
+            print!("{c}");
         }
     }
     Ok(if checks.iter().all(|c| c.one_pass) {

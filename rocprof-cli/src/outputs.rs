@@ -3,10 +3,8 @@
 //! [`OutputSettings`].
 
 use crate::messages;
-use rocprof_runner::plan::outputs::{DEFAULT_DIRECTORY, DEFAULT_FILE};
 use rocprof_runner::plan::{
-    AgentIndexChoice, FillPolicy, OutputFormat, OutputSettings, PerfettoBackend, PerfettoSettings,
-    SummarySettings, SummaryUnits,
+    AgentIndexChoice, FillPolicy, OutputFormat, OutputSettings, PerfettoBackend, SummaryUnits,
 };
 use std::path::Path;
 use trace_records::env::parse_bool;
@@ -137,33 +135,10 @@ impl OutputOptions {
         Ok(out)
     }
 
-    /// The settings of a run started in `cwd`: these options, defaults for the rest.
+    /// The settings of a run started in `cwd`: these options over rocprofv3's defaults
+    /// ([`OutputSettings::new`]).
     pub fn settings(&self, cwd: &Path) -> Result<OutputSettings, String> {
-        Ok(with_extras(
-            OutputSettings {
-                directory: self
-                    .output_directory
-                    .clone()
-                    .unwrap_or_else(|| DEFAULT_DIRECTORY.into()),
-                base: cwd.to_owned(),
-                file: self
-                    .output_file
-                    .clone()
-                    .unwrap_or_else(|| DEFAULT_FILE.into()),
-                formats: self.formats()?,
-                stats: self.stats == Some(true),
-                summary: self.summary == Some(true),
-                mangled_kernels: self.mangled_kernels == Some(true),
-                truncate_kernels: self.truncate_kernels == Some(true),
-                agent_index: self.agent_index.unwrap_or_default(),
-                kernel_rename: self.kernel_rename == Some(true),
-                summary_options: SummarySettings::default(),
-                output_config: self.output_config == Some(true),
-                minimum_output_bytes: 0,
-                perfetto: PerfettoSettings::default(),
-            },
-            self,
-        ))
+        self.apply_to(&OutputSettings::new(cwd), cwd)
     }
 
     /// `run`'s settings with the options given here (on a command line run in `cwd`) in

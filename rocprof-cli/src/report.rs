@@ -70,6 +70,19 @@ pub fn terminal_text(notice: &Notice) -> String {
             };
             controls_escaped(&n.to_string()).into_owned()
         }
+        // The library names no option; the hint for the decoder's directory is the CLI's.
+        Notice::Launch(LaunchNotice::NoDecoder {
+            reason,
+            library: true,
+        }) => {
+            let n = LaunchNotice::NoDecoder {
+                reason: format!(
+                    "{reason}; point --att-library-path at the directory that holds librocprof-trace-decoder.so"
+                ),
+                library: true,
+            };
+            escape(&n.to_string()).into_owned()
+        }
         // The runner's own paragraphs (failed and passed checks on lines of their own).
         Notice::Finding(Finding::Explanation { text }) => escape_lines(text).into_owned(),
         Notice::Summary(s) => s.tables.clone(),
@@ -89,17 +102,6 @@ impl Report for Terminal {
                 Stream::Stdout => std::io::stdout().write_all(s.tables.as_bytes()),
                 Stream::Stderr => std::io::stderr().write_all(s.tables.as_bytes()),
             };
-            return;
-        }
-        // The library names no option; the hint for the decoder's directory is the CLI's.
-        if let Notice::Launch(LaunchNotice::NoDecoder {
-            reason,
-            library: true,
-        }) = &notice
-        {
-            warn(&format!(
-                "--att: {reason}; point --att-library-path at the directory that holds librocprof-trace-decoder.so; the thread trace is captured and its raw .att and .out files are written, but not decoded"
-            ));
             return;
         }
         write_line(&format!(

@@ -614,8 +614,7 @@ struct Counting<'a> {
 /// The runner's pass for one configuration.
 fn runner_pass(p: &OptionPass, att: Option<&AttPlan>, launcher: &Launcher) -> Result<Pass> {
     let opts = &p.opts;
-    let cwd =
-        std::env::current_dir().map_err(|e| anyhow!("cannot read the working directory: {e}"))?;
+    let cwd = std::env::current_dir().map_err(rocprof_runner::Error::WorkingDirectory)?;
     let mut outputs = opts.output.settings(&cwd).map_err(|e| anyhow!(e))?;
     // rocprofv3's --kokkos-trace implies --kernel-rename unless it is given.
     if opts.domains.kokkos() && opts.output.kernel_rename.is_none() {

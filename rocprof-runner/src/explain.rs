@@ -135,22 +135,8 @@ fn incomplete(traces: &[ProcessTrace]) -> Vec<u32> {
 
 /// "the record log of process 12" / "the record logs of processes 12 and 13".
 fn logs_of(pids: &[u32]) -> String {
-    match pids {
-        [one] => format!("the record log of process {one}"),
-        [head @ .., last] if pids.len() <= 4 => {
-            let head: Vec<String> = head.iter().map(u32::to_string).collect();
-            format!(
-                "the record logs of processes {} and {last}",
-                head.join(", ")
-            )
-        }
-        _ => format!(
-            "the record logs of processes {}, {} and {} others",
-            pids[0],
-            pids[1],
-            pids.len() - 2
-        ),
-    }
+    let s = if pids.len() == 1 { "" } else { "s" };
+    format!("the record log{s} of {}", crate::findings::processes(pids))
 }
 
 /// A missing domain whose reason would rest on documents that were lost.

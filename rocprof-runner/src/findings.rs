@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use trace_records::docs::OmissionKind;
 use trace_records::log::MAX_CUT_STRING;
-use trace_records::loss::{LossCause, LossCounts};
+use trace_records::loss::LossCounts;
 use trace_records::{ProcessTrace, StringId};
 
 /// Lines to print (without the `rocprof: ` prefix) after the output files are written.
@@ -78,7 +78,7 @@ fn string_use(t: &ProcessTrace, id: StringId) -> &'static str {
 }
 
 /// "process 12" / "processes 12, 13 and 14" / "processes 12, 13 and 5 others".
-fn processes(pids: &[u32]) -> String {
+pub(crate) fn processes(pids: &[u32]) -> String {
     match pids {
         [] => "no process".into(),
         [one] => format!("process {one}"),
@@ -122,17 +122,16 @@ pub fn loss_lines(traces: &[ProcessTrace]) -> Vec<String> {
 
 /// Total records lost (all causes, all processes; saturating, as the counts are).
 pub fn total_lost(traces: &[ProcessTrace]) -> u64 {
-    traces.iter().fold(0u64, |n, t| {
-        LossCause::ALL
-            .iter()
-            .fold(n, |n, c| n.saturating_add(t.losses.get(*c)))
-    })
+    traces
+        .iter()
+        .fold(0u64, |n, t| n.saturating_add(t.losses.total()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use trace_records::docs::{ToolWarning, WarningKind};
+    use trace_records::loss::LossCause;
 
     fn trace(pid: u32, warning: Option<&str>, lost: &[(LossCause, u64)]) -> ProcessTrace {
         let mut t = ProcessTrace {

@@ -41,16 +41,16 @@ pub fn prepended(var: &str, first: OsString) -> OsString {
     list
 }
 
-/// The notice for an application that could not be started.
-fn not_started(app: &str, e: &std::io::Error) -> LaunchNotice {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => LaunchNotice::AppNotFound {
-            app: app.to_owned(),
+/// What to say of an application (`app`, as it was to be run) that could not be started.
+fn not_started(app: &str, e: &LaunchError) -> LaunchNotice {
+    let app = app.to_owned();
+    match e {
+        LaunchError::NotFound => LaunchNotice::AppNotFound { app },
+        LaunchError::NotExecutable(err) => LaunchNotice::AppNotExecutable {
+            app,
+            reason: err.to_string(),
         },
-        _ => LaunchNotice::AppNotExecutable {
-            app: app.to_owned(),
-            reason: e.to_string(),
-        },
+        LaunchError::Interrupted(s) => LaunchNotice::InterruptedBeforeLaunch { signal: *s },
     }
 }
 
@@ -93,17 +93,7 @@ pub fn launch_app(
         cmd.env(k, v);
     }
     process::launch(signals, cmd).map_err(|e| {
-        let notice = match &e {
-            LaunchError::NotFound => LaunchNotice::AppNotFound {
-                app: app_name.clone(),
-            },
-            LaunchError::NotExecutable(err) => LaunchNotice::AppNotExecutable {
-                app: app_name.clone(),
-                reason: err.to_string(),
-            },
-            LaunchError::Interrupted(s) => LaunchNotice::InterruptedBeforeLaunch { signal: *s },
-        };
-        report.notice(notice.into());
+        report.notice(not_started(&app_name, &e).into());
         e.exit_code()
     })
 }
@@ -115,11 +105,7 @@ pub fn exec_unprofiled(launcher: &Launcher, report: &mut dyn Report) -> ExitCode
     use std::os::unix::process::CommandExt as _;
     let program = &launcher.program;
     let args = launcher.command.get(1..).unwrap_or_default();
-    let err = std::process::Command::new(program).args(args).exec();
+    let err = LaunchError::from(std::process::Command::new(program).args(args).exec());
     report.notice(not_started(&program.to_string_lossy(), &err).into());
-    ExitCode::from(if err.kind() == std::io::ErrorKind::NotFound {
-        127
-    } else {
-        126
-    })
+    err.exit_code()
 }

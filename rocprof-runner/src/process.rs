@@ -161,6 +161,16 @@ pub enum LaunchError {
     Interrupted(i32),
 }
 
+impl From<std::io::Error> for LaunchError {
+    /// Why `exec` (or a spawn) failed: no such file, or anything else that stops it running.
+    fn from(e: std::io::Error) -> Self {
+        match e.kind() {
+            std::io::ErrorKind::NotFound => Self::NotFound,
+            _ => Self::NotExecutable(e),
+        }
+    }
+}
+
 impl LaunchError {
     /// The shell's exit code for this failure.
     pub fn exit_code(&self) -> ExitCode {
@@ -195,10 +205,7 @@ pub fn launch(signals: &Signals, mut cmd: Command) -> Result<Status, LaunchError
             Ok(())
         });
     }
-    let mut child = cmd.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => LaunchError::NotFound,
-        _ => LaunchError::NotExecutable(e),
-    })?;
+    let mut child = cmd.spawn()?;
     let pid = child.id() as libc::pid_t;
     CHILD.store(pid, Ordering::SeqCst);
     // A signal between the fork and the line above was taken for an interruption: it was

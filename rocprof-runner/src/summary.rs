@@ -19,7 +19,7 @@
 //!
 //! Names are the application's (kernel and ROCTx names) and are shown terminal-safe
 //! ([`terminal_text::cell`]): control and bidirectional characters (and the backslash) escaped,
-//! and at most [`NAME_WIDTH`] characters, a longer name cut to a prefix and `…`. The exact
+//! and at most [`terminal_text::NAME_WIDTH`] characters, a longer name cut to a prefix and `…`. The exact
 //! names are in the stats and trace files. The same text goes to a `--summary-output-file`
 //! file, so that `cat` of it is as safe as the console.
 //!
@@ -32,9 +32,6 @@ use std::fmt::Write as _;
 use trace_export::stats::{Acc, Stats};
 use trace_records::ProcessTrace;
 use trace_records::format::sci;
-
-/// The widest a name is shown in a table, in characters ([`terminal_text::NAME_WIDTH`]).
-pub const NAME_WIDTH: usize = terminal_text::NAME_WIDTH;
 
 /// rocprofv3's domain order (its domain-type enumeration); other labels follow, sorted.
 const DOMAIN_ORDER: [&str; 13] = [
@@ -246,7 +243,7 @@ fn render_table(out: &mut String, t: &Table<'_>, units: SummaryUnits, indent: &s
     let names: Vec<_> = t
         .rows
         .iter()
-        .map(|r| terminal_text::cell(r.0, NAME_WIDTH))
+        .map(|r| terminal_text::cell(r.0, terminal_text::NAME_WIDTH))
         .collect();
     let nw = names
         .iter()
@@ -329,6 +326,7 @@ pub fn render(t: &ProcessTrace, settings: &OutputSettings, indent: &str) -> (Str
 mod tests {
     use super::*;
     use std::path::Path;
+    use terminal_text::NAME_WIDTH;
 
     fn settings(args: impl FnOnce(&mut OutputSettings)) -> OutputSettings {
         let mut o = OutputSettings::new(Path::new("/"));

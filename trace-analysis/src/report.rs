@@ -5,7 +5,7 @@
 //! them so). The text is terminal-safe ([`terminal_text`]): every line is escaped as a whole —
 //! a control or bidirectional character (or a backslash) in a kernel name, a ROCTx message or a
 //! path shows as its escape, so it can neither start a line nor run an escape sequence — and
-//! the "where time goes" table is built from escaped names at most [`NAME_WIDTH`] characters
+//! the "where time goes" table is built from escaped names at most [`terminal_text::NAME_WIDTH`] characters
 //! wide (a longer one cut to a prefix and `…`).
 
 use crate::counters::Group;
@@ -24,9 +24,6 @@ pub const SCHEMA: &str = "rocprof-analyze/1";
 pub const TEXT_CAP: usize = 10;
 /// How many rows of a summary domain the text report shows.
 pub const TEXT_ROWS: usize = 15;
-/// The widest a name is shown in the "where time goes" table, in characters
-/// ([`terminal_text::NAME_WIDTH`]).
-pub const NAME_WIDTH: usize = terminal_text::NAME_WIDTH;
 
 /// Everything `rocprof analyze` found.
 #[derive(Debug, Clone, Serialize)]
@@ -291,7 +288,7 @@ fn summary_lines(s: &Summary, out: &mut Vec<String>) {
         human(s.copy_busy_ns),
         share(s.copy_busy_ns)
     ));
-    let cell = |name: &str| terminal_text::cell(name, NAME_WIDTH).into_owned();
+    let cell = |name: &str| terminal_text::cell(name, terminal_text::NAME_WIDTH).into_owned();
     let nw = s
         .domains
         .iter()
@@ -634,7 +631,7 @@ mod tests {
         })
         .unwrap();
         let text = a.render_text();
-        let row = format!("| {}… |", "n".repeat(NAME_WIDTH - 1));
+        let row = format!("| {}… |", "n".repeat(terminal_text::NAME_WIDTH - 1));
         assert!(text.contains(&row), "{text}");
         let table: Vec<&str> = text.lines().filter(|l| l.starts_with("  | ")).collect();
         assert!(table.iter().all(|l| l.chars().count() < 200), "{table:?}");

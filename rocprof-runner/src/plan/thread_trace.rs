@@ -31,6 +31,3 @@ pub struct AttPlan {
     /// The decoder library, if it was found and loads.
     pub decoder: Option<PathBuf>,
 }
-
-/// Subdirectory of the record directory where the tool saves the raw data.
-pub const RAW_DIR: &str = "att";
