@@ -465,20 +465,29 @@ pub fn nothing_selected(
     let mut kernels: Vec<SeenKernel> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     for t in traces {
-        let symbols = t.symbols_by_id();
+        // Dispatches per kernel first (in first-dispatch order), so each name is demangled once.
+        let mut per_kernel: Vec<(u64, usize)> = Vec::new();
+        let mut at: HashMap<u64, usize> = HashMap::new();
         for d in &t.dispatches {
-            let name = symbols.get(&d.kernel_id).map_or("", |s| t.string(s.name));
-            let shown = cpp_demangle::Symbol::new(name.as_bytes())
-                .ok()
-                .and_then(|s| s.demangle().ok())
-                .unwrap_or_else(|| name.to_owned());
+            match at.get(&d.kernel_id) {
+                Some(&k) => per_kernel[k].1 += 1,
+                None => {
+                    at.insert(d.kernel_id, per_kernel.len());
+                    per_kernel.push((d.kernel_id, 1));
+                }
+            }
+        }
+        let symbols = t.symbols_by_id();
+        for (kernel_id, n) in per_kernel {
+            let name = symbols.get(&kernel_id).map_or("", |s| t.string(s.name));
+            let shown = trace_export::rename::demangled(name);
             match index.get(&shown) {
-                Some(&k) => kernels[k].dispatches += 1,
+                Some(&k) => kernels[k].dispatches += n,
                 None => {
                     index.insert(shown.clone(), kernels.len());
                     kernels.push(SeenKernel {
                         name: shown,
-                        dispatches: 1,
+                        dispatches: n,
                     });
                 }
             }

@@ -17,23 +17,28 @@ use trace_records::{KernelDispatchRecord, ProcessTrace};
 /// symbols in place. Truncation demangles first (even without `demangle`), then keeps the bare
 /// function name ([`truncate_name`]); a name that is not a mangled C++ name is only truncated.
 pub fn rename_kernels(trace: &mut ProcessTrace, demangle: bool, truncate: bool) {
+    if !demangle && !truncate {
+        return;
+    }
     let ids: Vec<u32> = trace.symbols.iter().map(|s| s.name).collect();
     for id in ids {
         let Some(name) = trace.strings.get(&id) else {
             continue;
         };
-        let mut new = name.clone();
-        if (demangle || truncate)
-            && let Ok(sym) = cpp_demangle::Symbol::new(name.as_bytes())
-            && let Ok(d) = sym.demangle()
-        {
-            new = d;
-        }
+        let mut new = demangled(name);
         if truncate {
             new = truncate_name(&new);
         }
         trace.strings.insert(id, new);
     }
+}
+
+/// `name` demangled when it is a mangled C++ name, else as it is.
+pub fn demangled(name: &str) -> String {
+    cpp_demangle::Symbol::new(name.as_bytes())
+        .ok()
+        .and_then(|s| s.demangle().ok())
+        .unwrap_or_else(|| name.to_owned())
 }
 
 /// A demangled kernel name cut to its function's bare name (template arguments, parameters,

@@ -145,11 +145,6 @@ impl fmt::Display for Check {
     }
 }
 
-/// The text of one check ([`Check`]'s `Display`).
-pub fn render_check(c: &Check) -> String {
-    c.to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,7 +163,7 @@ mod tests {
                 counters: vec!["A".into(), "B".into(), "C".into()],
             }),
         };
-        let text = render_check(&c);
+        let text = c.to_string();
         assert!(
             text.starts_with(
                 "Following input counters cannot be collected together on GPU:0\tA\tB\n"
@@ -184,7 +179,7 @@ mod tests {
             ..c
         };
         assert_eq!(
-            render_check(&ok),
+            ok.to_string(),
             "Following input counters can be collected together on GPU:0\tA\tB\n"
         );
     }

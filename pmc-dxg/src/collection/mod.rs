@@ -37,7 +37,7 @@ mod planning;
 mod records;
 mod runs;
 
-pub use check::{Check, check, render_check};
+pub use check::{Check, check};
 pub use counter_plan::CounterPlan;
 pub use definitions::{definitions, definitions_for, load, runtime_lib_dir, source};
 pub use evaluate::evaluate;
