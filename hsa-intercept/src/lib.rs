@@ -20,16 +20,3 @@ pub mod tables;
 pub mod thread_trace;
 pub mod tracer;
 pub mod wrap;
-
-/// API call tracing under the paths other crates name it by: the tracer's ids and thread
-/// state ([`tracer`]), the host timeline ([`clock::now_ns`]) and table wrapping
-/// ([`wrap::wrap_table`]). Re-exports only; the crate's own modules use the originals.
-pub mod api {
-    pub use crate::clock::now_ns;
-    pub use crate::tables::runtime_size;
-    pub use crate::tracer::{
-        MAX_DEPTH, current_correlation_id, current_region, new_correlation_id, set_region, tag,
-        thread_id,
-    };
-    pub use crate::wrap::{ApiTracer, WrapReport, wrap_table};
-}

@@ -58,7 +58,7 @@ static API_TRACER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool
 /// The hooks that turn every wrapped call into a [`trace_records::ApiRecord`] (the tracer's
 /// enter and exit, [`crate::tracer`]).
 #[derive(Debug, Default)]
-pub struct ApiTracer;
+pub(crate) struct ApiTracer;
 
 impl Hooks for ApiTracer {
     #[inline]

@@ -18,9 +18,9 @@ pub mod config;
 pub mod markers;
 
 use config::Config;
-use hsa_intercept::api::{WrapReport, wrap_table};
 use hsa_intercept::hsa::HsaApiTable;
 use hsa_intercept::tables::{self, ApiTable};
+use hsa_intercept::wrap::{WrapReport, wrap_table};
 use hsa_intercept::{sink, wrap};
 use record_log::LogFile;
 use std::ffi::{CStr, c_char, c_int, c_void};
@@ -178,7 +178,7 @@ fn discovery_facts(d: &wsl_topology::Discovery, config: &Config) -> DiscoveryFac
 fn init(config: Config) {
     hsa_intercept::clock::start();
     // Collection periods count from here.
-    let started = hsa_intercept::api::now_ns();
+    let started = hsa_intercept::clock::now_ns();
     let settings = wsl_topology::Settings::from_env();
     let discovery = wsl_topology::discover(&settings);
     match open_log(&config.record_dir) {
@@ -335,7 +335,7 @@ fn open_log(dir: &Path) -> std::io::Result<std::sync::Arc<LogFile>> {
             pid: std::process::id(),
             image: 0,
             ppid: std::os::unix::process::parent_id(),
-            created_ns: hsa_intercept::api::now_ns(),
+            created_ns: hsa_intercept::clock::now_ns(),
         },
     )
 }
@@ -379,7 +379,7 @@ extern "C" fn at_exit() {
             );
         }
         if let Some((ran, opens)) =
-            hsa_intercept::scope::before_first_window(hsa_intercept::api::now_ns())
+            hsa_intercept::scope::before_first_window(hsa_intercept::clock::now_ns())
         {
             sink::warn(
                 WarningKind::CollectionPeriod,

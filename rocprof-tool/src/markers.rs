@@ -3,7 +3,7 @@
 //! message.
 //!
 //! With `--kernel-rename` the push/pop wrappers also keep the innermost open range's message
-//! in the thread's call state ([`hsa_intercept::api::set_region`]), where the doorbell
+//! in the thread's call state ([`hsa_intercept::tracer::set_region`]), where the doorbell
 //! wrapper finds it for each dispatch the thread enqueues; then the core table is wrapped
 //! even when markers are not recorded ([`configure`]). Decision: the name is taken when the
 //! dispatch is enqueued, in the application, as upstream does (through external correlation
@@ -11,10 +11,11 @@
 //! when API calls are not traced, and a range pushed and popped before a launch looks the same
 //! as one around it.
 
-use hsa_intercept::api::{new_correlation_id, now_ns, set_region, thread_id};
+use hsa_intercept::clock::now_ns;
 use hsa_intercept::hsa::replace_entry;
 use hsa_intercept::sink;
 use hsa_intercept::tables::{self, ApiTable};
+use hsa_intercept::tracer::{new_correlation_id, set_region, thread_id};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_int, c_void};
