@@ -4,9 +4,8 @@
 //! are a damaged header, and garbled documents never become a runtime diagnosis.
 //!
 //! The logs are taken from a real run (the application is a shell that runs the workload,
-//! then copies the record directory aside) and mutated with the format's plain offsets
-//! (`trace_records::log`: a 4 KiB header, 64 KiB chunks, the commit word at +8, the checksum
-//! at +16, the seal mark at +20, the payload at +32).
+//! then copies the record directory aside) and mutated at the format's offsets
+//! (`trace_records::log`'s constants).
 //!
 //! Needs the staged simulator and workloads: run through `cargo xtask test`.
 
@@ -16,9 +15,11 @@ use support::*;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 
-const HEADER: usize = 4096;
-const CHUNK: usize = 65536;
-const SEALED: u32 = 0x5EA1_ED01;
+use trace_records::log::{
+    CHUNK_HEADER_LEN, CHUNK_MAGIC, CHUNK_SIZE as CHUNK, COMMIT_AT, CRC_AT, HEADER_LEN as HEADER,
+    HeaderCounter, LOSSES_AT, SEAL_AT, SEALED,
+};
+use trace_records::loss::LossCause;
 
 fn scratch_here(tag: &str) -> PathBuf {
     scratch("damage", tag)
@@ -78,34 +79,22 @@ fn word(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
 }
 
-/// CRC-32 (IEEE), bit by bit.
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
-}
-
 /// Chunks that hold entries: (offset, payload bytes used).
 fn used_chunks(b: &[u8]) -> Vec<(usize, usize)> {
     (HEADER..b.len().saturating_sub(CHUNK - 1))
         .step_by(CHUNK)
-        .filter(|&at| word(b, at) == u32::from_le_bytes(*b"CHNK") && word(b, at + 12) > 0)
-        .map(|at| (at, word(b, at + 8) as usize))
+        .filter(|&at| word(b, at) == CHUNK_MAGIC && word(b, at + COMMIT_AT + 4) > 0)
+        .map(|at| (at, word(b, at + COMMIT_AT) as usize))
         .collect()
 }
 
-/// Chunks the log's header says were handed out (0 when it does not say).
+/// Chunks the log's header says were handed out.
 fn written(b: &[u8]) -> usize {
-    (u64::from_le_bytes(b[48..56].try_into().unwrap()) & ((1 << 40) - 1)) as usize
+    let n = HeaderCounter::Chunks
+        .read(b)
+        .expect("the chunk count passes its check");
+    assert!(n > 0, "the writer counts the chunks it hands out");
+    n as usize
 }
 
 /// Copies a directory's regular files (a kept record directory has no subdirectories).
@@ -171,11 +160,7 @@ fn a_log_cut_at_a_chunk_boundary_is_damage_with_the_count() {
     let full = std::fs::read(&log).unwrap();
     let used = used_chunks(&full).len();
     assert!(used >= 2, "{used} chunks");
-    // What the header counts (on a build whose log has no count, the chunks in use).
-    let handed_out = match written(&full) {
-        0 => used,
-        n => n,
-    };
+    let handed_out = written(&full);
     for (keep, len) in [(1usize, HEADER + CHUNK), (0, HEADER)] {
         std::fs::write(&log, &full[..len]).unwrap();
         let o = convert(&tmp, &dir, &tmp.join(format!("again-{keep}")));
@@ -285,7 +270,7 @@ fn loss_counters_of_all_ones_are_a_damaged_header() {
     let dir = reference(&tmp);
     let log = the_log(&dir);
     let mut bytes = std::fs::read(&log).unwrap();
-    bytes[64..128].fill(0xFF);
+    bytes[LOSSES_AT..LOSSES_AT + 8 * LossCause::ALL.len()].fill(0xFF);
     std::fs::write(&log, &bytes).unwrap();
     let o = convert(&tmp, &dir, &tmp.join("again"));
     let err = stderr(&o);
@@ -309,20 +294,20 @@ fn garbled_documents_are_never_a_runtime_diagnosis() {
     let mut bytes = std::fs::read(&log).unwrap();
     let mut garbled = 0;
     for (at, used) in used_chunks(&bytes) {
-        let payload = at + 32;
+        let payload = at + CHUNK_HEADER_LEN;
         let mut p = payload;
         while p + 4 <= payload + used {
             let tag = u16::from_le_bytes([bytes[p], bytes[p + 1]]);
             let len = u16::from_le_bytes([bytes[p + 2], bytes[p + 3]]) as usize;
-            if tag == 8 && len > 0 {
+            if tag == trace_records::Tag::Json as u16 && len > 0 {
                 bytes[p + 4] = b'#';
                 garbled += 1;
             }
             p += 4 + len;
         }
-        if word(&bytes, at + 20) == SEALED {
-            let crc = crc32(&bytes[payload..payload + used]);
-            bytes[at + 16..at + 20].copy_from_slice(&crc.to_le_bytes());
+        if word(&bytes, at + SEAL_AT) == SEALED {
+            let crc = crc32fast::hash(&bytes[payload..payload + used]);
+            bytes[at + CRC_AT..at + CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
         }
     }
     assert!(garbled > 0);

@@ -132,6 +132,12 @@ impl HeaderCounter {
         (v != 0 && word >> 40 == self.check(v)).then_some(v)
     }
 
+    /// The value of this counter's word in `header` (a log's first bytes), or `None` when
+    /// its check fails.
+    pub fn read(self, header: &[u8]) -> Option<u64> {
+        self.decode(u64_at(header, self.offset()))
+    }
+
     /// `word` plus `n`, or `None` when `word` is damaged (a damaged counter stays damaged, so
     /// the reader reports it instead of a wrong count).
     pub fn add(self, word: u64, n: u64) -> Option<u64> {
@@ -230,11 +236,10 @@ fn header_counts(head: &[u8], version: u32) -> HeaderCounts {
     let mut bad: Vec<String> = Vec::new();
     for c in LossCause::ALL {
         let counter = HeaderCounter::Loss(c);
-        let word = u64_at(head, counter.offset());
         let value = if version >= 3 {
-            counter.decode(word)
+            counter.read(head)
         } else {
-            Some(word).filter(|v| *v <= COUNTER_MAX)
+            Some(u64_at(head, counter.offset())).filter(|v| *v <= COUNTER_MAX)
         };
         let value =
             value.filter(|v| *v == 0 || !matches!(c, LossCause::Malformed | LossCause::Damaged));
@@ -244,7 +249,7 @@ fn header_counts(head: &[u8], version: u32) -> HeaderCounts {
         }
     }
     let chunks = (version >= 3)
-        .then(|| HeaderCounter::Chunks.decode(u64_at(head, CHUNKS_AT)))
+        .then(|| HeaderCounter::Chunks.read(head))
         .flatten()
         .filter(|n| *n <= u64::from(u32::MAX) + 1);
     let mut said = Vec::new();
