@@ -6,26 +6,8 @@ use trace_records::log::*;
 use trace_records::loss::LossCause;
 use trace_records::*;
 
-fn api(i: u64) -> ApiRecord {
-    ApiRecord {
-        correlation_id: i,
-        start: 1000 + i * 10,
-        end: 1005 + i * 10,
-        thread_id: 7,
-        operation: (i % 100) as u16,
-        domain: ApiDomain::HsaCore as u8,
-        reserved: 0,
-    }
-}
-
-fn header() -> FileHeader {
-    FileHeader {
-        pid: 42,
-        image: 1,
-        ppid: 41,
-        created_ns: 9,
-    }
-}
+mod common;
+use common::{api, header};
 
 /// A log of `chunks` chunks of `per_chunk` API records each (numbered from 1), names in the
 /// first; the last chunk is left open (unsealed) when `open_last`.

@@ -11,6 +11,9 @@ use trace_records::log::*;
 use trace_records::loss::LossCause;
 use trace_records::*;
 
+mod common;
+use common::{api, header};
+
 /// Counts the bytes each thread has allocated and not freed, and the peak of that (tests run
 /// on several threads; each measures its own reads).
 struct Counting;
@@ -60,27 +63,6 @@ fn read_measured(bytes: &[u8]) -> (ProcessTrace, usize) {
     let t = ProcessTrace::from_bytes(bytes).expect("a log with an intact header reads");
     let peak = PEAK.with(Cell::get) - start;
     (t, peak.max(0) as usize)
-}
-
-fn api(i: u64) -> ApiRecord {
-    ApiRecord {
-        correlation_id: i,
-        start: 1000 + i * 10,
-        end: 1005 + i * 10,
-        thread_id: 7,
-        operation: (i % 100) as u16,
-        domain: ApiDomain::HsaCore as u8,
-        reserved: 0,
-    }
-}
-
-fn header() -> FileHeader {
-    FileHeader {
-        pid: 42,
-        image: 0,
-        ppid: 1,
-        created_ns: 9,
-    }
 }
 
 /// A log as the writer leaves it: `chunks` handed-out chunks of `per` records each (numbered
