@@ -15,31 +15,14 @@ const AXPB: &str = "axpb(float const*, float*, unsigned long)";
 /// `rocprof --sim <options> -d <scratch>/out -o run -- <app>` with seed 5 and none of the
 /// caller's counter settings.
 fn profile(tag: &str, options: &[&str], app: &Path) -> Run {
-    let tmp = scratch("hostile-counters", tag);
-    let dir = tmp.join("out");
-    let mut c = rocprof(&tmp);
-    for v in [
-        "WSLSIM_SEED",
-        "WSLKMT_VENDOR_PACKET",
-        "ROCPROFILER_METRICS_PATH",
-    ] {
-        c.env_remove(v);
-    }
-    let out = c
-        .arg("--sim")
-        .args(options)
-        .arg("-d")
-        .arg(&dir)
-        .args(["-o", "run", "--"])
-        .arg(app)
-        .env("WSLSIM_SEED", "5")
-        .output()
-        .unwrap();
-    Run { out, tmp, dir }
-}
-
-fn reference() -> std::path::PathBuf {
-    workload("reference-workload")
+    sim_run(
+        "hostile-counters",
+        tag,
+        options,
+        app,
+        &COUNTER_STEERING,
+        &[("WSLSIM_SEED", "5")],
+    )
 }
 
 /// (dispatch id, counter) of every counter_collection.csv row.
@@ -71,7 +54,7 @@ fn a_counter_named_three_times_is_collected_once_with_a_note() {
     let r = profile(
         "three",
         &["--pmc", "SQ_WAVES", "SQ_WAVES", "SQ_WAVES"],
-        &reference(),
+        &reference_workload(),
     )
     .succeeded();
     let got = rows(&r);
@@ -96,7 +79,7 @@ fn a_counter_named_three_times_is_collected_once_with_a_note() {
 fn thousands_of_mentions_and_mixed_repeats_keep_one_row_per_counter() {
     let mut options = vec!["--pmc"];
     options.extend(std::iter::repeat_n("SQ_WAVES", 5_000));
-    let r = profile("many", &options, &reference()).succeeded();
+    let r = profile("many", &options, &reference_workload()).succeeded();
     assert_eq!(rows(&r).len(), 8, "{}", r.stderr());
     assert!(
         r.stderr()
@@ -115,7 +98,7 @@ fn thousands_of_mentions_and_mixed_repeats_keep_one_row_per_counter() {
             "SQ_WAVES",
             "GPU_UTIL",
         ],
-        &reference(),
+        &reference_workload(),
     )
     .succeeded();
     let first: Vec<String> = rows(&r)
@@ -161,7 +144,12 @@ fn the_merge_is_said_before_the_application_runs() {
         r#"{"jobs": [{"pmc": ["SQ_WAVES", "SQ_WAVES"]}, {"pmc": ["GRBM_COUNT"]}]}"#,
     )
     .unwrap();
-    let r = profile("input", &["-i", input.to_str().unwrap()], &reference()).succeeded();
+    let r = profile(
+        "input",
+        &["-i", input.to_str().unwrap()],
+        &reference_workload(),
+    )
+    .succeeded();
     assert!(
         r.stderr()
             .contains("rocprof: note: pass 1: SQ_WAVES is named 2 times in the counter group"),
@@ -249,7 +237,7 @@ fn an_include_filter_that_matches_nothing_is_said_with_the_kernels_that_ran() {
     let r = profile(
         "include",
         &["--pmc", "SQ_WAVES", "--kernel-include-regex", "(a+)+$"],
-        &reference(),
+        &reference_workload(),
     )
     .succeeded();
     assert!(!r.file("counter_collection.csv").exists());
@@ -268,7 +256,7 @@ fn an_include_filter_that_matches_nothing_is_said_with_the_kernels_that_ran() {
     let r = profile(
         "include-match",
         &["--pmc", "SQ_WAVES", "--kernel-include-regex", "^axpb"],
-        &reference(),
+        &reference_workload(),
     )
     .succeeded();
     assert_eq!(rows(&r).len(), 8);
@@ -286,7 +274,7 @@ fn an_exclude_filter_that_excludes_everything_is_said() {
     let r = profile(
         "exclude",
         &["--pmc", "SQ_WAVES", "--kernel-exclude-regex", "axpb"],
-        &reference(),
+        &reference_workload(),
     )
     .succeeded();
     assert!(!r.file("counter_collection.csv").exists());
@@ -311,7 +299,7 @@ fn an_exclude_filter_that_excludes_everything_is_said() {
             "--kernel-exclude-regex",
             "float",
         ],
-        &reference(),
+        &reference_workload(),
     )
     .succeeded();
     let said = lines(&r, "rocprof: warning: the kernel");

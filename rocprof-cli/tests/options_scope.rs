@@ -11,7 +11,7 @@ mod support;
 mod schema;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use support::*;
 
 const AXPB: &str = "axpb(float const*, float*, unsigned long)";
@@ -21,21 +21,7 @@ const ITERS: [&str; 8] = [
 
 /// `rocprof --sim <options> -d <scratch>/out -o run -- <app>` with `env`.
 fn scoped(tag: &str, options: &[&str], app: &Path, env: &[(&str, &str)]) -> Run {
-    let tmp = scratch("scope", tag);
-    let dir = tmp.join("out");
-    let mut c = rocprof(&tmp);
-    c.env_remove("WSLSIM_SEED");
-    let out = c
-        .arg("--sim")
-        .args(options)
-        .arg("-d")
-        .arg(&dir)
-        .args(["-o", "run", "--"])
-        .arg(app)
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
-    Run { out, tmp, dir }
+    sim_run("scope", tag, options, app, &["WSLSIM_SEED"], env)
 }
 
 /// The kernel names of kernel_trace.csv in dispatch order.
@@ -48,17 +34,13 @@ fn kernel_names(rows: &[Row]) -> Vec<String> {
     by_id.into_iter().map(|(_, n)| n).collect()
 }
 
-fn reference() -> PathBuf {
-    workload("reference-workload")
-}
-
 /// `--kernel-rename`: each of the reference workload's dispatches is named after the ROCTx
 /// range `iterN` around its launch, in kernel_trace.csv, the kernel stats, rocpd's
 /// `region_name_id` and JSON's external correlation ids — while markers, not asked for, are
 /// not written. Without the option the same run keeps the kernel's name.
 #[test]
 fn kernel_rename_names_each_dispatch_after_its_roctx_range() {
-    let plain = scoped("plain", &["--kernel-trace"], &reference(), &[]).succeeded();
+    let plain = scoped("plain", &["--kernel-trace"], &reference_workload(), &[]).succeeded();
     assert_eq!(kernel_names(&plain.rows("kernel_trace")), [AXPB; 8]);
 
     let r = scoped(
@@ -72,7 +54,7 @@ fn kernel_rename_names_each_dispatch_after_its_roctx_range() {
             "rocpd",
             "json",
         ],
-        &reference(),
+        &reference_workload(),
         &[],
     )
     .succeeded();
@@ -154,7 +136,7 @@ fn kernel_rename_keeps_markers_when_asked_and_leaves_unranged_dispatches_alone()
     let r = scoped(
         "rename-markers",
         &["--kernel-trace", "--marker-trace", "--kernel-rename"],
-        &reference(),
+        &reference_workload(),
         &[],
     )
     .succeeded();
@@ -195,7 +177,7 @@ fn the_iteration_range_counts_only_those_launches_of_a_kernel() {
             "--kernel-iteration-range",
             "2-3",
         ],
-        &reference(),
+        &reference_workload(),
         &[("WSLSIM_SEED", "5")],
     )
     .succeeded();
@@ -220,7 +202,7 @@ fn the_iteration_range_counts_only_those_launches_of_a_kernel() {
     let all = scoped(
         "range-all",
         &["--pmc", "SQ_WAVES", "--kernel-iteration-range", "[1-8]"],
-        &reference(),
+        &reference_workload(),
         &[("WSLSIM_SEED", "5")],
     )
     .succeeded();
@@ -234,7 +216,7 @@ fn collection_periods_keep_only_what_happens_inside_their_windows() {
     let late = scoped(
         "late",
         &["--kernel-trace", "--hip-trace", "-P", "3600:1:1"],
-        &reference(),
+        &reference_workload(),
         &[],
     )
     .succeeded();
@@ -264,7 +246,7 @@ fn collection_periods_keep_only_what_happens_inside_their_windows() {
             "--collection-period-unit",
             "hour",
         ],
-        &reference(),
+        &reference_workload(),
         &[],
     )
     .succeeded();
@@ -342,7 +324,7 @@ fn an_input_files_iteration_range_selects_the_same_launches() {
     )
     .unwrap();
     let jobs = jobs.to_str().unwrap();
-    let r = scoped("input", &["-i", jobs], &reference(), &[]).succeeded();
+    let r = scoped("input", &["-i", jobs], &reference_workload(), &[]).succeeded();
     // One job with pmc writes into pass_1/, as rocprofv3.
     let path = r.dir.join("pass_1/run_counter_collection.csv");
     let mut rd = csv::Reader::from_path(&path).unwrap();
@@ -362,7 +344,7 @@ fn an_input_files_iteration_range_selects_the_same_launches() {
     let clash = scoped(
         "input-clash",
         &["-i", jobs, "--kernel-iteration-range", "1"],
-        &reference(),
+        &reference_workload(),
         &[],
     );
     assert_eq!(clash.out.status.code(), Some(2), "{}", clash.stderr());

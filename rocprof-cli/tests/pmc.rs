@@ -95,28 +95,7 @@ fn value(v: u64) -> String {
 /// `rocprof --sim <options> -d <scratch>/out -o run -- <app>`, with `env` added to an
 /// environment that has neither a seed nor a vendor-packet setting of its own.
 fn profile(tag: &str, options: &[&str], app: &str, env: &[(&str, &str)]) -> Run {
-    let tmp = scratch("pmc", tag);
-    let dir = tmp.join("out");
-    let mut c = rocprof(&tmp);
-    for v in [
-        "WSLSIM_SEED",
-        "WSLKMT_VENDOR_PACKET",
-        "ROCPROFILER_METRICS_PATH",
-    ] {
-        c.env_remove(v);
-    }
-    c.arg("--sim")
-        .args(options)
-        .arg("-d")
-        .arg(&dir)
-        .args(["-o", "run", "--"])
-        .arg(workload(app))
-        .envs(env.iter().copied());
-    Run {
-        out: c.output().unwrap(),
-        tmp,
-        dir,
-    }
+    sim_run("pmc", tag, options, &workload(app), &COUNTER_STEERING, env)
 }
 
 /// counter_collection.csv as (Dispatch_Id → [(Counter_Name, Counter_Value)] in file order).

@@ -101,6 +101,47 @@ pub fn record_dirs(tmp: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// Variables of the caller's environment that would change what a counter run measures.
+pub const COUNTER_STEERING: [&str; 3] = [
+    "WSLSIM_SEED",
+    "WSLKMT_VENDOR_PACKET",
+    "ROCPROFILER_METRICS_PATH",
+];
+
+/// `rocprof --sim <options> -d <scratch>/out -o run -- <app>` in the scratch directory
+/// `<group>-<tag>`, with the variables `unset` removed from the environment and `env` added.
+pub fn sim_run(
+    group: &str,
+    tag: &str,
+    options: &[&str],
+    app: &Path,
+    unset: &[&str],
+    env: &[(&str, &str)],
+) -> Run {
+    let tmp = scratch(group, tag);
+    let dir = tmp.join("out");
+    let mut c = rocprof(&tmp);
+    for v in unset {
+        c.env_remove(v);
+    }
+    let out = c
+        .arg("--sim")
+        .args(options)
+        .arg("-d")
+        .arg(&dir)
+        .args(["-o", "run", "--"])
+        .arg(app)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    Run { out, tmp, dir }
+}
+
+/// The seed's reference workload (8 iterations of a kernel, with ROCTx ranges).
+pub fn reference_workload() -> PathBuf {
+    workload("reference-workload")
+}
+
 /// A CSV file's rows, each a map from column to cell.
 pub type Row = std::collections::HashMap<String, String>;
 
