@@ -90,8 +90,8 @@ fn is_test(attrs: &[syn::Attribute]) -> bool {
     })
 }
 
-/// The file of the out-of-line module `name` declared in `file` (whose own module is `own`,
-/// `mod_rs`: whether `file` owns its directory, as `lib.rs`, `main.rs` and `mod.rs` do).
+/// The file of the out-of-line module `name` declared in `file` (`mod_rs`: whether `file` owns
+/// its directory, as `lib.rs`, `main.rs` and `mod.rs` do; a `#[path]` attribute wins).
 fn child_file(file: &Path, mod_rs: bool, name: &str, attrs: &[syn::Attribute]) -> PathBuf {
     let dir = if mod_rs {
         file.parent().map(Path::to_owned).unwrap_or_default()
@@ -140,8 +140,7 @@ impl Paths<'_> {
         if first == "crate" || first == "self" {
             rest = &rest[1..];
         }
-        while let Some(s) = rest.first().filter(|s| *s == "super") {
-            let _ = s;
+        while rest.first().is_some_and(|s| s == "super") {
             base.pop();
             rest = &rest[1..];
         }
@@ -260,7 +259,7 @@ impl<'ast> Visit<'ast> for Paths<'_> {
 fn tree(root: &Path) -> Result<(Vec<Module>, Prints)> {
     let mut modules = Vec::new();
     let mut prints = Vec::new();
-    let mut stack: Vec<(Vec<String>, PathBuf, bool)> = vec![(Vec::new(), root.to_owned(), true)];
+    let mut stack: Pending = vec![(Vec::new(), root.to_owned(), true)];
     while let Some((path, file, mod_rs)) = stack.pop() {
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("cannot read {}", file.display()))?;
