@@ -508,6 +508,15 @@ impl Note {
     pub fn is_warning(&self) -> bool {
         matches!(self, Note::Contaminated { .. })
     }
+
+    /// The note as a report line: `warning: ` first when it warns.
+    pub fn line(&self) -> String {
+        if self.is_warning() {
+            format!("warning: {self}")
+        } else {
+            self.to_string()
+        }
+    }
 }
 
 fn join(items: &[impl fmt::Display], separator: &str) -> String {
@@ -645,16 +654,7 @@ pub fn notes(rows: &[HygieneRow]) -> Vec<Note> {
 /// Kept for rocprof-cli, which prints these lines; new callers take [`notes`] and present them
 /// themselves.
 pub fn summary(rows: &[HygieneRow]) -> Vec<String> {
-    notes(rows)
-        .iter()
-        .map(|n| {
-            if n.is_warning() {
-                format!("warning: {n}")
-            } else {
-                n.to_string()
-            }
-        })
-        .collect()
+    notes(rows).iter().map(Note::line).collect()
 }
 
 fn plural(n: usize) -> &'static str {

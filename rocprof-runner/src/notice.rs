@@ -655,8 +655,7 @@ impl fmt::Display for CounterNotice {
                      written (they would all be 0); run again with WSLKMT_VENDOR_PACKET=1 (or unset)"
                 )
             }
-            Self::Hygiene { note } if note.is_warning() => write!(f, "warning: {note}"),
-            Self::Hygiene { note } => note.fmt(f),
+            Self::Hygiene { note } => f.write_str(&note.line()),
             Self::Merged { pass, repeated } => merged_text(f, *pass, repeated),
             Self::NothingSelected {
                 include,

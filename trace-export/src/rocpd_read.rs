@@ -350,9 +350,14 @@ impl<'a> Reader<'a> {
                 continue;
             };
             let correlation = self.correlations.get(&ev).copied().unwrap_or(ev as u64);
-            let message = serde_json::from_str::<serde_json::Value>(extdata)
-                .ok()
-                .and_then(|v| v.get("message")?.as_str().map(str::to_owned));
+            // Only marker events carry a message (the HIP and HSA calls' JSON is not parsed).
+            let message = matches!(
+                category.as_str(),
+                "MARKER_CORE_RANGE_API" | "MARKER_CORE_API"
+            )
+            .then(|| serde_json::from_str::<serde_json::Value>(extdata).ok())
+            .flatten()
+            .and_then(|v| v.get("message")?.as_str().map(str::to_owned));
             // ROCTx records: this project's category, or upstream's marker category with the
             // message in the event (its other marker-domain calls stay calls).
             let marker = category == "MARKER_CORE_RANGE_API"
