@@ -23,6 +23,8 @@ cargo xtask <command>
   pm4-dump   [--agent gfx1150] [--base ADDR] [--output ADDR] COUNTER...: the start, stop and
              read PM4 buffers of one counter pass on the simulated 890M's topology, and where
              each counter instance lands in the output buffer (one JSON document)
+  callgrind  release build, then only the bench's instruction counts per traced HSA / HIP call
+             under callgrind (two decimals; needs valgrind)
   bench      release build, then: added cost per traced HSA / HIP call and kernel dispatch
              (max-rate loops traced vs untraced, interleaved, medians of 5), peak memory over
              10 M traced calls, log-to-CSV throughput, cost of a host timestamp, counter pass
@@ -64,6 +66,7 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("build") => build().map(drop),
         Some("bench") => bench(),
+        Some("callgrind") => callgrind(),
         Some("demo") => demo(),
         Some("test") => test(),
         Some("tidy") => tidy::tidy(&root()),
@@ -628,6 +631,17 @@ fn untraced_startup(bin: &Path) -> Result<String> {
     ))
 }
 
+/// `cargo xtask callgrind`: the release build staged, then [`callgrind_per_call`] alone.
+fn callgrind() -> Result<()> {
+    run(cargo().args(["build", "--release", "--workspace"]))?;
+    let bin = stage(&target_dir().join("release"))?;
+    match callgrind_per_call(&bin)? {
+        Some(lines) => println!("{lines}"),
+        None => bail!("valgrind is not installed: install it to count instructions"),
+    }
+    Ok(())
+}
+
 /// Instructions per call of the `hsa-rate` and `hip-rate` loops under callgrind, untraced and
 /// traced (`--hsa-trace`, `--hip-trace`): the difference between a 200 000- and a 100 000-call
 /// run, so start-up cancels out. `None` when valgrind is not installed.
@@ -680,7 +694,7 @@ fn callgrind_per_call(bin: &Path) -> Result<Option<String>> {
             per_call(loop_name, Some(option))?,
         );
         lines.push(format!(
-            "instructions per {loop_name} call (callgrind): untraced {plain:.0}, traced {option} {traced:.0}"
+            "instructions per {loop_name} call (callgrind): untraced {plain:.2}, traced {option} {traced:.2}"
         ));
     }
     let _ = std::fs::remove_dir_all(&dir);
