@@ -23,7 +23,7 @@
 
 use crate::Error;
 use crate::abi::{DecoderInfo, DecoderStatus, GetStringFn, ParseDataFn};
-pub use crate::search::SearchOrigin;
+pub use crate::search::{ENV_ATT_LIBRARY_PATH, SearchOrigin};
 use core::ffi::{CStr, c_void};
 use core::ptr::NonNull;
 use libloading::os::unix::Library;
@@ -33,9 +33,6 @@ use std::path::{Path, PathBuf};
 
 /// The file name rocprofv3 looks for (as a substring of the file name).
 pub const LIBRARY_FILE_NAME: &str = "librocprof-trace-decoder.so";
-
-/// The environment variable that lists the directories to search when the caller gives none.
-pub const ENV_ATT_LIBRARY_PATH: &str = "ROCPROF_ATT_LIBRARY_PATH";
 
 /// The ROCm root used when `ROCM_PATH` is unset or empty.
 pub const DEFAULT_ROCM_PATH: &str = "/opt/rocm";

@@ -1,6 +1,7 @@
 //! `rocprof doctor [--json] [-- app args…]`: every WSL2 pitfall of the seed document checked
 //! before a run, one line per check — `ok|warning|error  <check>: <evidence>; <fix>` — then a
 //! summary line. Exit status 0 when no check is an error, 1 otherwise (2: doctor itself could
+//! not run).
 //!
 //! The checks themselves, the loader model and the self-test protocol are [`rocprof_doctor`];
 //! this module holds the options and prints.

@@ -1,7 +1,7 @@
 //! What `rocprof doctor` and its self-test program (`rocprof-selftest`) exchange: the request
 //! as the program's one argument (JSON), the outcome as one JSON document on its stdout. Both
-//! sides compile this file (the program as `rocprof_doctor::protocol`, or by `#[path]`: it names
-//! nothing else of this crate), so nothing is matched by string.
+//! sides use this module (the program, a binary of this crate, as `rocprof_doctor::protocol`),
+//! so nothing is matched by string.
 
 use serde::{Deserialize, Serialize};
 use trace_records::agents::Agent;

@@ -85,10 +85,10 @@ pub struct LayoutDecision {
 /// Probes the thunk (on WSL) and picks the layout. Used by `rocprof avail` and by run mode,
 /// which hands the choice to the profiled application.
 pub fn choose(settings: &Settings, platform: Platform) -> LayoutDecision {
-    let mut warnings = Vec::new();
     if platform != Platform::Wsl || settings.attach_marker {
         return LayoutDecision::default();
     }
+    let mut warnings = Vec::new();
     let (probe, probe_error) = match crate::wsl::probe_thunk() {
         Ok(p) => (Some(p), None),
         Err(e) => (None, Some(e.to_string())),
