@@ -268,13 +268,7 @@ fn trace(plan: &CounterPlan, reads: &[Reads]) -> (ProcessTrace, PassBuffers) {
         kernel_id: 1,
         kernel_object: 0x1000,
         name: 1,
-        arch_vgpr_count: 0,
-        accum_vgpr_count: 0,
-        sgpr_count: 0,
-        group_segment_size: 0,
-        private_segment_size: 0,
-        kernarg_segment_size: 0,
-        reserved: 0,
+        ..Default::default()
     });
     for (k, r) in reads.iter().enumerate() {
         let id = k as u64 + 1;

@@ -780,15 +780,8 @@ mod tests {
             t.strings.insert(s, (*name).to_owned());
             t.symbols.push(KernelSymbolRecord {
                 kernel_id: k as u64 + 1,
-                kernel_object: 0,
                 name: s,
-                arch_vgpr_count: 0,
-                accum_vgpr_count: 0,
-                sgpr_count: 0,
-                group_segment_size: 0,
-                private_segment_size: 0,
-                kernarg_segment_size: 0,
-                reserved: 0,
+                ..Default::default()
             });
             for _ in 0..*n {
                 id += 1;

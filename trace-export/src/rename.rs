@@ -131,15 +131,8 @@ mod tests {
         for (kernel_id, name) in [(1, 1), (2, 2)] {
             t.symbols.push(trace_records::KernelSymbolRecord {
                 kernel_id,
-                kernel_object: 0,
                 name,
-                arch_vgpr_count: 0,
-                accum_vgpr_count: 0,
-                sgpr_count: 0,
-                group_segment_size: 0,
-                private_segment_size: 0,
-                kernarg_segment_size: 0,
-                reserved: 0,
+                ..Default::default()
             });
         }
         t

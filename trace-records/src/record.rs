@@ -105,7 +105,9 @@ pub struct ApiRecord {
 
 /// A kernel symbol loaded into an executable.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
 pub struct KernelSymbolRecord {
     /// Kernel id (from 1).
     pub kernel_id: u64,
