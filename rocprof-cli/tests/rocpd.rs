@@ -1,11 +1,11 @@
-//! `rocprof -f csv,rocpd` end to end on the simulated Radeon 890M: the database holds the
+//! `rocprof -f csv,rocpd,json` end to end on the simulated Radeon 890M: the database holds the
 //! seed's records, agrees with the CSV files record for record, keeps the timeline's
-//! containment, carries counters, and answers upstream's data and summary views.
+//! containment, carries counters, and answers upstream's data and summary views — stored in
+//! the file, as upstream's writer stores them, and queried here as upstream's tests query them.
 //!
-//! Upstream's readers select from the plain `rocpd_<name>` views and re-create their data and
-//! summary views (`kernels`, `memory_copies`, `regions`, `top`, …) as temporary views over
-//! them; [`VIEWS`] does the same, from the columns and joins those views are documented to use,
-//! so a column they select or join on that is missing or empty fails here.
+//! [`VIEWS`] re-creates ten of those views independently, from the columns and joins they are
+//! documented to use, as temporary views named `expected_<view>`: the file's views must give
+//! exactly their rows, and a column they select or join on that is missing or empty fails here.
 //!
 //! Needs the staged simulator and workloads: run through `cargo xtask test` (or `cargo xtask
 //! build` first).
@@ -19,11 +19,11 @@ use support::{rocprof, scratch, stderr, workload};
 
 #[path = "../../trace-export/tests/rocpd_views/mod.rs"]
 mod rocpd_views;
-use rocpd_views::PLAIN;
+use rocpd_views::{PLAIN, UPSTREAM};
 
 type Row = HashMap<String, String>;
 
-/// One run of `rocprof --sim <options> -f csv,rocpd -d <dir> -o run -- reference-workload`.
+/// One run of `rocprof --sim <options> -f csv,rocpd,json -d <dir> -o run -- reference-workload`.
 struct Run {
     dir: PathBuf,
 }
@@ -35,7 +35,7 @@ impl Run {
         let out = rocprof(&tmp)
             .arg("--sim")
             .args(options)
-            .args(["-f", "csv,rocpd", "-d"])
+            .args(["-f", "csv,rocpd,json", "-d"])
             .arg(&dir)
             .args(["-o", "run", "--"])
             .arg(workload("reference-workload"))
@@ -53,7 +53,7 @@ impl Run {
         r.deserialize().map(Result::unwrap).collect()
     }
 
-    /// The database, with upstream's data and summary views as temporary views.
+    /// The database (read-only), with [`VIEWS`] as temporary views `expected_<view>`.
     fn db(&self) -> Connection {
         let path = self.dir.join("run_results.db");
         assert!(path.is_file(), "{} was not written", path.display());
@@ -61,10 +61,18 @@ impl Run {
             Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
         for (name, sql) in VIEWS {
             let sql = sql.replace("@CAT", CATEGORY);
-            c.execute_batch(&format!("CREATE TEMPORARY VIEW {name} AS {sql};"))
+            c.execute_batch(&format!("CREATE TEMPORARY VIEW expected_{name} AS {sql};"))
                 .unwrap_or_else(|e| panic!("view {name}: {e}"));
         }
         c
+    }
+
+    /// The JSON file of the same run.
+    fn json(&self) -> serde_json::Value {
+        let path = self.dir.join("run_results.json");
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        serde_json::from_str(&text).unwrap()
     }
 }
 
@@ -124,7 +132,7 @@ const CATEGORY: &str =
     "(SELECT X.string FROM rocpd_string X WHERE X.id = E.category_id AND X.guid = E.guid)";
 
 /// Upstream's data and summary views (rocprofv3-outputs.md §10.4): their columns, over the
-/// same joins (every join matches `guid` too), re-created the way readers re-create them.
+/// same joins (every join matches `guid` too), re-created independently of the writer's.
 /// `@CAT` stands for an event's category ([`CATEGORY`]).
 const VIEWS: [(&str, &str); 10] = [
     (
@@ -368,6 +376,126 @@ fn the_file_has_the_plain_views_and_one_guid() {
         processes[0][1].ends_with("reference-workload"),
         "{processes:?}"
     );
+}
+
+#[test]
+fn upstreams_views_are_stored_in_the_file_and_answer_upstreams_queries() {
+    let r = sys_trace();
+    let c = r.db();
+    // Stored in the file (not the temporary ones), with upstream's columns.
+    for (view, columns) in UPSTREAM {
+        let stored = one(
+            &c,
+            &format!(
+                "SELECT COUNT(*) FROM main.sqlite_master WHERE type = 'view' AND name = '{view}'"
+            ),
+        );
+        assert_eq!(stored, 1, "the file has no view {view}");
+        assert_eq!(
+            rocpd_views::columns(&c, view),
+            *columns,
+            "columns of {view}"
+        );
+        // Every view reads.
+        one(&c, &format!("SELECT COUNT(*) FROM {view}"));
+    }
+    // The same rows as the independent re-creation, row for row.
+    for (view, _) in VIEWS {
+        let n = one(&c, &format!("SELECT COUNT(*) FROM {view}"));
+        assert_eq!(
+            n,
+            one(&c, &format!("SELECT COUNT(*) FROM expected_{view}")),
+            "{view}"
+        );
+        for (a, b) in [
+            (view.to_owned(), format!("expected_{view}")),
+            (format!("expected_{view}"), view.to_owned()),
+        ] {
+            let extra = query(&c, &format!("SELECT * FROM {a} EXCEPT SELECT * FROM {b}"));
+            assert!(extra.is_empty(), "{a} has rows {b} lacks: {extra:?}");
+        }
+    }
+    // Each data view has one row per row it describes.
+    for (view, table) in [
+        ("regions", "rocpd_region"),
+        ("samples", "rocpd_sample"),
+        ("kernels", "rocpd_kernel_dispatch"),
+        ("memory_copies", "rocpd_memory_copy"),
+        ("memory_allocations", "rocpd_memory_allocate"),
+        ("kernel_symbols", "rocpd_info_kernel_symbol"),
+        ("code_objects", "rocpd_info_code_object"),
+        ("threads", "rocpd_info_thread"),
+        ("processes", "rocpd_info_process"),
+    ] {
+        let n = one(&c, &format!("SELECT COUNT(*) FROM {view}"));
+        assert_eq!(
+            n,
+            one(&c, &format!("SELECT COUNT(*) FROM {table}")),
+            "{view}"
+        );
+    }
+    assert_eq!(
+        one(&c, "SELECT COUNT(*) FROM regions_and_samples"),
+        one(
+            &c,
+            "SELECT (SELECT COUNT(*) FROM rocpd_region) + (SELECT COUNT(*) FROM rocpd_sample)"
+        )
+    );
+    assert_eq!(one(&c, "SELECT COUNT(*) FROM kernels"), 8);
+    assert_eq!(one(&c, "SELECT COUNT(*) FROM memory_copies"), 16);
+
+    // Upstream's `test_rocpd_data` (tests/pytest-packages/tests/rocprofv3.py, which
+    // tracing/validate.py runs): each JSON buffer-record category has as many rows in its view.
+    let json = r.json();
+    let records = &json["rocprofiler-sdk-tool"][0]["buffer_records"];
+    for (key, view, categories) in [
+        (
+            "hip_api",
+            "regions",
+            &[
+                "HIP_COMPILER_API",
+                "HIP_COMPILER_API_EXT",
+                "HIP_RUNTIME_API",
+                "HIP_RUNTIME_API_EXT",
+            ][..],
+        ),
+        (
+            "hsa_api",
+            "regions",
+            &[
+                "HSA_CORE_API",
+                "HSA_AMD_EXT_API",
+                "HSA_IMAGE_EXT_API",
+                "HSA_FINALIZE_EXT_API",
+            ][..],
+        ),
+        (
+            "marker_api",
+            "regions_and_samples",
+            &[
+                "MARKER_CORE_API",
+                "MARKER_CONTROL_API",
+                "MARKER_NAME_API",
+                "MARKER_CORE_RANGE_API",
+            ][..],
+        ),
+        ("kernel_dispatch", "kernels", &["KERNEL_DISPATCH"][..]),
+        ("memory_copy", "memory_copies", &["MEMORY_COPY"][..]),
+        (
+            "memory_allocation",
+            "memory_allocations",
+            &["MEMORY_ALLOCATION"][..],
+        ),
+    ] {
+        let condition: Vec<String> = categories
+            .iter()
+            .map(|c| format!("category = '{c}'"))
+            .collect();
+        let sql = format!("SELECT * FROM {view} WHERE {}", condition.join(" OR "));
+        let in_json = records[key].as_array().unwrap().len();
+        assert!(in_json > 0, "{key}");
+        assert_eq!(query(&c, &sql).len(), in_json, "{sql}");
+    }
 }
 
 #[test]

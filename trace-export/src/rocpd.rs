@@ -8,9 +8,9 @@
 //!   `guid`). A file of one process is exactly what upstream writes; a file of several is what
 //!   upstream's `rocpd merge` makes of their files: every id stays the process's own, and the
 //!   `guid` of every row says whose it is.
-//! - The plain views `rocpd_<name>` select every process's rows (`UNION ALL`); readers select
-//!   from those and re-create their data and summary views (`kernels`, `top`, …) over them as
-//!   temporary views, so those are not stored.
+//! - The plain views `rocpd_<name>` select every process's rows (`UNION ALL`), and over them
+//!   upstream's data and summary views (`regions`, `kernels`, `memory_copies`, `top`, …:
+//!   `views`), stored as upstream's writer stores them, so `sqlite3` alone answers them.
 //! - Ids as upstream gives them: process = pid, thread = tid, agent = driver node id,
 //!   queue/stream = handle (0 = `Default Queue`/`Default Stream`, always present), kernel
 //!   symbol = kernel id, dispatch = dispatch id, counter = counter id, string ids 1.. over the
@@ -36,6 +36,7 @@ mod batch;
 mod guid;
 mod rows;
 mod schema;
+mod views;
 
 use crate::Error;
 use crate::view::{ProcessView, RunInfo};
@@ -105,6 +106,7 @@ fn write_file(temp: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Resu
         suffixes.push(suffix);
     }
     schema::create_plain_views(&tx, &suffixes).map_err(sql)?;
+    views::create_views(&tx).map_err(sql)?;
     tx.commit().map_err(sql)?;
     conn.close().map_err(|(_, e)| sql(e))
 }

@@ -409,8 +409,8 @@ fn rocpd_rows_and_views_map_operations_to_type_and_level() {
     assert_eq!(
         scratch,
         [
-            ("SCRATCH_MEMORY_ALLOC".into(), 7, 0, "SCRATCH_MEMORY".into()),
-            ("SCRATCH_MEMORY_FREE".into(), 7, 0, "SCRATCH_MEMORY".into()),
+            ("ALLOC".into(), 7, 0, "SCRATCH_MEMORY".into()),
+            ("FREE".into(), 7, 0, "SCRATCH_MEMORY".into()),
         ]
     );
 }

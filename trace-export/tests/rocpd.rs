@@ -1,6 +1,7 @@
 //! The rocpd writer over small synthetic traces: the string table, guids and table suffixes,
 //! ids, regions and samples, events and their stacks, foreign keys, JSON columns, several
-//! processes in one file; and (ignored by default) its speed.
+//! processes in one file, upstream's data and summary views stored in the file; and (ignored
+//! by default) its speed.
 
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
@@ -10,9 +11,10 @@ use trace_records::agents::{AgentIndex, AgentKind, AgentLabels};
 use trace_records::docs::AgentsList;
 use trace_records::*;
 
-// The plain views upstream's readers need (shared with rocprof-cli).
+// The plain views upstream's readers need and the views upstream's writer stores (shared with
+// rocprof-cli).
 mod rocpd_views;
-use rocpd_views::PLAIN;
+use rocpd_views::{PLAIN, UPSTREAM};
 
 mod common;
 use common::agent;
@@ -621,6 +623,187 @@ fn several_processes_keep_their_own_tables_guids_and_ids() {
         ),
         2
     );
+}
+
+/// The rows of `sql`, each as text (NULL as `NULL`).
+fn rows(c: &Connection, sql: &str) -> Vec<Vec<String>> {
+    let mut s = c.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let n = s.column_count();
+    s.query_map([], |r| {
+        (0..n)
+            .map(|i| {
+                Ok(match r.get_ref(i)? {
+                    rusqlite::types::ValueRef::Null => "NULL".to_owned(),
+                    rusqlite::types::ValueRef::Integer(v) => v.to_string(),
+                    rusqlite::types::ValueRef::Real(v) => v.to_string(),
+                    rusqlite::types::ValueRef::Text(t) | rusqlite::types::ValueRef::Blob(t) => {
+                        String::from_utf8_lossy(t).into_owned()
+                    }
+                })
+            })
+            .collect()
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+/// Each view of upstream's and the row count it must have: that of the rows it describes.
+const VIEW_ROWS: [(&str, &str); 19] = [
+    (
+        "code_objects",
+        "SELECT COUNT(*) FROM rocpd_info_code_object",
+    ),
+    (
+        "kernel_symbols",
+        "SELECT COUNT(*) FROM rocpd_info_kernel_symbol",
+    ),
+    ("processes", "SELECT COUNT(*) FROM rocpd_info_process"),
+    ("threads", "SELECT COUNT(*) FROM rocpd_info_thread"),
+    ("regions", "SELECT COUNT(*) FROM rocpd_region"),
+    (
+        "region_args",
+        "SELECT COUNT(*) FROM rocpd_arg A JOIN rocpd_region R \
+         ON R.event_id = A.event_id AND R.guid = A.guid",
+    ),
+    ("samples", "SELECT COUNT(*) FROM rocpd_sample"),
+    ("sample_regions", "SELECT COUNT(*) FROM rocpd_sample"),
+    (
+        "regions_and_samples",
+        "SELECT (SELECT COUNT(*) FROM rocpd_region) + (SELECT COUNT(*) FROM rocpd_sample)",
+    ),
+    ("kernels", "SELECT COUNT(*) FROM rocpd_kernel_dispatch"),
+    ("pmc_info", "SELECT COUNT(*) FROM rocpd_info_pmc"),
+    ("pmc_events", "SELECT COUNT(*) FROM rocpd_pmc_event"),
+    ("events_args", "SELECT COUNT(*) FROM rocpd_arg"),
+    ("memory_copies", "SELECT COUNT(*) FROM rocpd_memory_copy"),
+    (
+        "memory_allocations",
+        "SELECT COUNT(*) FROM rocpd_memory_allocate",
+    ),
+    (
+        "scratch_memory",
+        "SELECT COUNT(*) FROM rocpd_memory_allocate WHERE level = 'SCRATCH'",
+    ),
+    (
+        "counters_collection",
+        "SELECT COUNT(DISTINCT V.guid || '/' || K.dispatch_id || '/' || I.name) \
+         FROM rocpd_pmc_event V JOIN rocpd_info_pmc I ON I.id = V.pmc_id AND I.guid = V.guid \
+         JOIN rocpd_kernel_dispatch K ON K.event_id = V.event_id AND K.guid = V.guid",
+    ),
+    (
+        "top_kernels",
+        "SELECT COUNT(DISTINCT S.display_name) FROM rocpd_kernel_dispatch K \
+         JOIN rocpd_info_kernel_symbol S ON S.id = K.kernel_id AND S.guid = K.guid",
+    ),
+    (
+        "busy",
+        "SELECT COUNT(*) FROM (SELECT DISTINCT guid, agent_id FROM rocpd_kernel_dispatch \
+         UNION SELECT DISTINCT guid, dst_agent_id FROM rocpd_memory_copy)",
+    ),
+];
+
+#[test]
+fn upstreams_data_and_summary_views_are_in_the_file_with_upstreams_columns() {
+    let dir = scratch("views");
+    let one = dir.join("one_results.db");
+    let two = dir.join("two_results.db");
+    let (a, b) = (
+        sample_trace(4242, 1_000_000_000),
+        sample_trace(4343, 2_000_000_000),
+    );
+    write(&one, &[&a]);
+    write(&two, &[&a, &b]);
+    let c1 = open(&one);
+    let c2 = open(&two);
+    for c in [&c1, &c2] {
+        for (view, columns) in UPSTREAM {
+            let stored = count(
+                c,
+                &format!(
+                    "SELECT COUNT(*) FROM sqlite_master WHERE type = 'view' AND name = '{view}'"
+                ),
+            );
+            assert_eq!(stored, 1, "the file has no view {view}");
+            assert_eq!(rocpd_views::columns(c, view), *columns, "columns of {view}");
+        }
+        // Every view reads: its rows are the rows it describes, once each.
+        for (view, expected) in VIEW_ROWS {
+            let n = count(c, &format!("SELECT COUNT(*) FROM {view}"));
+            assert_eq!(n, count(c, expected), "rows of {view}");
+        }
+    }
+    // The two-process file holds each view's rows twice: every join stays in its process.
+    for (view, _) in VIEW_ROWS {
+        if ["busy", "top_kernels"].contains(&view) {
+            continue;
+        }
+        let sql = format!("SELECT COUNT(*) FROM {view}");
+        assert_eq!(count(&c2, &sql), 2 * count(&c1, &sql), "{view}");
+    }
+    assert!(count(&c1, "SELECT COUNT(*) FROM regions") > 0);
+    assert!(count(&c1, "SELECT COUNT(*) FROM samples") > 0);
+    assert!(count(&c1, "SELECT COUNT(*) FROM counters_collection") > 0);
+
+    // What the rows say.
+    assert_eq!(
+        rows(
+            &c1,
+            "SELECT category, name, tid, duration, corr_id FROM regions \
+             WHERE name = 'hipMemcpy'"
+        ),
+        [["HIP_RUNTIME_API_EXT", "hipMemcpy", "7", "100", "0"]]
+    );
+    for r in rows(&c1, "SELECT start, \"end\", duration FROM sample_regions") {
+        assert_eq!((r[0] == r[1], r[2].as_str()), (true, "0"), "{r:?}");
+    }
+    assert_eq!(
+        rows(
+            &c1,
+            "SELECT name, region, agent_type, queue_id, stream_id, grid_x, workgroup_x, \
+             lds_size, vgpr_count, sgpr_count, duration FROM kernels"
+        ),
+        [[
+            "zzz_kernel(int)",
+            "",
+            "GPU",
+            "28672",
+            "153",
+            "1024",
+            "256",
+            "100",
+            "8",
+            "16",
+            "150"
+        ]]
+    );
+    assert_eq!(
+        rows(
+            &c1,
+            "SELECT name, size, src_agent_type, dst_agent_type, duration FROM memory_copies"
+        ),
+        [["MEMORY_COPY_HOST_TO_DEVICE", "4096", "CPU", "GPU", "50"]]
+    );
+    assert_eq!(
+        rows(
+            &c1,
+            "SELECT counter_name, value, kernel_name, grid_size, workgroup_size \
+             FROM counters_collection"
+        ),
+        [["SQ_WAVES", "8", "zzz_kernel(int)", "1024", "256"]]
+    );
+    assert_eq!(
+        rows(&c1, "SELECT name, total_calls, percentage FROM top_kernels"),
+        [["zzz_kernel(int)", "1", "100"]]
+    );
+    assert_eq!(
+        rows(&c1, "SELECT pid, command FROM processes"),
+        [["4242", "./app --flag"]]
+    );
+    let top: f64 = c2
+        .query_row("SELECT SUM(percentage) FROM top", [], |r| r.get(0))
+        .unwrap();
+    assert!((top - 100.0).abs() < 1e-9, "{top}");
 }
 
 #[test]

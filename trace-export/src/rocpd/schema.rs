@@ -301,41 +301,5 @@ pub(crate) fn create_plain_views(conn: &Connection, suffixes: &[String]) -> rusq
             selects.join(" UNION ALL ")
         ));
     }
-    sql.push_str(DATA_VIEWS);
     conn.execute_batch(&sql)
 }
-
-/// Upstream's data views over `rocpd_memory_allocate` (`data_views.sql`): every allocation
-/// (`memory_allocations`) and the scratch events (`scratch_memory`), with their agent, queue,
-/// stream and event resolved.
-const DATA_VIEWS: &str = r#"
-CREATE VIEW "memory_allocations" AS SELECT M."id", M."guid", S."string" AS "category",
-    M."nid", M."pid", M."tid", M."start", M."end", (M."end" - M."start") AS "duration",
-    M."type", M."level", A."name" AS "agent_name", A."absolute_index" AS "agent_abs_index",
-    A."logical_index" AS "agent_log_index", A."type_index" AS "agent_type_index",
-    A."type" AS "agent_type", M."address", M."size", M."queue_id", Q."name" AS "queue_name",
-    M."stream_id", R."name" AS "stream_name", E."stack_id", E."parent_stack_id",
-    E."correlation_id" AS "corr_id"
-  FROM "rocpd_memory_allocate" M
-  LEFT JOIN "rocpd_info_agent" A ON A."id" = M."agent_id" AND A."guid" = M."guid"
-  LEFT JOIN "rocpd_info_queue" Q ON Q."id" = M."queue_id" AND Q."guid" = M."guid"
-  LEFT JOIN "rocpd_info_stream" R ON R."id" = M."stream_id" AND R."guid" = M."guid"
-  LEFT JOIN "rocpd_event" E ON E."id" = M."event_id" AND E."guid" = M."guid"
-  LEFT JOIN "rocpd_string" S ON S."id" = E."category_id" AND S."guid" = M."guid";
-CREATE VIEW "scratch_memory" AS SELECT M."id", M."guid", M."nid", M."pid",
-    CASE M."type" WHEN 'ALLOC' THEN 'SCRATCH_MEMORY_ALLOC' WHEN 'FREE' THEN 'SCRATCH_MEMORY_FREE'
-      WHEN 'RECLAIM' THEN 'SCRATCH_MEMORY_ASYNC_RECLAIM' ELSE 'SCRATCH_MEMORY_NONE' END
-      AS "operation",
-    A."name" AS "agent_name", A."absolute_index" AS "agent_abs_index",
-    A."logical_index" AS "agent_log_index", A."type_index" AS "agent_type_index",
-    A."type" AS "agent_type", M."queue_id", M."tid",
-    JSON_EXTRACT(M."extdata", '$.flags') AS "alloc_flags", M."start", M."end",
-    (M."end" - M."start") AS "duration", M."size", M."address",
-    E."correlation_id" AS "correlation_id", E."stack_id", E."parent_stack_id",
-    E."correlation_id" AS "corr_id", S."string" AS "category", E."extdata" AS "event_extdata"
-  FROM "rocpd_memory_allocate" M
-  LEFT JOIN "rocpd_info_agent" A ON A."id" = M."agent_id" AND A."guid" = M."guid"
-  LEFT JOIN "rocpd_event" E ON E."id" = M."event_id" AND E."guid" = M."guid"
-  LEFT JOIN "rocpd_string" S ON S."id" = E."category_id" AND S."guid" = M."guid"
-  WHERE M."level" = 'SCRATCH';
-"#;
