@@ -549,3 +549,154 @@ fn pmc_json_lists_the_counters_and_one_entry_per_dispatch_with_the_csv_values() 
         assert!(init <= *start && end <= &fini);
     }
 }
+
+/// Upstream's summary test's command (tests/rocprofv3/summary/CMakeLists.txt) on the reference
+/// workload, with `--stats` for the CSV statistics to compare with: `metadata.config` says
+/// what summary/validate.py's `test_metadata_data` asks, and `summary` holds, per domain, the
+/// figures the stats files hold, name for name.
+#[test]
+fn summary_json_has_the_config_and_the_statistics_of_every_domain() {
+    let r = profile(
+        "summary",
+        &[
+            "--runtime-trace",
+            "--kernel-rename",
+            "--stats",
+            "--summary",
+            "--summary-output-file",
+            "summary",
+            "--summary-per-domain",
+            "--summary-groups",
+            "KERNEL_DISPATCH|MEMORY_COPY",
+            ".*_API",
+        ],
+        &[],
+    );
+    let doc = r.json();
+    validate(&doc);
+    let p = &doc["rocprofiler-sdk-tool"][0];
+
+    // summary/validate.py: test_metadata_data.
+    let c = &p["metadata"]["config"];
+    assert_eq!(c["summary"], true);
+    assert_eq!(c["summary_per_domain"], true);
+    assert_eq!(c["summary_unit"], "nsec");
+    assert_eq!(c["summary_file"], "summary");
+    assert_eq!(
+        c["summary_groups"],
+        json!(["KERNEL_DISPATCH|MEMORY_COPY", ".*_API"])
+    );
+    assert_eq!(c["summary_output"], true);
+    assert_eq!(
+        (c["csv_output"].clone(), c["json_output"].clone()),
+        (json!(true), json!(true))
+    );
+    assert_eq!(c["rocpd_output"], false);
+    assert_eq!(c["kernel_rename"], true);
+    assert_eq!(c["output_file"], "run");
+    assert_eq!(c["raw_output_file"], "run");
+    assert_eq!(
+        c["output_path"].as_str().map(PathBuf::from),
+        Some(r.dir.clone())
+    );
+    let command = p["metadata"]["command"].as_array().unwrap();
+    assert!(command[0].as_str().unwrap().ends_with("reference-workload"));
+
+    // summary/validate.py: test_summary_data, over what this workload does.
+    let summary = p["summary"].as_array().unwrap();
+    let domains: Vec<&str> = summary
+        .iter()
+        .map(|d| d["domain"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        domains,
+        [
+            "KERNEL_DISPATCH",
+            "HIP_API",
+            "MEMORY_COPY",
+            "MEMORY_ALLOCATION",
+            "MARKER_API"
+        ]
+    );
+    let domain = |name: &str| &summary[domains.iter().position(|d| *d == name).unwrap()]["stats"];
+    let count = |name: &str| u(&domain(name)["count"]);
+    assert_eq!(count("KERNEL_DISPATCH"), 8);
+    assert_eq!(count("HIP_API"), records(p, "hip_api").len() as u64);
+    assert_eq!(count("MEMORY_COPY"), 16);
+    assert_eq!(count("MEMORY_COPY") % 4, 0);
+    assert_eq!(count("MARKER_API"), records(p, "marker_api").len() as u64);
+    // Kernels under their --kernel-rename names: each iteration's range.
+    let kernels: Vec<(&str, u64)> = domain("KERNEL_DISPATCH")["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["key"].as_str().unwrap(), u(&o["value"]["count"])))
+        .collect();
+    let iterations: Vec<String> = (0..8).map(|i| format!("iter{i}")).collect();
+    assert_eq!(
+        kernels,
+        iterations
+            .iter()
+            .map(|i| (i.as_str(), 1))
+            .collect::<Vec<_>>()
+    );
+
+    // Each domain's totals and names as the stats files have them.
+    for d in summary {
+        let name = d["domain"].as_str().unwrap();
+        let file = match name {
+            "KERNEL_DISPATCH" => "kernel_stats".to_owned(),
+            other => format!("{}_stats", other.to_ascii_lowercase()),
+        };
+        let rows: BTreeMap<String, (u64, u64, u64, u64)> = r
+            .rows(&file)
+            .iter()
+            .map(|row| {
+                (
+                    row["Name"].clone(),
+                    (
+                        num(row, "Calls"),
+                        num(row, "TotalDurationNs"),
+                        num(row, "MinNs"),
+                        num(row, "MaxNs"),
+                    ),
+                )
+            })
+            .collect();
+        let ops: BTreeMap<String, (u64, u64, u64, u64)> = d["stats"]["operations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                let v = &o["value"];
+                (
+                    o["key"].as_str().unwrap().to_owned(),
+                    (u(&v["count"]), u(&v["sum"]), u(&v["min"]), u(&v["max"])),
+                )
+            })
+            .collect();
+        assert_eq!(ops, rows, "{name}");
+        let s = &d["stats"];
+        let calls: u64 = rows.values().map(|r| r.0).sum();
+        let total: u64 = rows.values().map(|r| r.1).sum();
+        assert_eq!((u(&s["count"]), u(&s["sum"])), (calls, total), "{name}");
+        let mean = s["mean"].as_f64().unwrap();
+        assert!((mean - total as f64 / calls as f64).abs() < 1e-6, "{name}");
+        let (sd, var) = (
+            s["stddev"].as_f64().unwrap(),
+            s["variance"].as_f64().unwrap(),
+        );
+        assert!(
+            (sd * sd - var.abs()).abs() <= 1e-6 * var.abs().max(1.0),
+            "{name}"
+        );
+    }
+
+    // Without --stats or a summary, the section is empty and the configuration says so.
+    let plain = sys_trace().json();
+    let p = &plain["rocprofiler-sdk-tool"][0];
+    assert_eq!(p["summary"], json!([]));
+    assert_eq!(p["metadata"]["config"]["summary"], false);
+    assert_eq!(p["metadata"]["config"]["summary_output"], false);
+    assert_eq!(p["metadata"]["config"]["summary_file"], "stderr");
+}

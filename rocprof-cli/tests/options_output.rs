@@ -294,6 +294,13 @@ fn output_config_writes_the_runs_configuration() {
     assert_eq!(c["kernel_filter_include"], ".*");
     assert_eq!(c["minimum_output_bytes"], 0);
     assert_eq!(c["demangle"], true);
+    // The output configuration under its own names, last (as the results JSON has it).
+    assert_eq!(c["raw_output_file"], "run");
+    assert_eq!(
+        (c["summary"].clone(), c["summary_file"].clone()),
+        (Value::Bool(false), Value::from("stderr"))
+    );
+    assert!(c.get("stats_summary").is_none());
     assert!(
         m["command"][0]
             .as_str()

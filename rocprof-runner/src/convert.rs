@@ -59,6 +59,18 @@ pub fn read_traces(dir: &RecordDir, report: &mut dyn Report) -> Vec<ProcessTrace
     traces
 }
 
+/// What the JSON writer is told of the run: its output configuration (`metadata.config`) and
+/// whether the `summary` section holds the statistics (`--stats` or a summary, as upstream).
+pub(crate) fn json_options(
+    settings: &OutputSettings,
+    config: &trace_export::json::OutputConfig,
+) -> trace_export::json::JsonOptions {
+    trace_export::json::JsonOptions {
+        config: Some(config.clone()),
+        summary: settings.stats || settings.summary_wanted(),
+    }
+}
+
 /// Processes in the order they started (so the runs of a repeated application match up).
 pub fn order_processes(traces: &mut [ProcessTrace]) {
     traces.sort_by_key(|t| (t.created_ns, t.image));
@@ -224,6 +236,8 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
             }
         }
         let rows = hygiene.get(index).map_or(&[][..], Vec::as_slice);
+        let output_config = crate::output_config::output_config(settings, &ctx);
+        let json = json_options(settings, &output_config);
         let mut decoded: Vec<PathBuf> = Vec::new();
         let staged = placement.stage(&prefix).and_then(|staged| {
             let mut files = Vec::new();
@@ -241,7 +255,7 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
                 let path = staged.file(name, ext);
                 let views = std::slice::from_ref(view);
                 match format {
-                    OutputFormat::Json => trace_export::json::write_json(&path, &run, views),
+                    OutputFormat::Json => trace_export::json::write_json(&path, &run, views, &json),
                     OutputFormat::Pftrace => {
                         trace_export::perfetto::write_perfetto(&path, &run, views, &perfetto)
                             .map(|w| perfetto_notes(&w, &path, &perfetto, report))
@@ -285,16 +299,7 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
             let mut config = None;
             if settings.output_config {
                 let path = staged.file("config", "json");
-                let doc = crate::output_config::document(
-                    &manifest,
-                    t,
-                    settings
-                        .base
-                        .join(ctx.expand(&settings.directory))
-                        .display()
-                        .to_string(),
-                    ctx.expand(&settings.file),
-                );
+                let doc = crate::output_config::document(&manifest, t, output_config.clone());
                 trace_export::output::write_whole(&path, |out| {
                     serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
                     std::io::Write::write_all(out, b"\n")

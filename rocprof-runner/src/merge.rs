@@ -166,6 +166,10 @@ pub fn merge(
     let first = &traces[0];
     let ctx = Context::new(&launch, first.pid, first.ppid);
     let prefix = outputs::prefix_for(settings, &ctx)?;
+    let json = crate::convert::json_options(
+        settings,
+        &crate::output_config::output_config(settings, &ctx),
+    );
     let views: Vec<ProcessView<'_>> = traces
         .iter()
         .zip(&labels)
@@ -178,7 +182,7 @@ pub fn merge(
         let staged = placement.stage(&prefix).and_then(|staged| {
             let path = staged.file(name, ext);
             match format {
-                OutputFormat::Json => trace_export::json::write_json(&path, &run, &views),
+                OutputFormat::Json => trace_export::json::write_json(&path, &run, &views, &json),
                 OutputFormat::Pftrace => {
                     let o = crate::convert::perfetto_options(settings);
                     trace_export::perfetto::write_perfetto(&path, &run, &views, &o)

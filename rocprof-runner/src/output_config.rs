@@ -4,19 +4,23 @@
 //! The layout is rocprofv3's (its documentation's sample): `{"rocprofiler-sdk-tool":
 //! [{"metadata": {pid, init_time, fini_time, config, command, build_spec}}]}`, the `config`
 //! keys named as upstream's tool names its settings (`hip_runtime_api_trace`, `kernel_trace`,
-//! `kernel_filter_include`, `demangle`, `minimum_output_bytes`, `csv_output`, `output_path`,
-//! `output_file`, `stats_summary*`, `perfetto_*`, `group_by_queue`, …). The fact sheets list
-//! only some of upstream's keys, so `config` holds those whose meaning is known, and
+//! `kernel_filter_include`, `demangle`, `minimum_output_bytes`, …) followed by its output
+//! configuration's ([`output_config`]: `output_path`, `raw_output_path`, `perfetto_*`,
+//! `summary*`, `csv_output`, …, `group_by_queue`), which is also the results JSON's
+//! `metadata.config`. Upstream's tool has more keys than the fact sheets explain, so `config`
+//! holds those whose meaning is known, and
 //! `metadata.rocprof` holds this rocprof's own resolved settings as typed data (the tracing
 //! selection, the output settings and the counter pass, exactly as `run.json` keeps them).
 //! Upstream's `environment` section (every variable of the application) is not written: the
 //! conversion may run later, in another environment, and the application's environment can
 //! hold secrets a configuration file should not spread.
 
+use crate::placeholders::Context;
 use crate::plan::{FillPolicy, OutputFormat, OutputSettings, Selection};
 use crate::record_dir::RunManifest;
 use pmc_dxg::collection::CounterPlan;
 use serde::Serialize;
+use trace_export::json::OutputConfig;
 use trace_records::ProcessTrace;
 
 /// The file's document.
@@ -53,7 +57,7 @@ pub struct Metadata<'a> {
     pub rocprof: Resolved<'a>,
 }
 
-/// `metadata.config`, upstream's names.
+/// `metadata.config`, upstream's names: the tool's settings, then the output configuration.
 #[derive(Debug, Serialize)]
 pub struct Config {
     pub hip_runtime_api_trace: bool,
@@ -74,28 +78,12 @@ pub struct Config {
     pub kernel_filter_exclude: String,
     pub demangle: bool,
     pub truncate: bool,
-    pub kernel_rename: bool,
-    pub group_by_queue: bool,
     pub stats: bool,
-    pub stats_summary: bool,
-    pub stats_summary_per_domain: bool,
-    pub stats_summary_groups: Vec<String>,
-    pub stats_summary_file: String,
-    pub stats_summary_unit: &'static str,
     pub minimum_output_bytes: u64,
-    pub csv_output: bool,
-    pub json_output: bool,
-    pub pftrace_output: bool,
-    pub otf2_output: bool,
-    pub rocpd_output: bool,
-    pub output_path: String,
-    pub output_file: String,
     pub output_config_file: bool,
-    pub perfetto_backend: &'static str,
-    /// KB; 0 when not given (the trace is not limited).
-    pub perfetto_buffer_size: u64,
-    pub perfetto_shmem_size_hint: u64,
-    pub perfetto_buffer_fill_policy: &'static str,
+    /// The output configuration (upstream serializes its base settings last).
+    #[serde(flatten)]
+    pub output: OutputConfig,
 }
 
 /// `metadata.build_spec`.
@@ -117,14 +105,57 @@ pub struct Resolved<'a> {
     pub counters: Option<&'a CounterPlan>,
 }
 
-/// The document for process `t` of the run `m`, whose outputs go to directory `output_path`
-/// under the (expanded) name `output_file`.
-pub fn document<'a>(
-    m: &'a RunManifest,
-    t: &ProcessTrace,
-    output_path: String,
-    output_file: String,
-) -> Document<'a> {
+/// The output configuration of the settings `s` for the process of `ctx` (the results JSON's
+/// `metadata.config`, and the end of this file's): the output directory and name expanded
+/// for it (the directory absolute) and as given, the temporary directory (`%cwd%`, this
+/// build has no option for it), the Perfetto, summary and format settings.
+pub fn output_config(s: &OutputSettings, ctx: &Context<'_>) -> OutputConfig {
+    let format = |f| s.formats.contains(&f);
+    const TMP: &str = "%cwd%";
+    let summary_file = match s.summary_options.output_file.as_deref() {
+        None => "stderr".to_owned(),
+        // rocprofv3 lower-cases the two streams' names for its tool.
+        Some(f) if f.eq_ignore_ascii_case("stdout") || f.eq_ignore_ascii_case("stderr") => {
+            f.to_ascii_lowercase()
+        }
+        Some(f) => f.to_owned(),
+    };
+    OutputConfig {
+        output_path: s.base.join(ctx.expand(&s.directory)).display().to_string(),
+        output_file: ctx.expand(&s.file),
+        tmp_directory: ctx.expand(TMP),
+        raw_output_path: s.directory.clone(),
+        raw_output_file: s.file.clone(),
+        raw_tmp_directory: TMP.to_owned(),
+        perfetto_shmem_size_hint: s.perfetto.shmem_size_hint_kb,
+        // KB; 0 when not given (the trace is not limited).
+        perfetto_buffer_size: s.perfetto.buffer_size_kb.unwrap_or(0),
+        perfetto_buffer_fill_policy: match s.perfetto.fill_policy {
+            FillPolicy::Discard => "discard",
+            FillPolicy::RingBuffer => "ring_buffer",
+        }
+        .to_owned(),
+        perfetto_backend: "inprocess".to_owned(),
+        summary: s.summary,
+        summary_per_domain: s.summary_options.per_domain,
+        summary_groups: s.summary_options.groups.clone(),
+        summary_unit: s.summary_options.units.label().to_owned(),
+        summary_file,
+        csv_output: format(OutputFormat::Csv),
+        json_output: format(OutputFormat::Json),
+        pftrace_output: format(OutputFormat::Pftrace),
+        // This build writes no OTF2.
+        otf2_output: false,
+        summary_output: s.summary_wanted(),
+        rocpd_output: format(OutputFormat::Rocpd),
+        kernel_rename: s.kernel_rename,
+        group_by_queue: s.perfetto.group_by_queue,
+    }
+}
+
+/// The document for process `t` of the run `m`, whose output configuration is `output`
+/// ([`output_config`]).
+pub fn document<'a>(m: &'a RunManifest, t: &ProcessTrace, output: OutputConfig) -> Document<'a> {
     let s = &m.outputs;
     let sel = &m.selection;
     let fini = t
@@ -137,7 +168,6 @@ pub fn document<'a>(
         .max()
         .unwrap_or(t.created_ns)
         .max(t.created_ns);
-    let format = |f| s.formats.contains(&f);
     let config = Config {
         hip_runtime_api_trace: sel.hip_runtime,
         hip_compiler_api_trace: sel.hip_compiler,
@@ -164,34 +194,10 @@ pub fn document<'a>(
         kernel_filter_exclude: m.kernel_exclude_regex.clone().unwrap_or_default(),
         demangle: !s.mangled_kernels,
         truncate: s.truncate_kernels,
-        kernel_rename: s.kernel_rename,
-        group_by_queue: s.perfetto.group_by_queue,
         stats: s.stats,
-        stats_summary: s.summary,
-        stats_summary_per_domain: s.summary_options.per_domain,
-        stats_summary_groups: s.summary_options.groups.clone(),
-        stats_summary_file: s
-            .summary_options
-            .output_file
-            .clone()
-            .unwrap_or_else(|| "stderr".into()),
-        stats_summary_unit: s.summary_options.units.label(),
         minimum_output_bytes: s.minimum_output_bytes,
-        csv_output: format(OutputFormat::Csv),
-        json_output: format(OutputFormat::Json),
-        pftrace_output: format(OutputFormat::Pftrace),
-        otf2_output: false,
-        rocpd_output: format(OutputFormat::Rocpd),
-        output_path,
-        output_file,
         output_config_file: s.output_config,
-        perfetto_backend: "inprocess",
-        perfetto_buffer_size: s.perfetto.buffer_size_kb.unwrap_or(0),
-        perfetto_shmem_size_hint: s.perfetto.shmem_size_hint_kb,
-        perfetto_buffer_fill_policy: match s.perfetto.fill_policy {
-            FillPolicy::Discard => "discard",
-            FillPolicy::RingBuffer => "ring_buffer",
-        },
+        output,
     };
     Document {
         tool: [Entry {

@@ -113,7 +113,9 @@ fn main() {
         (
             "json",
             "out_results.json",
-            trace_export::json::write_json as Writer,
+            |path: &std::path::Path, run: &RunInfo, views: &[ProcessView<'_>]| {
+                trace_export::json::write_json(path, run, views, &Default::default())
+            },
         ),
         (
             "pftrace",

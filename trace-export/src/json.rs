@@ -31,8 +31,9 @@
 //!   clock) and `fini_time` the latest timestamp of any record written, both widened so that
 //!   every record of the process lies within them. `metadata.node` describes this machine
 //!   (`/etc/machine-id`, the kernel's `/proc/sys/kernel` names); `id` is 0 and `hash` a 63-bit
-//!   FNV-1a hash of the machine id (of the host name when there is none). There is no
-//!   `config`: the run's options are not known here.
+//!   FNV-1a hash of the machine id (of the host name when there is none). `config` is the
+//!   run's output configuration as the caller gives it ([`JsonOptions`]; upstream's keys:
+//!   `config`), left out when it gives none.
 //! - Agents: `id.handle` is the driver node id plus one (0 is rocprofiler's null handle), the
 //!   same handle every record naming an agent uses. Memory banks, caches and I/O links are not
 //!   known (counts 0, lists empty), nor are `cpu_core_id_base`, `simd_id_base` and
@@ -51,10 +52,15 @@
 //!   no counter has dimensions). A counter's `block` comes from the agent's counter setup, and
 //!   a counter that is not one of its base events is marked derived; `description` and
 //!   `expression` are empty.
-//! - `summary` is empty (the stats are not known here) and so are the tables of kinds this
-//!   build never records.
+//! - `summary` holds the per-domain statistics when [`JsonOptions::summary`] says so (as
+//!   upstream: `--stats` or a summary was asked for; `summary`), else it is empty; so are
+//!   the tables of kinds this build never records.
 
+mod config;
 mod names;
+mod summary;
+
+pub use config::{JsonOptions, OutputConfig};
 
 use crate::Error;
 use crate::view::{Api, ProcessView, RunInfo, tracing_kind};
@@ -69,12 +75,18 @@ use trace_records::agents::{Agent, AgentKind, GpuProperties};
 use trace_records::record::*;
 
 /// Writes the JSON file at `path` for `processes` (one file may hold several processes, each
-/// kept distinct).
-pub fn write_json(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Result<(), Error> {
+/// kept distinct), with what `options` says of the run.
+pub fn write_json(
+    path: &Path,
+    run: &RunInfo,
+    processes: &[ProcessView<'_>],
+    options: &JsonOptions,
+) -> Result<(), Error> {
     let node = Node::of_this_machine(&run.hostname);
     let document = Document {
         node: &node,
         run,
+        options,
         processes,
     };
     // An error that is not the file's (none is expected: every key is a string) is reported
@@ -129,6 +141,7 @@ const EMPTY: [u8; 0] = [];
 struct Document<'a, 'v> {
     node: &'a Node,
     run: &'a RunInfo,
+    options: &'a JsonOptions,
     processes: &'a [ProcessView<'v>],
 }
 
@@ -138,7 +151,7 @@ impl Serialize for Document<'_, '_> {
         let processes = Seq(|| {
             self.processes
                 .iter()
-                .map(|view| Process::new(view, self.node, self.run))
+                .map(|view| Process::new(view, self.node, self.run, self.options))
         });
         m.serialize_entry("rocprofiler-sdk-tool", &processes)?;
         m.end()
@@ -208,6 +221,7 @@ struct Process<'a, 'v> {
     view: &'a ProcessView<'v>,
     node: &'a Node,
     run: &'a RunInfo,
+    options: &'a JsonOptions,
     /// Each dispatch by id (the first of an id), for the counter entries.
     dispatches: HashMap<u64, &'v KernelDispatchRecord>,
     /// Whether kernel dispatches go into `buffer_records`.
@@ -217,7 +231,12 @@ struct Process<'a, 'v> {
 }
 
 impl<'a, 'v> Process<'a, 'v> {
-    fn new(view: &'a ProcessView<'v>, node: &'a Node, run: &'a RunInfo) -> Self {
+    fn new(
+        view: &'a ProcessView<'v>,
+        node: &'a Node,
+        run: &'a RunInfo,
+        options: &'a JsonOptions,
+    ) -> Self {
         let mut dispatches = HashMap::new();
         if !view.counters.is_empty() {
             for d in &view.dispatches {
@@ -234,6 +253,7 @@ impl<'a, 'v> Process<'a, 'v> {
             view,
             node,
             run,
+            options,
             dispatches,
             kernel_trace,
             bounds: (0, 0),
@@ -270,6 +290,15 @@ impl<'a, 'v> Process<'a, 'v> {
             lo = 0;
         }
         (lo, hi.max(lo))
+    }
+
+    /// The `summary` section.
+    fn summary(&self) -> summary::Summary {
+        if self.options.summary {
+            summary::Summary::of(crate::stats::Stats::of(self.view.trace), self.kernel_trace)
+        } else {
+            summary::Summary::empty()
+        }
     }
 
     /// The counter records, one slice per counted dispatch.
@@ -554,6 +583,7 @@ impl Serialize for Process<'_, '_> {
                 init_time: self.bounds.0,
                 fini_time: self.bounds.1,
                 command: &self.run.command,
+                config: self.options.config.as_ref(),
             },
         )?;
         m.serialize_entry("agents", &Seq(|| v.agents().iter().map(AgentOut::of)))?;
@@ -562,7 +592,7 @@ impl Serialize for Process<'_, '_> {
         m.serialize_entry("code_objects", &EMPTY)?;
         m.serialize_entry("kernel_symbols", &Seq(|| self.kernel_symbols()))?;
         m.serialize_entry("host_functions", &EMPTY)?;
-        m.serialize_entry("summary", &EMPTY)?;
+        m.serialize_entry("summary", &self.summary())?;
         m.serialize_entry("callback_records", &CallbackRecords(self))?;
         m.serialize_entry("buffer_records", &BufferRecords(self))?;
         m.end()
@@ -577,6 +607,8 @@ struct Metadata<'a> {
     init_time: u64,
     fini_time: u64,
     command: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    config: Option<&'a OutputConfig>,
 }
 
 /// `metadata.node`: the machine the run was on.

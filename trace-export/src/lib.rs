@@ -37,7 +37,7 @@
 //! | [`csv::write_agent_info`] | prefix | labels | — | `Option<PathBuf>` |
 //! | [`stats::write_stats`] | prefix | stats | — | `Vec<PathBuf>` |
 //! | [`rocpd::write_rocpd`] | path | run, views | — | `()` |
-//! | [`json::write_json`] | path | run, views | — | `()` |
+//! | [`json::write_json`] | path | run, views | [`json::JsonOptions`] | `()` |
 //! | [`perfetto::write_perfetto`] | path | run, views | [`perfetto::Options`] | [`perfetto::Written`] |
 //!
 //! Every file is written whole or not at all; every failure is an [`Error`] naming the file.

@@ -34,7 +34,8 @@ pub struct Acc {
     pub min: u64,
     /// Longest, ns.
     pub max: u64,
-    sum_sq: f64,
+    /// Sum of the squared durations, ns² (exact, as upstream's integer accumulator).
+    sqr: u128,
 }
 
 impl Acc {
@@ -45,7 +46,7 @@ impl Acc {
             total: u128::from(ns),
             min: ns,
             max: ns,
-            sum_sq: (ns as f64) * (ns as f64),
+            sqr: u128::from(ns) * u128::from(ns),
         });
     }
 
@@ -62,7 +63,12 @@ impl Acc {
         self.max = self.max.max(other.max);
         self.calls += other.calls;
         self.total += other.total;
-        self.sum_sq += other.sum_sq;
+        self.sqr = self.sqr.saturating_add(other.sqr);
+    }
+
+    /// Sum of the squared durations, ns².
+    pub fn sum_of_squares(&self) -> u128 {
+        self.sqr
     }
 
     /// Mean, ns.
@@ -74,14 +80,20 @@ impl Acc {
         }
     }
 
-    /// Sample standard deviation (`sqrt(|(Σx² − (Σx)²/n)/(n−1)|)`), 0 below two samples.
-    pub fn stddev(&self) -> f64 {
+    /// Sample variance (`(Σx² − (Σx)²/n)/(n−1)`, as upstream computes it, so rounding may
+    /// leave it slightly negative for equal samples), 0 below two samples.
+    pub fn variance(&self) -> f64 {
         if self.calls < 2 {
             return 0.0;
         }
         let n = self.calls as f64;
         let sum = self.total as f64;
-        ((self.sum_sq - sum * sum / n) / (n - 1.0)).abs().sqrt()
+        (self.sqr as f64 - sum * sum / n) / (n - 1.0)
+    }
+
+    /// Sample standard deviation (`sqrt(|variance|)`), 0 below two samples.
+    pub fn stddev(&self) -> f64 {
+        self.variance().abs().sqrt()
     }
 }
 
@@ -112,6 +124,11 @@ impl StatTable {
         rows
     }
 
+    /// Whether no interval was added.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
     /// The domain's totals as one accumulator.
     pub fn totals(&self) -> Acc {
         let mut t = Acc::default();
@@ -137,6 +154,11 @@ impl Stats {
     /// Every domain's table.
     pub fn tables(&self) -> impl Iterator<Item = (&'static str, &StatTable)> {
         self.tables.iter().map(|(k, v)| (*k, v))
+    }
+
+    /// Every domain's table, by value.
+    pub fn into_tables(self) -> impl Iterator<Item = (&'static str, StatTable)> {
+        self.tables.into_iter()
     }
 
     /// The per-domain statistics of a process (the `-S` summary's, and the JSON `summary`'s):

@@ -305,6 +305,11 @@ fn scratch(name: &str) -> PathBuf {
 
 /// Writes `traces` into one file and returns its text.
 fn written(name: &str, traces: &[ProcessTrace]) -> String {
+    written_with(name, traces, &json::JsonOptions::default())
+}
+
+/// Writes `traces` into one file with `options` and returns its text.
+fn written_with(name: &str, traces: &[ProcessTrace], options: &json::JsonOptions) -> String {
     let labels: Vec<AgentLabels> = traces
         .iter()
         .map(|t| AgentLabels::new(t.docs.agents().to_vec(), AgentIndex::Relative))
@@ -316,7 +321,7 @@ fn written(name: &str, traces: &[ProcessTrace]) -> String {
         .collect();
     let dir = scratch(name);
     let path = dir.join("sub").join("out_results.json");
-    json::write_json(&path, &run_info(), &views).unwrap();
+    json::write_json(&path, &run_info(), &views, options).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     let left: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
     assert_eq!(left.len(), 1, "no temporary file is left beside the output");
@@ -756,6 +761,205 @@ fn an_empty_process_still_has_every_section() {
     assert_eq!(none, json!({"rocprofiler-sdk-tool": []}));
 }
 
+/// Upstream's `metadata.config` keys (its output configuration's serialization), in order.
+const CONFIG_KEYS: [&str; 23] = [
+    "output_path",
+    "output_file",
+    "tmp_directory",
+    "raw_output_path",
+    "raw_output_file",
+    "raw_tmp_directory",
+    "perfetto_shmem_size_hint",
+    "perfetto_buffer_size",
+    "perfetto_buffer_fill_policy",
+    "perfetto_backend",
+    "summary",
+    "summary_per_domain",
+    "summary_groups",
+    "summary_unit",
+    "summary_file",
+    "csv_output",
+    "json_output",
+    "pftrace_output",
+    "otf2_output",
+    "summary_output",
+    "rocpd_output",
+    "kernel_rename",
+    "group_by_queue",
+];
+
+/// The positions of `keys` (as `"key":`) in `text` from `from` on, each after the one before.
+fn in_order(text: &str, from: usize, keys: &[&str]) -> bool {
+    let mut at = from;
+    keys.iter()
+        .all(|k| match text[at..].find(&format!("\"{k}\": ")) {
+            Some(i) => {
+                at += i + 1;
+                true
+            }
+            None => false,
+        })
+}
+
+#[test]
+fn metadata_config_and_the_summary_are_written_as_upstream_writes_them() {
+    let config = json::OutputConfig {
+        output_path: "/work/out".into(),
+        output_file: "run".into(),
+        tmp_directory: "/work".into(),
+        raw_output_path: "%cwd%/out".into(),
+        raw_output_file: "run".into(),
+        raw_tmp_directory: "%cwd%".into(),
+        perfetto_shmem_size_hint: 64,
+        perfetto_buffer_fill_policy: "discard".into(),
+        perfetto_backend: "inprocess".into(),
+        summary: true,
+        summary_per_domain: true,
+        summary_groups: vec!["KERNEL_DISPATCH|MEMORY_COPY".into(), ".*_API".into()],
+        summary_unit: "nsec".into(),
+        summary_file: "summary".into(),
+        json_output: true,
+        summary_output: true,
+        kernel_rename: true,
+        ..Default::default()
+    };
+    let options = json::JsonOptions {
+        config: Some(config),
+        summary: true,
+    };
+    let text = written_with("config", &[synthetic()], &options);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let p = &doc["rocprofiler-sdk-tool"][0];
+
+    // `metadata.config` after `command`, upstream's keys in upstream's order, as given.
+    assert!(
+        in_order(
+            &text,
+            0,
+            &["node", "pid", "init_time", "fini_time", "command", "config"]
+        ),
+        "{text:.600}"
+    );
+    let c = &p["metadata"]["config"];
+    let keys: BTreeSet<&str> = c.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, CONFIG_KEYS.into_iter().collect::<BTreeSet<_>>());
+    assert!(in_order(
+        &text,
+        text.find("\"config\": ").unwrap(),
+        &CONFIG_KEYS
+    ));
+    // What summary/validate.py asks of it.
+    assert_eq!(c["summary"], true);
+    assert_eq!(c["summary_per_domain"], true);
+    assert_eq!(c["summary_unit"], "nsec");
+    assert_eq!(c["summary_file"], "summary");
+    assert_eq!(
+        c["summary_groups"],
+        json!(["KERNEL_DISPATCH|MEMORY_COPY", ".*_API"])
+    );
+    assert_eq!(
+        (c["output_path"].clone(), c["raw_output_path"].clone()),
+        (json!("/work/out"), json!("%cwd%/out"))
+    );
+
+    // `summary`: one entry per domain with records, in upstream's order, the totals and each
+    // name's figures (cereal's key/value pairs, names in byte order).
+    let summary = p["summary"].as_array().unwrap();
+    let domains: Vec<&str> = summary
+        .iter()
+        .map(|d| d["domain"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        domains,
+        [
+            "KERNEL_DISPATCH",
+            "HSA_API",
+            "HIP_API",
+            "MEMORY_COPY",
+            "MARKER_API"
+        ]
+    );
+    let stats = |d: usize| &summary[d]["stats"];
+    let figures = |v: &Value| ["count", "sum", "sqr", "min", "max"].map(|k| v[k].as_u64().unwrap());
+    assert_eq!(figures(stats(0)), [1, 400, 160_000, 400, 400]);
+    assert_eq!(figures(stats(1)), [3, 300, 30_000, 100, 100]);
+    assert_eq!(stats(1)["variance"], 0.0);
+    assert_eq!(
+        figures(stats(2)),
+        [2, 2_900, 1_000_000 + 3_610_000, 1_000, 1_900]
+    );
+    assert_eq!(stats(2)["mean"], 1450.0);
+    // (4 610 000 − 2900²/2) / 1 = 405 000.
+    assert_eq!(stats(2)["variance"], 405_000.0);
+    assert_eq!(stats(2)["stddev"], 405_000f64.sqrt());
+    let ops: Vec<(&str, u64)> = stats(2)["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["key"].as_str().unwrap(),
+                o["value"]["sum"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(ops, [("hipLaunchKernel", 1_000), ("hipMemcpy", 1_900)]);
+    assert_eq!(
+        stats(3)["operations"][0]["key"],
+        "MEMORY_COPY_DEVICE_TO_HOST"
+    );
+    let markers: Vec<&str> = stats(4)["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(markers, ["outer", "tick"]);
+    assert!(in_order(
+        &text,
+        text.find("\"summary\": [").unwrap(),
+        &[
+            "domain",
+            "stats",
+            "count",
+            "sum",
+            "sqr",
+            "min",
+            "max",
+            "mean",
+            "stddev",
+            "variance",
+            "operations",
+            "key",
+            "value"
+        ]
+    ));
+    validate(&doc);
+
+    // Without a summary asked for the section is empty; without a configuration it is left out.
+    let plain: Value = serde_json::from_str(&written("plain", &[synthetic()])).unwrap();
+    let p = &plain["rocprofiler-sdk-tool"][0];
+    assert_eq!(p["summary"], json!([]));
+    assert!(p["metadata"].get("config").is_none());
+    // Dispatches recorded only for counters are no KERNEL_DISPATCH statistics.
+    let mut counted = synthetic();
+    counted.docs.discovery.as_mut().unwrap().config.kernels = false;
+    let options = json::JsonOptions {
+        summary: true,
+        ..Default::default()
+    };
+    let doc: Value = serde_json::from_str(&written_with("counted", &[counted], &options)).unwrap();
+    let summary = doc["rocprofiler-sdk-tool"][0]["summary"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(
+        summary.iter().all(|d| d["domain"] != "KERNEL_DISPATCH"),
+        "{summary:?}"
+    );
+    assert_eq!(summary.len(), 4);
+}
+
 #[test]
 fn a_file_that_cannot_be_written_is_an_io_error_naming_it() {
     let dir = scratch("unwritable");
@@ -763,7 +967,7 @@ fn a_file_that_cannot_be_written_is_an_io_error_naming_it() {
     let blocker = dir.join("file");
     std::fs::write(&blocker, b"x").unwrap();
     let path = blocker.join("out_results.json");
-    let err = json::write_json(&path, &run_info(), &[]).unwrap_err();
+    let err = json::write_json(&path, &run_info(), &[], &Default::default()).unwrap_err();
     assert!(matches!(err, trace_export::Error::Io { .. }), "{err:?}");
     assert!(err.to_string().contains("out_results.json"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
@@ -803,7 +1007,13 @@ fn writes_a_million_api_records_a_second() {
     let dir = scratch("rate");
     let path = dir.join("rate_results.json");
     let started = std::time::Instant::now();
-    json::write_json(&path, &run_info(), std::slice::from_ref(&view)).unwrap();
+    json::write_json(
+        &path,
+        &run_info(),
+        std::slice::from_ref(&view),
+        &Default::default(),
+    )
+    .unwrap();
     let took = started.elapsed();
     let bytes = std::fs::metadata(&path).unwrap().len();
     std::fs::remove_dir_all(&dir).unwrap();

@@ -459,7 +459,13 @@ fn json_buffer_records_hold_allocations_and_scratch() {
     let views = [trace_export::view::ProcessView::new(&t, &labels)];
     let dir = scratch_dir("json");
     let path = dir.join("results.json");
-    trace_export::json::write_json(&path, &trace_export::view::RunInfo::default(), &views).unwrap();
+    trace_export::json::write_json(
+        &path,
+        &trace_export::view::RunInfo::default(),
+        &views,
+        &Default::default(),
+    )
+    .unwrap();
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let records = &doc["rocprofiler-sdk-tool"][0]["buffer_records"];

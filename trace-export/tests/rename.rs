@@ -147,7 +147,8 @@ fn json_and_perfetto_name_the_renamed_dispatch() {
     let views = std::slice::from_ref(&view);
     let dir = scratch("json");
     let json_path = dir.join("run_results.json");
-    trace_export::json::write_json(&json_path, &RunInfo::default(), views).unwrap();
+    trace_export::json::write_json(&json_path, &RunInfo::default(), views, &Default::default())
+        .unwrap();
     let doc: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
     let p = &doc["rocprofiler-sdk-tool"][0];

@@ -335,11 +335,6 @@ const SUMMARY: &[View] = &[
     },
 ];
 
-/// The names of every view this module creates, in creation order.
-pub(crate) fn names() -> impl Iterator<Item = &'static str> {
-    DATA.iter().chain(SUMMARY).map(|v| v.name)
-}
-
 /// The `CREATE VIEW` statements of every view, in creation order.
 fn statements() -> String {
     let mut sql = String::new();
@@ -358,6 +353,11 @@ pub(crate) fn create_views(conn: &Connection) -> rusqlite::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The names of every view, in creation order.
+    fn names() -> impl Iterator<Item = &'static str> {
+        DATA.iter().chain(SUMMARY).map(|v| v.name)
+    }
 
     #[test]
     fn names_are_unique_and_upstreams() {
