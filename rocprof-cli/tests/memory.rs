@@ -233,7 +233,7 @@ fn both_flags_record_the_workloads_allocations_and_scratch_in_every_format() {
     );
     let sizes: Vec<i64> = {
         let mut s = c
-            .prepare("SELECT size FROM scratch_memory WHERE operation = 'SCRATCH_MEMORY_ALLOC' ORDER BY start")
+            .prepare("SELECT size FROM scratch_memory WHERE operation = 'ALLOC' ORDER BY start")
             .unwrap();
         s.query_map([], |x| x.get(0))
             .unwrap()
