@@ -157,9 +157,22 @@ pub(crate) fn bench(rev: &str) -> Result<()> {
         }
         let calls: f64 = iterations.parse()?;
         let (mut base, mut this) = (Side::default(), Side::default());
+        // A figure the baseline cannot run (an option it did not have yet) is measured on this
+        // tree alone, and the table says why its baseline column is empty.
+        let mut base_failed = None;
         for round in 0..rounds {
             eprintln!("bench: {name} {option}, round {}/{rounds}", round + 1);
-            base.round(&baseline, name, option, iterations)?;
+            if base_failed.is_none()
+                && let Err(e) = base.round(&baseline, name, option, iterations)
+            {
+                let why = e.to_string();
+                let first = why
+                    .lines()
+                    .find(|l| l.contains("error"))
+                    .unwrap_or("failed");
+                eprintln!("bench: the baseline cannot run {name} {option}: {first}");
+                base_failed = Some(first.trim().replace('|', "/"));
+            }
             this.round(&current, name, option, iterations)?;
         }
         let unit = if name == "dispatch-rate" {
@@ -174,6 +187,18 @@ pub(crate) fn bench(rev: &str) -> Result<()> {
                 format!("{:.2}", t / b)
             }
         };
+        if let Some(why) = base_failed {
+            let t = this.added_wall();
+            rows.push(format!(
+                "| {name} {option}: added wall-clock ns per {unit} (the loop's own timing) | not measurable ({why}) | {t:.1} | – |"
+            ));
+            if let Some(t) = this.added_cpu(calls) {
+                rows.push(format!(
+                    "| {name} {option}: added CPU ns per {unit}, whole application (all threads, its lifetime) | not measurable | {t:.1} | – |"
+                ));
+            }
+            continue;
+        }
         let (b, t) = (base.added_wall(), this.added_wall());
         rows.push(format!(
             "| {name} {option}: added wall-clock ns per {unit} (the loop's own timing) | {b:.1} | {t:.1} | {} |",
