@@ -166,10 +166,11 @@ pub(crate) fn bench(rev: &str) -> Result<()> {
                 && let Err(e) = base.round(&baseline, name, option, iterations)
             {
                 let why = e.to_string();
+                // rocprof's own refusal (`error: …`), not the bench's wrapping of it.
                 let first = why
                     .lines()
-                    .find(|l| l.contains("error"))
-                    .unwrap_or("failed");
+                    .find_map(|l| l.find("error:").map(|at| &l[at..]))
+                    .unwrap_or("it failed");
                 eprintln!("bench: the baseline cannot run {name} {option}: {first}");
                 base_failed = Some(first.trim().replace('|', "/"));
             }
@@ -212,8 +213,7 @@ pub(crate) fn bench(rev: &str) -> Result<()> {
         }
     }
     println!(
-        "| figure ({rounds_note}) | baseline {short} | this tree | ratio |",
-        rounds_note = "medians of the interleaved rounds"
+        "| figure (medians of the interleaved rounds) | baseline {short} | this tree | ratio |"
     );
     println!("|---|---|---|---|");
     for r in rows {
