@@ -4,6 +4,7 @@ use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod baseline;
 mod modules;
 mod pm4_dump;
 mod tidy;
@@ -30,6 +31,10 @@ cargo xtask <command>
              10 M traced calls, log-to-CSV throughput, cost of a host timestamp, counter pass
              planning and derived-counter evaluation, and (with valgrind) instructions per
              traced call
+  bench --baseline REV
+             the max-rate loops of this tree and of revision REV (built in release under
+             target/baseline, cached), interleaved round by round in one session: added wall
+             clock and added whole-application CPU per call or dispatch, both builds, ratio
 ";
 
 /// File name of the staged thunk and its soname chain.
@@ -65,7 +70,14 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("build") => build().map(drop),
-        Some("bench") => bench(),
+        Some("bench") => match args.get(1).map(String::as_str) {
+            None => bench(),
+            Some("--baseline") => match args.get(2) {
+                Some(rev) => baseline::bench(rev),
+                None => bail!("--baseline needs a revision: cargo xtask bench --baseline REV"),
+            },
+            Some(other) => bail!("unknown bench argument {other:?} (only --baseline REV)"),
+        },
         Some("callgrind") => callgrind(),
         Some("demo") => demo(),
         Some("test") => test(),
@@ -381,6 +393,18 @@ const COUNTED: &str = "--kernel-trace --pmc SQ_WAVES SQ_BUSY_CYCLES GRBM_COUNT G
 /// 16 MiB trace buffers (so 64 may be in flight: the loop is not held to the harvest's pace).
 const THREAD_TRACED: &str = "--kernel-trace --att --att-buffer-size 0x1000000";
 
+/// The max-rate loops: (workload, rocprof options, iterations, rounds). Dispatch timing on a
+/// 2-core VM is bimodal (whether the runtime's threads keep pace with the simulated GPU), so its
+/// median needs more rounds; the thread-traced one fewer, as every dispatch leaves a trace
+/// directory to decode and write after the run.
+const MAX_RATE: [(&str, &str, &str, usize); 5] = [
+    ("hsa-rate", "--hsa-trace", "2000000", 5),
+    ("hip-rate", "--hip-trace", "2000000", 5),
+    ("dispatch-rate", "--kernel-trace", "20000", 11),
+    ("dispatch-rate", COUNTED, "20000", 11),
+    ("dispatch-rate", THREAD_TRACED, "2000", 5),
+];
+
 /// Release build, then the overhead and throughput benchmarks (results as a markdown table).
 fn bench() -> Result<()> {
     run(cargo().args(["build", "--release", "--workspace"]))?;
@@ -390,16 +414,7 @@ fn bench() -> Result<()> {
     let mut threads = Vec::new();
     // Traced and counted dispatch medians, for the cost of counting itself.
     let mut dispatch_medians: Vec<(&str, f64)> = Vec::new();
-    // Dispatch timing on a 2-core VM is bimodal (whether the runtime's threads keep pace with
-    // the simulated GPU), so its median needs more rounds.
-    for (name, option, iterations, rounds) in [
-        ("hsa-rate", "--hsa-trace", "2000000", 5),
-        ("hip-rate", "--hip-trace", "2000000", 5),
-        ("dispatch-rate", "--kernel-trace", "20000", 11),
-        ("dispatch-rate", COUNTED, "20000", 11),
-        // Fewer: every dispatch leaves a trace directory to decode and write after the run.
-        ("dispatch-rate", THREAD_TRACED, "2000", 5),
-    ] {
+    for (name, option, iterations, rounds) in MAX_RATE {
         let exe = bin.join(name);
         if !exe.exists() {
             eprintln!("bench: {name} is not built; skipped");
