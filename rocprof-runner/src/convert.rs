@@ -240,6 +240,10 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
                 };
                 let path = staged.file(name, ext);
                 let views = std::slice::from_ref(view);
+                if *format == OutputFormat::Otf2 {
+                    files.extend(write_otf2(&path, &run, views, &prefix)?);
+                    continue;
+                }
                 match format {
                     OutputFormat::Json => trace_export::json::write_json(&path, &run, views),
                     OutputFormat::Pftrace => {
@@ -247,7 +251,7 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
                             .map(|w| perfetto_notes(&w, &path, &perfetto, report))
                     }
                     OutputFormat::Rocpd => trace_export::rocpd::write_rocpd(&path, &run, views),
-                    OutputFormat::Csv => Ok(()),
+                    OutputFormat::Csv | OutputFormat::Otf2 => Ok(()),
                 }
                 .map_err(|e| write_failure(e, &prefix))?;
                 files.push(path);
@@ -636,6 +640,31 @@ pub fn perfetto_notes(
 
 /// A write error of the CSV writer, named by the file's final path (`prefix`, the outputs'
 /// final prefix, when the error names no file).
+/// Writes the OTF2 archive whose anchor file is `anchor` (`<prefix>_results.otf2`, staged);
+/// returns its files and directory.
+pub fn write_otf2(
+    anchor: &Path,
+    run: &RunInfo,
+    views: &[ProcessView<'_>],
+    prefix: &Path,
+) -> Result<Vec<PathBuf>, WriteFailure> {
+    let written = otf2_export::write_otf2(&anchor.with_extension(""), run, views);
+    // The directory first and the anchor last: a reader never opens a new anchor whose
+    // event files are not in place.
+    written
+        .map(|files| files.into_iter().rev().collect())
+        .map_err(|e| match e {
+            otf2_export::Error::Io { path, source } => WriteFailure {
+                file: Placement::final_path(&path),
+                source,
+            },
+            other => WriteFailure {
+                file: prefix.to_owned(),
+                source: std::io::Error::other(other.to_string()),
+            },
+        })
+}
+
 pub fn write_failure(e: trace_export::Error, prefix: &Path) -> WriteFailure {
     match e {
         trace_export::Error::Io { path, source } => WriteFailure {

@@ -180,7 +180,7 @@ pub fn document<'a>(
         csv_output: format(OutputFormat::Csv),
         json_output: format(OutputFormat::Json),
         pftrace_output: format(OutputFormat::Pftrace),
-        otf2_output: false,
+        otf2_output: format(OutputFormat::Otf2),
         rocpd_output: format(OutputFormat::Rocpd),
         output_path,
         output_file,

@@ -80,7 +80,10 @@ pub const RULES: &[Rule] = &[
     product("trace-records", &[]),
     product("trace-export", &["trace-records", "atomic-file"]),
     product("otf2-sys", &["c-layout"]),
-    product("otf2-export", &["otf2-sys", "trace-records", "trace-export"]),
+    product(
+        "otf2-export",
+        &["otf2-sys", "trace-records", "trace-export"],
+    ),
     product("record-log", &["trace-records"]),
     product(
         "wsl-topology",
