@@ -320,10 +320,13 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
         match staged {
             Ok((mut files, config)) => {
                 // --minimum-output-data: smaller files are left out (the asked-for config
-                // file never is).
+                // file never is, nor the parts of an OTF2 archive, which is whole or absent:
+                // its anchor and definition files are small whatever the trace holds).
                 files.retain(|f| {
                     let size = match std::fs::metadata(f) {
-                        Ok(m) if m.is_file() && Some(f) != config.as_ref() => m.len(),
+                        Ok(m) if m.is_file() && Some(f) != config.as_ref() && !is_otf2_part(f) => {
+                            m.len()
+                        }
                         _ => return true,
                     };
                     let small = size < settings.minimum_output_bytes;
@@ -640,6 +643,13 @@ pub fn perfetto_notes(
 
 /// A write error of the CSV writer, named by the file's final path (`prefix`, the outputs'
 /// final prefix, when the error names no file).
+/// Whether `f` is the anchor or global-definition file of an OTF2 archive
+/// (`<prefix>_results.otf2`, `<prefix>_results.def`).
+fn is_otf2_part(f: &Path) -> bool {
+    let name = f.file_name().unwrap_or_default().to_string_lossy();
+    name.ends_with("results.otf2") || name.ends_with("results.def")
+}
+
 /// Writes the OTF2 archive whose anchor file is `anchor` (`<prefix>_results.otf2`, staged);
 /// returns its files and directory.
 pub fn write_otf2(
