@@ -23,13 +23,16 @@ fn flush_callbacks_match_the_compiled_header() {
 
 #[test]
 fn the_library_loads_where_it_is_installed() {
-    // Only where the package is installed (as `.ci/run` installs it).
-    if !std::path::Path::new("/usr/lib/x86_64-linux-gnu/libopen-trace-format2.so.10").exists() {
-        eprintln!("libopen-trace-format2.so.10 is not installed: skipped");
-        return;
-    }
+    // Only where the package is installed (as `.ci/run` installs it); a library that loads
+    // must have every entry point.
     // SAFETY: the installed OTF2 3.0 library; loading only runs its initialisers.
-    let lib = unsafe { otf2_sys::Otf2::open() }.unwrap();
+    let lib = match unsafe { otf2_sys::Otf2::open() } {
+        Err(otf2_sys::Error::Open { reason, .. }) => {
+            eprintln!("the OTF2 library is not installed ({reason}): checks nothing");
+            return;
+        }
+        r => r.unwrap(),
+    };
     // SAFETY: OTF2_Error_GetName takes any code and returns a static string.
     let name = unsafe { core::ffi::CStr::from_ptr((lib.fns().OTF2_Error_GetName)(0)) };
     assert_eq!(name.to_str().unwrap(), "SUCCESS");
