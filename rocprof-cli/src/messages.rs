@@ -18,17 +18,10 @@ pub fn stats_without_tracing() -> String {
     "--stats and --summary need a tracing option (e.g. --sys-trace or --kernel-trace)".into()
 }
 
-/// `-f json` and friends.
-pub fn format_not_supported(f: &str) -> String {
-    format!(
-        "--output-format {f} is not supported yet by this rocprof; use csv, json, pftrace or rocpd"
-    )
-}
-
 /// `-f xml`.
 pub fn format_unknown(f: &str) -> String {
     format!(
-        "unknown --output-format '{f}' (expected csv, json, pftrace or rocpd){}",
+        "unknown --output-format '{f}' (expected csv, json, pftrace, rocpd or otf2){}",
         if Path::new(f).is_dir() {
             "; it looks like a record directory: put the directories before the options (`rocprof convert DIR… -f csv`)"
         } else {

@@ -18,8 +18,8 @@ pub struct OutputOptions {
     /// Output file prefix (`-o`), may contain `/`. Default: `%hostname%/%pid%`.
     #[arg(short = 'o', long = "output-file")]
     pub output_file: Option<String>,
-    /// Output formats (comma or space separated): csv (the default), json, pftrace, rocpd
-    /// (otf2 is refused: there is no OTF2 writer).
+    /// Output formats (comma or space separated): csv (the default), json, pftrace, rocpd,
+    /// otf2 (needs the OTF2 library: `apt-get install libopen-trace-format2-10`).
     #[arg(short = 'f', long = "output-format", num_args = 1.., value_delimiter = ',')]
     pub output_format: Vec<String>,
     /// Per-name and per-domain statistics files.
@@ -118,7 +118,7 @@ impl OutputOptions {
                     "json" => out.push(OutputFormat::Json),
                     "pftrace" => out.push(OutputFormat::Pftrace),
                     "rocpd" => out.push(OutputFormat::Rocpd),
-                    "otf2" => return Err(messages::format_not_supported(f)),
+                    "otf2" => out.push(OutputFormat::Otf2),
                     other => return Err(messages::format_unknown(other)),
                 }
             }

@@ -780,11 +780,13 @@ mod tests {
             e.to_string().contains("not a valid regular expression"),
             "{e}"
         );
-        let e = parse(&["--kernel-trace", "-f", "otf2"])
-            .unwrap()
-            .validate()
-            .unwrap_err();
-        assert!(e.to_string().contains("not supported yet"), "{e}");
+        // otf2 is a format (whether its library is installed is the runner's check).
+        assert!(
+            parse(&["--kernel-trace", "-f", "otf2"])
+                .unwrap()
+                .validate()
+                .is_ok()
+        );
         let e = parse(&["--kernel-trace", "-f", "xml"])
             .unwrap()
             .validate()

@@ -254,6 +254,10 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
                 };
                 let path = staged.file(name, ext);
                 let views = std::slice::from_ref(view);
+                if *format == OutputFormat::Otf2 {
+                    files.extend(write_otf2(&path, &run, views, &prefix)?);
+                    continue;
+                }
                 match format {
                     OutputFormat::Json => trace_export::json::write_json(&path, &run, views, &json),
                     OutputFormat::Pftrace => {
@@ -261,7 +265,7 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
                             .map(|w| perfetto_notes(&w, &path, &perfetto, report))
                     }
                     OutputFormat::Rocpd => trace_export::rocpd::write_rocpd(&path, &run, views),
-                    OutputFormat::Csv => Ok(()),
+                    OutputFormat::Csv | OutputFormat::Otf2 => Ok(()),
                 }
                 .map_err(|e| write_failure(e, &prefix))?;
                 files.push(path);
@@ -321,10 +325,13 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
         match staged {
             Ok((mut files, config)) => {
                 // --minimum-output-data: smaller files are left out (the asked-for config
-                // file never is).
+                // file never is, nor the parts of an OTF2 archive, which is whole or absent:
+                // its anchor and definition files are small whatever the trace holds).
                 files.retain(|f| {
                     let size = match std::fs::metadata(f) {
-                        Ok(m) if m.is_file() && Some(f) != config.as_ref() => m.len(),
+                        Ok(m) if m.is_file() && Some(f) != config.as_ref() && !is_otf2_part(f) => {
+                            m.len()
+                        }
                         _ => return true,
                     };
                     let small = size < settings.minimum_output_bytes;
@@ -641,6 +648,38 @@ pub fn perfetto_notes(
 
 /// A write error of the CSV writer, named by the file's final path (`prefix`, the outputs'
 /// final prefix, when the error names no file).
+/// Whether `f` is the anchor or global-definition file of an OTF2 archive
+/// (`<prefix>_results.otf2`, `<prefix>_results.def`).
+fn is_otf2_part(f: &Path) -> bool {
+    let name = f.file_name().unwrap_or_default().to_string_lossy();
+    name.ends_with("results.otf2") || name.ends_with("results.def")
+}
+
+/// Writes the OTF2 archive whose anchor file is `anchor` (`<prefix>_results.otf2`, staged);
+/// returns its files and directory.
+pub fn write_otf2(
+    anchor: &Path,
+    run: &RunInfo,
+    views: &[ProcessView<'_>],
+    prefix: &Path,
+) -> Result<Vec<PathBuf>, WriteFailure> {
+    let written = otf2_export::write_otf2(&anchor.with_extension(""), run, views);
+    // The directory first and the anchor last: a reader never opens a new anchor whose
+    // event files are not in place.
+    written
+        .map(|files| files.into_iter().rev().collect())
+        .map_err(|e| match e {
+            otf2_export::Error::Io { path, source } => WriteFailure {
+                file: Placement::final_path(&path),
+                source,
+            },
+            other => WriteFailure {
+                file: prefix.to_owned(),
+                source: std::io::Error::other(other.to_string()),
+            },
+        })
+}
+
 pub fn write_failure(e: trace_export::Error, prefix: &Path) -> WriteFailure {
     match e {
         trace_export::Error::Io { path, source } => WriteFailure {

@@ -181,6 +181,9 @@ pub fn merge(
         };
         let staged = placement.stage(&prefix).and_then(|staged| {
             let path = staged.file(name, ext);
+            if *format == OutputFormat::Otf2 {
+                return crate::convert::write_otf2(&path, &run, &views, &prefix);
+            }
             match format {
                 OutputFormat::Json => trace_export::json::write_json(&path, &run, &views, &json),
                 OutputFormat::Pftrace => {
@@ -189,7 +192,7 @@ pub fn merge(
                         .map(|w| crate::convert::perfetto_notes(&w, &path, &o, report))
                 }
                 OutputFormat::Rocpd => trace_export::rocpd::write_rocpd(&path, &run, &views),
-                OutputFormat::Csv => Ok(()),
+                OutputFormat::Csv | OutputFormat::Otf2 => Ok(()),
             }
             .map_err(|e| write_failure(e, &prefix))?;
             Ok(vec![path])

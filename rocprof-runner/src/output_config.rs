@@ -144,8 +144,7 @@ pub fn output_config(s: &OutputSettings, ctx: &Context<'_>) -> OutputConfig {
         csv_output: format(OutputFormat::Csv),
         json_output: format(OutputFormat::Json),
         pftrace_output: format(OutputFormat::Pftrace),
-        // This build writes no OTF2.
-        otf2_output: false,
+        otf2_output: format(OutputFormat::Otf2),
         summary_output: s.summary_wanted(),
         rocpd_output: format(OutputFormat::Rocpd),
         kernel_rename: s.kernel_rename,

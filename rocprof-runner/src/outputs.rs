@@ -71,6 +71,13 @@ pub enum PathError {
         /// Why.
         reason: String,
     },
+    /// A format asked for cannot be written on this machine (`-f otf2` without the OTF2
+    /// library): the text says what to install.
+    #[error("-f otf2: {reason}")]
+    Otf2Unavailable {
+        /// Why (`otf2_export`'s error, which names the package).
+        reason: String,
+    },
 }
 
 /// The longest name a component may have (Linux file systems).
@@ -171,10 +178,15 @@ fn check_components(template: &str, file: &Expansion, directory: &Path) -> Resul
     }
 }
 
-/// Checks `-d`/`-o` before anything runs: no placeholder's value takes `-o` out of `-d` or makes
+/// Checks `-d`/`-o` (and that `-f otf2` can be written) before anything runs: no placeholder's value takes `-o` out of `-d` or makes
 /// a component of it that is not a name, every name fits the file system, and the directory can be created and written. Values known only per
 /// process (`%pid%`) stand in with a value of the longest shape.
 pub fn validate(s: &OutputSettings, launch: &Launch) -> Result<(), PathError> {
+    if s.formats.contains(&crate::plan::OutputFormat::Otf2) {
+        otf2_export::available().map_err(|e| PathError::Otf2Unavailable {
+            reason: e.to_string(),
+        })?;
+    }
     let ctx = Context::new(launch, STAND_IN_PID, STAND_IN_PID);
     let prefix = prefix_for(s, &ctx)?;
     let (parent, name) = split_prefix(&prefix);
@@ -377,11 +389,19 @@ impl Placement {
             let id = std::fs::symlink_metadata(s)
                 .map(|m| (m.dev(), m.ino()))
                 .map_err(fail)?;
-            if let Ok(old) = std::fs::symlink_metadata(&target)
+            let old = std::fs::symlink_metadata(&target);
+            if let Ok(old) = &old
                 && !self.placed.iter().any(|p| p.1 == (old.dev(), old.ino()))
                 && old.modified().is_ok_and(|t| t >= self.since)
             {
                 self.replaced.push(target.clone());
+            }
+            if let Ok(old) = &old
+                && old.is_dir()
+            {
+                // An OTF2 archive's directory replaces the one of an earlier archive: moved
+                // into the staging directory (removed at the end), never merged with it.
+                set_aside(s, &target).map_err(fail)?;
             }
             std::fs::rename(s, &target).map_err(fail)?;
             self.placed.push((target.clone(), id));
@@ -390,10 +410,14 @@ impl Placement {
         Ok(done)
     }
 
-    /// Removes staged files that will not be committed.
+    /// Removes staged files (and an archive's directories) that will not be committed.
     pub fn discard(&self, staged: &[PathBuf]) {
         for s in staged {
-            let _ = std::fs::remove_file(s);
+            let _ = if s.is_dir() {
+                std::fs::remove_dir_all(s)
+            } else {
+                std::fs::remove_file(s)
+            };
         }
     }
 
@@ -422,6 +446,33 @@ impl Placement {
         }
         out
     }
+}
+
+/// Moves `target`, the directory of an earlier OTF2 archive, beside the staged `staged` (into
+/// the staging directory, which is removed at the end), so that `staged` can take its place.
+/// Refused when `target` holds anything but an archive's location files (`<n>.evt`,
+/// `<n>.def`, `<n>.snap`): a directory of the user's is never replaced.
+fn set_aside(staged: &Path, target: &Path) -> io::Result<()> {
+    for entry in std::fs::read_dir(target)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let location_file = name.rsplit_once('.').is_some_and(|(n, ext)| {
+            !n.is_empty()
+                && n.bytes().all(|b| b.is_ascii_digit())
+                && matches!(ext, "evt" | "def" | "snap")
+        });
+        if !location_file || !entry.file_type()?.is_file() {
+            return Err(io::Error::other(format!(
+                "{} is in the way: a directory that is not an OTF2 archive's (it holds {}); \
+                 move it or choose another -o",
+                terminal_text::escape_path(target),
+                terminal_text::escape(&name)
+            )));
+        }
+    }
+    let aside = staged.with_file_name(format!(".replaced-{}", crate::record_dir::random_token()));
+    std::fs::rename(target, aside)
 }
 
 /// A placeholder's value takes `-o` out of `-d`.

@@ -722,6 +722,7 @@ fn abi_dump() -> String {
     let layouts = [
         dxcore_sys::layouts(),
         rocdxg_sys::layouts(),
+        otf2_sys::layouts(),
         hsa_intercept::tables::layouts(),
         hsa_intercept::hsa::layouts(),
         hsa_intercept::memory::layouts(),

@@ -79,6 +79,11 @@ pub const RULES: &[Rule] = &[
     product("terminal-text", &[]),
     product("trace-records", &[]),
     product("trace-export", &["trace-records", "atomic-file"]),
+    product("otf2-sys", &["c-layout"]),
+    product(
+        "otf2-export",
+        &["otf2-sys", "trace-records", "trace-export"],
+    ),
     product("record-log", &["trace-records"]),
     product(
         "wsl-topology",
@@ -92,7 +97,7 @@ pub const RULES: &[Rule] = &[
     product("att", &["trace-records", "atomic-file"]),
     Rule {
         never_links: CLI_ONLY,
-        never_reaches: &["trace-export"],
+        never_reaches: &["trace-export", "otf2-export"],
         prints: true,
         ..product(
             "rocprof-tool",
@@ -117,6 +122,7 @@ pub const RULES: &[Rule] = &[
                 "wsl-topology",
                 "trace-records",
                 "trace-export",
+                "otf2-export",
                 "pmc-dxg",
                 "att",
                 "atomic-file",

@@ -120,6 +120,9 @@ pub enum OutputFormat {
     Pftrace,
     /// `<prefix>_results.db`, a rocpd SQLite database (schema 3).
     Rocpd,
+    /// `<prefix>_results.otf2` (with `<prefix>_results.def` and `<prefix>_results/`), an
+    /// OTF2 archive, written through the OTF2 library where it is installed.
+    Otf2,
 }
 
 impl OutputFormat {
@@ -130,6 +133,7 @@ impl OutputFormat {
             Self::Json => Some(("results", "json")),
             Self::Pftrace => Some(("results", "pftrace")),
             Self::Rocpd => Some(("results", "db")),
+            Self::Otf2 => Some(("results", "otf2")),
         }
     }
 }
