@@ -20,6 +20,10 @@ cargo xtask <command>
              (the rule table is in xtask/src/tidy.rs; docs/ARCHITECTURE.md explains it)
   valgrind   run the layout-mismatch scenarios under valgrind (no invalid access allowed)
   abi-dump   print every #[repr(C)] layout of the FFI and interception crates
+  api-signatures
+             regenerate abi/api-signatures.tsv from rocprofiler-sdk's hip/, hsa/ and
+             marker/api_args.h (the upstream mirror: ROCPROF_UPSTREAM_MIRROR, else
+             ../.mirror/ROCm+rocm-systems/repo beside the workspace)
   pm4-dump   [--agent gfx1150] [--base ADDR] [--output ADDR] COUNTER...: the start, stop and
              read PM4 buffers of one counter pass on the simulated 890M's topology, and where
              each counter instance lands in the output buffer (one JSON document)
@@ -72,6 +76,7 @@ fn main() -> Result<()> {
         Some("tidy") => tidy::tidy(&root()),
         Some("pm4-dump") => pm4_dump::run(&args[1..]),
         Some("valgrind") => valgrind(&build()?),
+        Some("api-signatures") => api_signatures(),
         Some("abi-dump") => {
             print!("{}", abi_dump());
             Ok(())
@@ -82,6 +87,36 @@ fn main() -> Result<()> {
         }
         Some(other) => bail!("unknown command `{other}`\n\n{HELP}"),
     }
+}
+
+/// `cargo xtask api-signatures`: the signature table from the upstream headers.
+fn api_signatures() -> Result<()> {
+    let mirror = std::env::var_os("ROCPROF_UPSTREAM_MIRROR").map_or_else(
+        || root().join("../.mirror/ROCm+rocm-systems/repo"),
+        PathBuf::from,
+    );
+    let mut texts = Vec::new();
+    for (_, path) in api_signatures::header::SOURCES {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&mirror)
+            .args(["show", &format!("HEAD:{path}")])
+            .output()
+            .with_context(|| format!("git show in {}", mirror.display()))?;
+        if !out.status.success() {
+            bail!(
+                "{path} not readable in {}: {}",
+                mirror.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        texts.push(String::from_utf8(out.stdout)?);
+    }
+    let tsv = api_signatures::header::tsv([&texts[0], &texts[1], &texts[2]])?;
+    let dest = root().join("abi/api-signatures.tsv");
+    std::fs::write(&dest, tsv).with_context(|| format!("writing {}", dest.display()))?;
+    println!("wrote {}", dest.display());
+    Ok(())
 }
 
 fn root() -> PathBuf {
