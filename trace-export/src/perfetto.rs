@@ -479,6 +479,15 @@ fn write_host<W: Write>(
         let Some(slot) = slot_of(tid) else { continue };
         let (ts, track) = nesting.open(seq, slot, start, end)?;
         anns.clear();
+        // A HIP call's captured arguments, after upstream's annotations, named inline.
+        let decoded = match &item {
+            Host::Api(a) if a.domain.is_hip() => crate::args::decoded(view, &a.record),
+            _ => None,
+        };
+        let named: Vec<(&str, &str)> = decoded
+            .iter()
+            .flat_map(|d| d.args.iter().map(|a| (a.name, a.value.as_str())))
+            .collect();
         let (category, name_iid, flow) = match item {
             Host::Api(a) => {
                 let r = a.record;
@@ -553,6 +562,7 @@ fn write_host<W: Write>(
             name_iid,
             flow,
             annotations: &anns,
+            named: &named,
         })?;
     }
     nesting.close_all(seq)
@@ -777,6 +787,7 @@ fn write_device<W: Write>(
                     name_iid,
                     flow: call.map(|c| uuids.flow(c.id)),
                     annotations: &anns,
+                    named: &[],
                 })?;
             }
             Device::Copy(c) => {
@@ -818,6 +829,7 @@ fn write_device<W: Write>(
                     name_iid,
                     flow: call.map(|a| uuids.flow(a.id)),
                     annotations: &anns,
+                    named: &[],
                 })?;
             }
         }

@@ -33,7 +33,7 @@ cargo xtask <command>
              (max-rate loops traced vs untraced, interleaved, medians of 5), peak memory over
              10 M traced calls, log-to-CSV throughput, cost of a host timestamp, counter pass
              planning and derived-counter evaluation, and (with valgrind) instructions per
-             traced call
+             traced call; HIP calls also with their arguments captured (`-f json`)
 ";
 
 /// File name of the staged thunk and its soname chain.
@@ -416,6 +416,10 @@ const COUNTED: &str = "--kernel-trace --pmc SQ_WAVES SQ_BUSY_CYCLES GRBM_COUNT G
 /// 16 MiB trace buffers (so 64 may be in flight: the loop is not held to the harvest's pace).
 const THREAD_TRACED: &str = "--kernel-trace --att --att-buffer-size 0x1000000";
 
+/// HIP tracing into JSON, which shows API arguments: every call captures its arguments and
+/// return value.
+const HIP_TRACED_WITH_ARGUMENTS: &str = "--hip-trace -f json";
+
 /// Release build, then the overhead and throughput benchmarks (results as a markdown table).
 fn bench() -> Result<()> {
     run(cargo().args(["build", "--release", "--workspace"]))?;
@@ -430,6 +434,8 @@ fn bench() -> Result<()> {
     for (name, option, iterations, rounds) in [
         ("hsa-rate", "--hsa-trace", "2000000", 5),
         ("hip-rate", "--hip-trace", "2000000", 5),
+        // JSON shows arguments: the HIP calls capture theirs.
+        ("hip-rate", HIP_TRACED_WITH_ARGUMENTS, "2000000", 5),
         ("dispatch-rate", "--kernel-trace", "20000", 11),
         ("dispatch-rate", COUNTED, "20000", 11),
         // Fewer: every dispatch leaves a trace directory to decode and write after the run.
@@ -722,7 +728,11 @@ fn callgrind_per_call(bin: &Path) -> Result<Option<String>> {
         )
     };
     let mut lines = Vec::new();
-    for (loop_name, option) in [("hsa-rate", "--hsa-trace"), ("hip-rate", "--hip-trace")] {
+    for (loop_name, option) in [
+        ("hsa-rate", "--hsa-trace"),
+        ("hip-rate", "--hip-trace"),
+        ("hip-rate", HIP_TRACED_WITH_ARGUMENTS),
+    ] {
         eprintln!("bench: instructions per {loop_name} call under callgrind");
         let (plain, traced) = (
             per_call(loop_name, None)?,
