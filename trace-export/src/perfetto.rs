@@ -479,14 +479,22 @@ fn write_host<W: Write>(
         let Some(slot) = slot_of(tid) else { continue };
         let (ts, track) = nesting.open(seq, slot, start, end)?;
         anns.clear();
-        // A HIP call's captured arguments, after upstream's annotations, named inline.
+        // A HIP call's captured arguments, after upstream's annotations, named inline
+        // `args.<name>` (a bare name would clash with upstream's own: `hipMemcpy` has a `kind`,
+        // `__hipRegisterFunction` a `tid`).
         let decoded = match &item {
             Host::Api(a) if a.domain.is_hip() => crate::args::decoded(view, &a.record),
             _ => None,
         };
+        let arg_names: Vec<String> = decoded
+            .iter()
+            .flat_map(|d| d.args.iter().map(|a| format!("args.{}", a.name)))
+            .collect();
         let named: Vec<(&str, &str)> = decoded
             .iter()
-            .flat_map(|d| d.args.iter().map(|a| (a.name, a.value.as_str())))
+            .flat_map(|d| d.args.iter().map(|a| a.value.as_str()))
+            .zip(&arg_names)
+            .map(|(value, name)| (name.as_str(), value))
             .collect();
         let (category, name_iid, flow) = match item {
             Host::Api(a) => {
