@@ -16,7 +16,12 @@ fn main() {
             continue;
         }
         let cols: Vec<&str> = line.split('\t').collect();
-        assert_eq!(cols.len(), 5, "api-signatures.tsv line {}: 5 columns", n + 1);
+        assert_eq!(
+            cols.len(),
+            5,
+            "api-signatures.tsv line {}: 5 columns",
+            n + 1
+        );
         let entry = functions
             .entry(cols[1].to_owned())
             .or_insert_with(|| (cols[0].to_owned(), Vec::new()));
@@ -26,7 +31,9 @@ fn main() {
         }
         let position: usize = cols[2].parse().expect("position");
         assert_eq!(position, entry.1.len(), "{}: positions in order", cols[1]);
-        entry.1.push((position, cols[3].to_owned(), cols[4].to_owned()));
+        entry
+            .1
+            .push((position, cols[3].to_owned(), cols[4].to_owned()));
     }
     let mut out = String::new();
     writeln!(out, "/// Every signature, sorted by function name.").unwrap();
@@ -38,7 +45,11 @@ fn main() {
             "roctx" => "Group::Roctx",
             g => panic!("unknown group {g}"),
         };
-        write!(out, "    Signature {{ name: {name:?}, group: {group}, args: &[").unwrap();
+        write!(
+            out,
+            "    Signature {{ name: {name:?}, group: {group}, args: &["
+        )
+        .unwrap();
         for (_, c_type, arg) in args {
             write!(out, "Param {{ name: {arg:?}, c_type: {c_type:?} }}, ").unwrap();
         }

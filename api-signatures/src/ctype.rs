@@ -41,8 +41,14 @@ const TYPEDEFS: &[(&str, &str)] = &[
     ("hipExternalSemaphore_t", "void*"),
     ("hipLinkState_t", "ihipLinkState_t*"),
     ("hipGraphicsResource_t", "hipGraphicsResource*"),
-    ("hipMemGenericAllocationHandle_t", "ihipMemGenericAllocationHandle*"),
-    ("hipStreamCallback_t", "void (*)(ihipStream_t*, hipError_t, void*)"),
+    (
+        "hipMemGenericAllocationHandle_t",
+        "ihipMemGenericAllocationHandle*",
+    ),
+    (
+        "hipStreamCallback_t",
+        "void (*)(ihipStream_t*, hipError_t, void*)",
+    ),
     ("hipHostFn_t", "void (*)(void*)"),
     ("hsa_signal_value_t", "long"),
     ("roctx_range_id_t", "unsigned long"),
@@ -343,9 +349,17 @@ mod tests {
         check("hipStream_t", "P12ihipStream_t", "ihipStream_t*");
         check("const char*", "PKc", "char const*");
         check("void**", "PPv", "void**");
-        check("const hipGraphNode_t*", "PKP12hipGraphNode", "hipGraphNode* const*");
+        check(
+            "const hipGraphNode_t*",
+            "PKP12hipGraphNode",
+            "hipGraphNode* const*",
+        );
         check("unsigned int", "j", "unsigned int");
-        check("rocprofiler_dim3_t", "18rocprofiler_dim3_t", "rocprofiler_dim3_t");
+        check(
+            "rocprofiler_dim3_t",
+            "18rocprofiler_dim3_t",
+            "rocprofiler_dim3_t",
+        );
         check("hipHostFn_t", "PFvPvE", "void (*)(void*)");
         check(
             "hipStreamCallback_t",
@@ -358,7 +372,14 @@ mod tests {
     fn demangled_spellings_agree_with_cxxfilt_where_it_exists() {
         let Ok(out) = std::process::Command::new("c++filt")
             .arg("-t")
-            .args(["Pv", "PKv", "m", "13hipMemcpyKind", "PKP12hipGraphNode", "PPv"])
+            .args([
+                "Pv",
+                "PKv",
+                "m",
+                "13hipMemcpyKind",
+                "PKP12hipGraphNode",
+                "PPv",
+            ])
             .output()
         else {
             eprintln!("c++filt not found: spellings checked against the table only");
@@ -384,7 +405,10 @@ mod tests {
 
     #[test]
     fn classes() {
-        assert_eq!(CType::parse("rocprofiler_dim3_t").class(), Class::Integer(2));
+        assert_eq!(
+            CType::parse("rocprofiler_dim3_t").class(),
+            Class::Integer(2)
+        );
         assert_eq!(CType::parse("hipExtent").class(), Class::Memory(3));
         assert_eq!(CType::parse("float").class(), Class::Sse);
         assert_eq!(CType::parse("hipMemcpyKind").class(), Class::Integer(1));

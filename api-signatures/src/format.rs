@@ -64,12 +64,10 @@ const ENUMS: &[(&str, &str, &[(i64, &str)])] = &[
 /// The name upstream prints for value `v` of enum `type_name`, if it names that enum's values.
 pub fn enum_name(type_name: &str, v: i64) -> Option<String> {
     let (_, prefix, values) = ENUMS.iter().find(|(t, _, _)| *t == type_name)?;
-    Some(
-        values
-            .iter()
-            .find(|(n, _)| *n == v)
-            .map_or_else(|| format!("{prefix}_UNKNOWN={v}"), |(_, name)| (*name).to_owned()),
-    )
+    Some(values.iter().find(|(n, _)| *n == v).map_or_else(
+        || format!("{prefix}_UNKNOWN={v}"),
+        |(_, name)| (*name).to_owned(),
+    ))
 }
 
 /// The value of an argument of type `t` held in `words` (as many as its class takes), with

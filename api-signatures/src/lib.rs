@@ -221,7 +221,13 @@ impl Shape {
             marked += 1;
         }
         let ret_mem = u64::from(sig.returns() == Return::InMemory);
-        Shape(n_int as u64 | (n_sse as u64) << 3 | (n_stack as u64) << 7 | ret_mem << 11 | strings << 12)
+        Shape(
+            n_int as u64
+                | (n_sse as u64) << 3
+                | (n_stack as u64) << 7
+                | ret_mem << 11
+                | strings << 12,
+        )
     }
 
     /// Integer registers captured.

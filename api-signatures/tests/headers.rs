@@ -56,8 +56,16 @@ fn every_traced_hip_and_roctx_entry_known_upstream_has_a_signature() {
         .lines()
         .filter(|l| api_signatures::signature(l.trim()).is_some())
         .count();
-    assert!(known >= 450, "only {known} of the HIP table's entries have a signature");
-    for f in ["roctxMarkA", "roctxRangePushA", "roctxRangePop", "roctxRangeStop"] {
+    assert!(
+        known >= 450,
+        "only {known} of the HIP table's entries have a signature"
+    );
+    for f in [
+        "roctxMarkA",
+        "roctxRangePushA",
+        "roctxRangePop",
+        "roctxRangeStop",
+    ] {
         assert!(api_signatures::signature(f).is_some(), "{f}");
     }
 }

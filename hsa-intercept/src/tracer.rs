@@ -229,7 +229,8 @@ pub(crate) fn on_exit_args(tag: u32, state: *mut c_void, frame: &CallFrame, shap
         shape.sse_words().min(api_signatures::SSE_REGS),
         shape.stack_words().min(api_signatures::STACK_WORDS),
     );
-    let mut words = [0u64; api_signatures::INT_REGS + api_signatures::SSE_REGS + api_signatures::STACK_WORDS];
+    let mut words =
+        [0u64; api_signatures::INT_REGS + api_signatures::SSE_REGS + api_signatures::STACK_WORDS];
     // SAFETY: the trampoline's frame holds the 6 integer registers at `regs[0..6]` and the 8
     // vector registers at `regs[10..26]`; `stack` is the caller's argument area, of which the
     // trampoline forwards 12 words (the counts are capped to those).
@@ -277,14 +278,19 @@ pub(crate) fn on_exit_args(tag: u32, state: *mut c_void, frame: &CallFrame, shap
         strings: n_strings as u8,
         reserved: 0,
     };
-    let mut parts: [&[u8]; 3 + api_signatures::MAX_STRINGS] = [&[]; 3 + api_signatures::MAX_STRINGS];
+    let mut parts: [&[u8]; 3 + api_signatures::MAX_STRINGS] =
+        [&[]; 3 + api_signatures::MAX_STRINGS];
     parts[0] = record.as_bytes();
     parts[1] = header.as_bytes();
     parts[2] = words[..n].as_bytes();
     for k in 0..n_strings {
         parts[3 + k] = &strings[k][..lengths[k]];
     }
-    sink::emit_parts_cached(&mut s.local, trace_records::Tag::ApiArgs, &parts[..3 + n_strings]);
+    sink::emit_parts_cached(
+        &mut s.local,
+        trace_records::Tag::ApiArgs,
+        &parts[..3 + n_strings],
+    );
 }
 
 /// Copies up to `buf.len()` bytes at `addr` of this process into `buf` without faulting (the
@@ -311,9 +317,8 @@ fn read_memory(addr: u64, buf: &mut [u8]) -> usize {
     let pieces = if first == buf.len() { 1 } else { 2 };
     // SAFETY: `local` describes `buf`, writable for its length; the remote ranges are only read
     // by the kernel, which reports an unreadable one as an error instead of faulting.
-    let n = unsafe {
-        libc::process_vm_readv(libc::getpid(), &local, 1, remote.as_ptr(), pieces, 0)
-    };
+    let n =
+        unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, remote.as_ptr(), pieces, 0) };
     usize::try_from(n).unwrap_or(0)
 }
 

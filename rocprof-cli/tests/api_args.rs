@@ -110,7 +110,10 @@ fn every_json_hipmemcpy_has_its_four_arguments_and_a_zero_retval() {
     }
     assert_eq!(
         kinds,
-        BTreeMap::from([("DeviceToHost".to_owned(), 8), ("HostToDevice".to_owned(), 8)])
+        BTreeMap::from([
+            ("DeviceToHost".to_owned(), 8),
+            ("HostToDevice".to_owned(), 8)
+        ])
     );
     // The workload allocates its two device buffers once: every host-to-device copy writes
     // the first, every device-to-host copy reads the second, and the host side is the same
@@ -191,7 +194,11 @@ fn perfetto_hipmemcpy_slices_carry_the_arguments_as_annotations() {
         );
         return;
     }
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["errors"], serde_json::json!([]));
     let slices: Vec<&Value> = summary["slices"]
@@ -252,14 +259,17 @@ fn kept_log(tag: &str, options: &[&str]) -> PathBuf {
 fn arguments_are_captured_only_for_outputs_that_show_them() {
     let csv = trace_records::ProcessTrace::read(&kept_log("csv", &["--hip-trace"])).unwrap();
     assert!(csv.api.len() > 0);
-    assert!(csv.api_args.is_empty(), "a CSV-only run captures no arguments");
+    assert!(
+        csv.api_args.is_empty(),
+        "a CSV-only run captures no arguments"
+    );
     let json = trace_records::ProcessTrace::read(&kept_log("json", &["--hip-trace", "-f", "json"]))
         .unwrap();
     assert!(!json.api_args.is_empty());
     // Every HIP call the signature table knows carries its arguments.
-    let captured = json.api.iter().filter(|r| {
-        json.api_args
-            .contains_key(&trace_records::ApiArgs::key(r))
-    });
+    let captured = json
+        .api
+        .iter()
+        .filter(|r| json.api_args.contains_key(&trace_records::ApiArgs::key(r)));
     assert_eq!(captured.count(), json.api.len());
 }
