@@ -5,12 +5,15 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
+/// A function's group and its arguments: (position, type, name).
+type Entry = (String, Vec<(usize, String, String)>);
+
 fn main() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../abi/api-signatures.tsv");
     println!("cargo:rerun-if-changed={}", path.display());
     let text = std::fs::read_to_string(&path).expect("abi/api-signatures.tsv");
     // function -> (group, [(position, type, name)])
-    let mut functions: BTreeMap<String, (String, Vec<(usize, String, String)>)> = BTreeMap::new();
+    let mut functions: BTreeMap<String, Entry> = BTreeMap::new();
     for (n, line) in text.lines().enumerate() {
         if line.starts_with('#') || line.trim().is_empty() {
             continue;

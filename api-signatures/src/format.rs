@@ -14,8 +14,11 @@
 
 use crate::ctype::{Base, CType};
 
+/// An enum's values and the names upstream prints for them.
+type Enumerators = &'static [(i64, &'static str)];
+
 /// Enums upstream prints by name: (type, prefix in the unknown case, [(value, name)]).
-const ENUMS: &[(&str, &str, &[(i64, &str)])] = &[
+const ENUMS: &[(&str, &str, Enumerators)] = &[
     (
         "hipMemcpyKind",
         "hipMemcpy",

@@ -258,7 +258,7 @@ fn kept_log(tag: &str, options: &[&str]) -> PathBuf {
 #[test]
 fn arguments_are_captured_only_for_outputs_that_show_them() {
     let csv = trace_records::ProcessTrace::read(&kept_log("csv", &["--hip-trace"])).unwrap();
-    assert!(csv.api.len() > 0);
+    assert!(!csv.api.is_empty());
     assert!(
         csv.api_args.is_empty(),
         "a CSV-only run captures no arguments"

@@ -410,7 +410,6 @@ impl<'w, W: Write> Sequence<'w, W> {
             anns.push(DebugAnnotation {
                 name_field: Some(AnnotationName::Name((*name).to_owned())),
                 value: Some(AnnotationValue::String((*value).to_owned())),
-                ..Default::default()
             });
         }
         self.emit_event(b.ts)
