@@ -259,6 +259,33 @@ pub fn emit_cached<R: FixedRecord>(local: &mut Local, record: &R) {
     }
 }
 
+/// Appends one variable-length trace entry (`tag`, the concatenation of `parts`) through a
+/// cached [`Local`], as [`emit_cached`] does for fixed records.
+pub fn emit_parts_cached(local: &mut Local, tag: trace_records::Tag, parts: &[&[u8]]) {
+    let Some(sink) = current() else {
+        lost(LossCause::NoBuffer, 1);
+        return;
+    };
+    if local.buffer.is_null() || local.generation != sink.generation {
+        with_local(true, |sink, c| {
+            push_or_replace(sink, c, true, |c| c.push_parts(tag, parts))
+        });
+        if let Ok((tb, generation)) = LOCAL.try_with(Cell::get) {
+            *local = Local {
+                buffer: tb,
+                generation,
+            };
+        }
+        return;
+    }
+    // SAFETY: the registry owns the buffer and never drops it.
+    let tb = unsafe { &*local.buffer };
+    let done = tb.owner_with(|c| push_or_replace(sink, c, true, |c| c.push_parts(tag, parts)));
+    if done.is_none() {
+        sink.log.lost(LossCause::NoBuffer, 1);
+    }
+}
+
 /// Runs `f` on the calling thread's chunk slot (creating and registering the thread's buffer on
 /// first use).
 fn with_local(record: bool, f: impl FnOnce(&'static Sink, &mut Option<Chunk>)) {

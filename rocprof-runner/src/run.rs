@@ -226,6 +226,10 @@ impl Session {
         if output.kernel_rename {
             env_extra.push((env::KERNEL_RENAME, "1".to_owned()));
         }
+        // The outputs that show API arguments and return values need them captured.
+        if output.formats.iter().any(|f| f.shows_api_arguments()) {
+            env_extra.push((env::API_ARGUMENTS, "1".to_owned()));
+        }
         if let Some(c) = &pass.counters {
             env_extra.push((env::COUNTERS, serde_json::to_string(&c.request())?));
         }

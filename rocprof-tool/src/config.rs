@@ -33,6 +33,8 @@ pub struct Config {
     pub periods: Option<Result<Periods, String>>,
     /// `--kernel-rename`: each dispatch notes the ROCTx range open on its launching thread.
     pub kernel_rename: bool,
+    /// Capture the arguments and return values of HIP calls (an output shows them).
+    pub api_arguments: bool,
 }
 
 /// rocprofv3's truth strings (surrounding blanks ignored); anything else is false.
@@ -88,6 +90,7 @@ impl Config {
                         .map_err(|e| format!("{} is unreadable: {e}", env::COLLECTION_PERIOD))
                 }),
             kernel_rename: flag(env::KERNEL_RENAME),
+            api_arguments: flag(env::API_ARGUMENTS),
         }
     }
 

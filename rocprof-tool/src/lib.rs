@@ -191,6 +191,7 @@ fn init(config: Config) {
         )),
     }
     wrap::use_api_tracer();
+    wrap::capture_arguments(config.api_arguments);
     let agents = discovery.agents().to_vec();
     sink::emit_doc(&Document::Agents(AgentsList { agents }));
     sink::emit_doc(&Document::Discovery(discovery_facts(&discovery, &config)));

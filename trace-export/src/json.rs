@@ -44,8 +44,10 @@
 //!   name cut to its function's bare name in `truncated_kernel_name`. No code objects are
 //!   recorded: `code_objects` is empty and `code_object_id` 0, as are
 //!   `kernarg_segment_alignment`, `kernel_code_entry_byte_offset` and `kernel_address`.
-//! - HIP calls: `args` is empty and there is no `retval` (neither is recorded); `stream_id` is
-//!   the stream of the dispatch or copy the call caused (0 when none).
+//! - HIP calls: `args` and `retval` as upstream's serialization writes them when the tool
+//!   captured them (it does whenever JSON is asked for; [`crate::args`]); a call without
+//!   captured arguments (a log of a CSV-only run, a rocpd input) has an empty `args` and no
+//!   `retval`. `stream_id` is the stream of the dispatch or copy the call caused (0 when none).
 //! - Kernel dispatches are written under `buffer_records` only when kernel tracing was asked
 //!   for (the tool records them for `--pmc` too); `counter_collection` has one entry per
 //!   counted dispatch with one value per counter (already summed over dimension instances, so
@@ -56,6 +58,7 @@
 //!   upstream: `--stats` or a summary was asked for; `summary`), else it is empty; so are
 //!   the tables of kinds this build never records.
 
+mod args;
 mod config;
 mod names;
 mod summary;
@@ -315,6 +318,12 @@ impl<'a, 'v> Process<'a, 'v> {
     fn api_record(&self, a: &Api) -> ApiOut {
         let r = a.record;
         let hip = a.domain.is_hip();
+        let (args, retval) = if hip {
+            let (args, retval) = args::of(self.view, &r);
+            (Some(args), retval)
+        } else {
+            (None, None)
+        };
         ApiOut {
             size: size::API_RECORD,
             kind: tracing_kind(a.domain),
@@ -323,7 +332,8 @@ impl<'a, 'v> Process<'a, 'v> {
             start_timestamp: r.start,
             end_timestamp: r.end,
             thread_id: r.thread_id.into(),
-            args: hip.then_some(EMPTY),
+            args,
+            retval,
             stream_id: hip.then(|| Handle::of(self.view.stream_of(r.correlation_id).unwrap_or(0))),
         }
     }
@@ -349,6 +359,7 @@ impl<'a, 'v> Process<'a, 'v> {
             end_timestamp: m.end,
             thread_id: m.thread_id.into(),
             args: None,
+            retval: None,
             stream_id: None,
         }
     }
@@ -1045,7 +1056,9 @@ struct ApiOut {
     end_timestamp: u64,
     thread_id: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    args: Option<[u8; 0]>,
+    args: Option<Vec<args::ArgOut>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retval: Option<args::Retval>,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_id: Option<Handle>,
 }

@@ -48,6 +48,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod args;
 pub mod cells;
 pub mod csv;
 pub mod json;

@@ -479,6 +479,23 @@ fn write_host<W: Write>(
         let Some(slot) = slot_of(tid) else { continue };
         let (ts, track) = nesting.open(seq, slot, start, end)?;
         anns.clear();
+        // A HIP call's captured arguments, after upstream's annotations, named inline
+        // `args.<name>` (a bare name would clash with upstream's own: `hipMemcpy` has a `kind`,
+        // `__hipRegisterFunction` a `tid`).
+        let decoded = match &item {
+            Host::Api(a) if a.domain.is_hip() => crate::args::decoded(view, &a.record),
+            _ => None,
+        };
+        let arg_names: Vec<String> = decoded
+            .iter()
+            .flat_map(|d| d.args.iter().map(|a| format!("args.{}", a.name)))
+            .collect();
+        let named: Vec<(&str, &str)> = decoded
+            .iter()
+            .flat_map(|d| d.args.iter().map(|a| a.value.as_str()))
+            .zip(&arg_names)
+            .map(|(value, name)| (name.as_str(), value))
+            .collect();
         let (category, name_iid, flow) = match item {
             Host::Api(a) => {
                 let r = a.record;
@@ -553,6 +570,7 @@ fn write_host<W: Write>(
             name_iid,
             flow,
             annotations: &anns,
+            named: &named,
         })?;
     }
     nesting.close_all(seq)
@@ -777,6 +795,7 @@ fn write_device<W: Write>(
                     name_iid,
                     flow: call.map(|c| uuids.flow(c.id)),
                     annotations: &anns,
+                    named: &[],
                 })?;
             }
             Device::Copy(c) => {
@@ -818,6 +837,7 @@ fn write_device<W: Write>(
                     name_iid,
                     flow: call.map(|a| uuids.flow(a.id)),
                     annotations: &anns,
+                    named: &[],
                 })?;
             }
         }

@@ -23,8 +23,11 @@
 //!   its category. Markers are `roctxThreadRangeA` (`roctxProcessRangeA`, `roctxMarkA`)
 //!   regions with their message in the event's `extdata`.
 //!
-//! What the records do not hold is left out or stood in for: API arguments (`rocpd_arg` is
-//! empty), the process's environment and tool configuration (`{}`), copy addresses (NULL), and
+//! HIP calls' arguments, when the tool captured them, are `rocpd_arg` rows of the call's event
+//! (position, demangled type, name, value), as upstream writes them (no HSA or marker call has
+//! any there either).
+//!
+//! What the records do not hold is left out or stood in for: the process's environment and tool configuration (`{}`), copy addresses (NULL), and
 //! code objects: one code object row (id 1) stands for the process's code, so that every
 //! kernel symbol has one.
 //!

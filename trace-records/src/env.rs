@@ -61,6 +61,11 @@ pub const SELECTED_REGIONS_REF_COUNT: &str = "ROCPROF_SELECTED_REGIONS_REF_COUNT
 /// ROCTx range open on the launching thread (whether or not markers are traced).
 pub const KERNEL_RENAME: &str = "ROCPROF_KERNEL_RENAME";
 
+/// Set to 1 by `rocprof` when an output it will write shows API arguments and return values
+/// (JSON, Perfetto, rocpd): the tool then captures them for HIP calls (this project's own
+/// variable).
+pub const API_ARGUMENTS: &str = "ROCPROF_WSL_API_ARGUMENTS";
+
 /// rocprofv3's truth strings (case-insensitive): `Ok(true)` for y/yes/t/true/on/1, `Ok(false)`
 /// for n/no/f/false/off/0, otherwise an explanation.
 pub fn parse_bool(v: &str) -> Result<bool, String> {

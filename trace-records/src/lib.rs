@@ -20,7 +20,7 @@ pub mod trace;
 
 pub use record::*;
 pub use records::Records;
-pub use trace::{CounterSample, ProcessTrace};
+pub use trace::{ApiArgs, ApiKey, CounterSample, ProcessTrace};
 
 /// Errors of this crate.
 #[derive(Debug, thiserror::Error)]

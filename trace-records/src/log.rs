@@ -39,8 +39,8 @@ use std::io::Read;
 
 /// First bytes of every log.
 pub const MAGIC: [u8; 8] = *b"RPRFLOG\0";
-/// Format version written.
-pub const VERSION: u32 = 3;
+/// Format version written (4: API calls may carry their arguments, [`Tag::ApiArgs`]).
+pub const VERSION: u32 = 4;
 /// Oldest format version still read (readers refuse others).
 pub const OLDEST_VERSION: u32 = 2;
 /// Size of the file header (one page, so the chunks are page-aligned in the file).

@@ -511,6 +511,12 @@ pub enum Tag {
     /// Variable length: a string definition that was cut to fit one entry: `StringId`, the
     /// full length in bytes (`u64`), then the UTF-8 bytes kept (log version 3).
     StringCut = 13,
+    /// Variable length (log version 4): an API call with its raw arguments, written instead of
+    /// an [`ApiRecord`] when argument capture is on: the [`ApiRecord`], an [`ApiArgsHeader`],
+    /// the captured words (integer registers, vector registers, stack words: 8 bytes each),
+    /// then per C string read at the call its word index (`u8`), its length (`u16`) and its
+    /// bytes.
+    ApiArgs = 14,
 }
 
 impl Tag {
@@ -530,9 +536,30 @@ impl Tag {
             11 => Self::MemoryAllocation,
             12 => Self::ScratchMemory,
             13 => Self::StringCut,
+            14 => Self::ApiArgs,
             _ => return None,
         })
     }
+}
+
+/// What follows the [`ApiRecord`] in a [`Tag::ApiArgs`] entry.
+#[repr(C)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct ApiArgsHeader {
+    /// `rax` after the call (for a struct returned in memory, its first 8 bytes).
+    pub rax: u64,
+    /// Integer-register words captured.
+    pub int_words: u8,
+    /// Vector-register words captured (low 8 bytes of each).
+    pub sse_words: u8,
+    /// Stack words captured.
+    pub stack_words: u8,
+    /// C strings that follow the words.
+    pub strings: u8,
+    /// Zero.
+    pub reserved: u32,
 }
 
 /// A fixed-size record type and its tag.
@@ -571,6 +598,9 @@ impl FixedRecord for OperationName {
 
 const _: () = {
     assert!(size_of::<ApiRecord>() == 32);
+    assert!(size_of::<ApiArgsHeader>() == 16);
+    assert!(std::mem::offset_of!(ApiArgsHeader, int_words) == 8);
+    assert!(std::mem::offset_of!(ApiArgsHeader, strings) == 11);
     assert!(size_of::<KernelSymbolRecord>() == 48);
     assert!(size_of::<KernelDispatchRecord>() == 104);
     assert!(size_of::<MemoryCopyRecord>() == 56);

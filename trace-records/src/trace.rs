@@ -30,6 +30,9 @@ pub struct ProcessTrace {
     /// API calls, in their canonical order (start, longest first, …); held in memory up to a
     /// bound and spilled next to the log beyond it (see [`crate::records`]).
     pub api: Records<ApiRecord>,
+    /// The captured arguments of the API calls that carry them ([`Tag::ApiArgs`]), by call
+    /// ([`ApiArgs::key`]). Held in memory: only runs whose outputs show arguments capture them.
+    pub api_args: HashMap<ApiKey, ApiArgs>,
     /// Kernel symbols.
     pub symbols: Vec<KernelSymbolRecord>,
     /// Kernel dispatches.
@@ -58,6 +61,70 @@ pub struct ProcessTrace {
     /// Chunks the writer handed out, as the log's header counts them (`None` when unknown: a
     /// version-2 log, or a damaged header).
     pub chunks_written: Option<u64>,
+}
+
+/// What identifies an API call across its records: thread, start, end, domain, operation.
+pub type ApiKey = (u32, u64, u64, u8, u16);
+
+/// One API call's captured arguments (a [`Tag::ApiArgs`] entry without its [`ApiRecord`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiArgs {
+    /// `rax` and the counts of words.
+    pub header: ApiArgsHeader,
+    /// The words: integer registers, vector registers, stack words.
+    pub words: Vec<u64>,
+    /// The C strings read at the call: (word index, text, lossily UTF-8).
+    pub strings: Vec<(u8, String)>,
+}
+
+impl ApiArgs {
+    /// The key of `r` in [`ProcessTrace::api_args`].
+    pub fn key(r: &ApiRecord) -> ApiKey {
+        (r.thread_id, r.start, r.end, r.domain, r.operation)
+    }
+
+    /// Reads an entry's bytes: the call and its arguments (`None` if malformed).
+    pub fn parse(bytes: &[u8]) -> Option<(ApiRecord, ApiArgs)> {
+        use zerocopy::FromBytes as _;
+        let (record, rest) = ApiRecord::read_from_prefix(bytes).ok()?;
+        let (header, mut rest) = ApiArgsHeader::read_from_prefix(rest).ok()?;
+        let n = usize::from(header.int_words)
+            + usize::from(header.sse_words)
+            + usize::from(header.stack_words);
+        if rest.len() < 8 * n {
+            return None;
+        }
+        let words = rest[..8 * n]
+            .chunks_exact(8)
+            .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+            .collect();
+        rest = &rest[8 * n..];
+        let mut strings = Vec::with_capacity(usize::from(header.strings));
+        for _ in 0..header.strings {
+            if rest.len() < 3 {
+                return None;
+            }
+            let word = rest[0];
+            let len = usize::from(u16::from_le_bytes([rest[1], rest[2]]));
+            let text = rest.get(3..3 + len)?;
+            if usize::from(word) >= n {
+                return None;
+            }
+            strings.push((word, String::from_utf8_lossy(text).into_owned()));
+            rest = &rest[3 + len..];
+        }
+        if !rest.is_empty() {
+            return None;
+        }
+        Some((
+            record,
+            ApiArgs {
+                header,
+                words,
+                strings,
+            },
+        ))
+    }
 }
 
 /// One counted dispatch's raw counter output, as the GPU left it.
@@ -206,6 +273,12 @@ impl ProcessTrace {
                 .map(|o| self.operations.insert((o.domain, o.operation), o.name))
                 .is_some(),
             Tag::Api => fixed(e.bytes).map(|r| api.push(r)).is_some(),
+            Tag::ApiArgs => ApiArgs::parse(e.bytes)
+                .map(|(r, args)| {
+                    self.api_args.entry(ApiArgs::key(&r)).or_insert(args);
+                    api.push(r);
+                })
+                .is_some(),
             Tag::KernelSymbol => fixed(e.bytes).map(|r| self.symbols.push(r)).is_some(),
             Tag::KernelDispatch => fixed(e.bytes).map(|r| self.dispatches.push(r)).is_some(),
             Tag::MemoryCopy => fixed(e.bytes).map(|r| self.copies.push(r)).is_some(),

@@ -21,6 +21,10 @@ cargo xtask <command>
              (the rule table is in xtask/src/tidy.rs; docs/ARCHITECTURE.md explains it)
   valgrind   run the layout-mismatch scenarios under valgrind (no invalid access allowed)
   abi-dump   print every #[repr(C)] layout of the FFI and interception crates
+  api-signatures
+             regenerate abi/api-signatures.tsv from rocprofiler-sdk's hip/, hsa/ and
+             marker/api_args.h (the upstream mirror: ROCPROF_UPSTREAM_MIRROR, else
+             ../.mirror/ROCm+rocm-systems/repo beside the workspace)
   pm4-dump   [--agent gfx1150] [--base ADDR] [--output ADDR] COUNTER...: the start, stop and
              read PM4 buffers of one counter pass on the simulated 890M's topology, and where
              each counter instance lands in the output buffer (one JSON document)
@@ -30,7 +34,7 @@ cargo xtask <command>
              (max-rate loops traced vs untraced, interleaved, medians of 5), peak memory over
              10 M traced calls, log-to-CSV throughput, cost of a host timestamp, counter pass
              planning and derived-counter evaluation, and (with valgrind) instructions per
-             traced call
+             traced call; HIP calls also with their arguments captured (`-f json`)
   bench --baseline REV
              the max-rate loops of this tree and of revision REV (built in release under
              target/baseline, cached), interleaved round by round in one session: added wall
@@ -84,6 +88,7 @@ fn main() -> Result<()> {
         Some("tidy") => tidy::tidy(&root()),
         Some("pm4-dump") => pm4_dump::run(&args[1..]),
         Some("valgrind") => valgrind(&build()?),
+        Some("api-signatures") => api_signatures(),
         Some("abi-dump") => {
             print!("{}", abi_dump());
             Ok(())
@@ -94,6 +99,36 @@ fn main() -> Result<()> {
         }
         Some(other) => bail!("unknown command `{other}`\n\n{HELP}"),
     }
+}
+
+/// `cargo xtask api-signatures`: the signature table from the upstream headers.
+fn api_signatures() -> Result<()> {
+    let mirror = std::env::var_os("ROCPROF_UPSTREAM_MIRROR").map_or_else(
+        || root().join("../.mirror/ROCm+rocm-systems/repo"),
+        PathBuf::from,
+    );
+    let mut texts = Vec::new();
+    for (_, path) in api_signatures::header::SOURCES {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&mirror)
+            .args(["show", &format!("HEAD:{path}")])
+            .output()
+            .with_context(|| format!("git show in {}", mirror.display()))?;
+        if !out.status.success() {
+            bail!(
+                "{path} not readable in {}: {}",
+                mirror.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        texts.push(String::from_utf8(out.stdout)?);
+    }
+    let tsv = api_signatures::header::tsv([&texts[0], &texts[1], &texts[2]])?;
+    let dest = root().join("abi/api-signatures.tsv");
+    std::fs::write(&dest, tsv).with_context(|| format!("writing {}", dest.display()))?;
+    println!("wrote {}", dest.display());
+    Ok(())
 }
 
 fn root() -> PathBuf {
@@ -393,13 +428,18 @@ const COUNTED: &str = "--kernel-trace --pmc SQ_WAVES SQ_BUSY_CYCLES GRBM_COUNT G
 /// 16 MiB trace buffers (so 64 may be in flight: the loop is not held to the harvest's pace).
 const THREAD_TRACED: &str = "--kernel-trace --att --att-buffer-size 0x1000000";
 
+/// HIP tracing into JSON, which shows API arguments: every call captures its arguments and
+/// return value.
+const HIP_TRACED_WITH_ARGUMENTS: &str = "--hip-trace -f json";
 /// The max-rate loops: (workload, rocprof options, iterations, rounds). Dispatch timing on a
 /// 2-core VM is bimodal (whether the runtime's threads keep pace with the simulated GPU), so its
 /// median needs more rounds; the thread-traced one fewer, as every dispatch leaves a trace
 /// directory to decode and write after the run.
-const MAX_RATE: [(&str, &str, &str, usize); 5] = [
+const MAX_RATE: [(&str, &str, &str, usize); 6] = [
     ("hsa-rate", "--hsa-trace", "2000000", 5),
     ("hip-rate", "--hip-trace", "2000000", 5),
+    // JSON shows arguments: the HIP calls capture theirs.
+    ("hip-rate", HIP_TRACED_WITH_ARGUMENTS, "2000000", 5),
     ("dispatch-rate", "--kernel-trace", "20000", 11),
     ("dispatch-rate", COUNTED, "20000", 11),
     ("dispatch-rate", THREAD_TRACED, "2000", 5),
@@ -702,7 +742,11 @@ fn callgrind_per_call(bin: &Path) -> Result<Option<String>> {
         )
     };
     let mut lines = Vec::new();
-    for (loop_name, option) in [("hsa-rate", "--hsa-trace"), ("hip-rate", "--hip-trace")] {
+    for (loop_name, option) in [
+        ("hsa-rate", "--hsa-trace"),
+        ("hip-rate", "--hip-trace"),
+        ("hip-rate", HIP_TRACED_WITH_ARGUMENTS),
+    ] {
         eprintln!("bench: instructions per {loop_name} call under callgrind");
         let (plain, traced) = (
             per_call(loop_name, None)?,

@@ -78,7 +78,11 @@ pub const RULES: &[Rule] = &[
     product("atomic-file", &[]),
     product("terminal-text", &[]),
     product("trace-records", &[]),
-    product("trace-export", &["trace-records", "atomic-file"]),
+    product("api-signatures", &[]),
+    product(
+        "trace-export",
+        &["trace-records", "atomic-file", "api-signatures"],
+    ),
     product("otf2-sys", &["c-layout"]),
     product(
         "otf2-export",
@@ -91,7 +95,13 @@ pub const RULES: &[Rule] = &[
     ),
     product(
         "hsa-intercept",
-        &["c-layout", "trace-records", "record-log", "pmc-dxg"],
+        &[
+            "c-layout",
+            "trace-records",
+            "record-log",
+            "pmc-dxg",
+            "api-signatures",
+        ],
     ),
     product("pmc-dxg", &["trace-records"]),
     product("att", &["trace-records", "atomic-file"]),

@@ -126,6 +126,12 @@ pub enum OutputFormat {
 }
 
 impl OutputFormat {
+    /// Whether files of this format show API calls' arguments and return values (as
+    /// rocprofv3's JSON `args`/`retval`, `rocpd_arg` and Perfetto annotations do; CSV does not).
+    pub fn shows_api_arguments(self) -> bool {
+        !matches!(self, Self::Csv)
+    }
+
     /// The file a process's output of this format goes to (`None`: several CSV files).
     pub fn results_file(self) -> Option<(&'static str, &'static str)> {
         match self {

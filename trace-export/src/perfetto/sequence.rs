@@ -114,6 +114,8 @@ pub(super) struct Begin<'a> {
     pub flow: Option<u64>,
     /// Its debug annotations, in order.
     pub annotations: &'a [(Ann, Value<'a>)],
+    /// String annotations named inline, after those (a HIP call's arguments: name, value).
+    pub named: &'a [(&'a str, &'a str)],
 }
 
 /// Time buckets of the size accounting ([`Budget`]).
@@ -403,6 +405,12 @@ impl<'w, W: Write> Sequence<'w, W> {
                 }
                 (Value::S(s), slot) => *slot = Some(AnnotationValue::String((*s).to_owned())),
             }
+        }
+        for (name, value) in b.named {
+            anns.push(DebugAnnotation {
+                name_field: Some(AnnotationName::Name((*name).to_owned())),
+                value: Some(AnnotationValue::String((*value).to_owned())),
+            });
         }
         self.emit_event(b.ts)
     }

@@ -2,11 +2,12 @@
 //! table group: the catalog ([`catalog`]: strings, node, process, threads, agents, queues,
 //! streams, counters, code object and kernel symbols); then every event ([`events`]: HIP calls,
 //! HSA calls, markers, dispatches, copies, allocations, scratch events); then the rows that
-//! name them: regions and samples ([`spans`]), kernel dispatches, counter values, memory copies
+//! name them: the HIP calls' arguments ([`args`]), regions and samples ([`spans`]), kernel dispatches, counter values, memory copies
 //! and allocations ([`activity`]). Each table is filled in id order, so every insert appends.
 //! What they share (the process's ids, string ids, numbering rules) is [`context`]'s.
 
 mod activity;
+mod args;
 mod catalog;
 mod context;
 mod events;
@@ -35,6 +36,7 @@ pub(crate) fn write_process(
     catalog::write_counters(&p)?;
     catalog::write_kernel_symbols(&p)?;
     let events = events::write_events(&p, &strings)?;
+    args::write_args(&p, &events)?;
     spans::write_regions_and_samples(&p, &strings, &events)?;
     activity::write_kernel_dispatches(&p, &strings, &events)?;
     activity::write_counter_values(&p, &events)?;
