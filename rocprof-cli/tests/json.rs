@@ -229,7 +229,7 @@ fn sys_trace_json_agrees_with_the_csv_files_record_for_record() {
     let doc = r.json();
     let p = &doc["rocprofiler-sdk-tool"][0];
 
-    // HIP calls are outermost: their internal ids are the CSV's correlation ids.
+    // Every call has its own id, the same in both formats (issue 24: nested calls too).
     type Call = (String, String, u64, u64, u64, u64);
     let csv_calls = |file: &str| -> Vec<Call> {
         let mut v: Vec<Call> = r
@@ -249,21 +249,6 @@ fn sys_trace_json_agrees_with_the_csv_files_record_for_record() {
         v.sort();
         v
     };
-    // A nested call's CSV correlation id is its outermost enclosing call's.
-    let ancestors: HashMap<u64, u64> = ["hip_api", "hsa_api"]
-        .iter()
-        .flat_map(|k| records(p, k))
-        .map(|c| (internal(c), u(&c["correlation_id"]["ancestor"])))
-        .collect();
-    let outermost = |mut id: u64| {
-        for _ in 0..=ancestors.len() {
-            match ancestors.get(&id) {
-                Some(&up) if up != 0 => id = up,
-                _ => return id,
-            }
-        }
-        panic!("the ancestors of call {id} form a cycle");
-    };
     let json_calls = |kind: &str| -> Vec<Call> {
         let mut v: Vec<Call> = records(p, kind)
             .iter()
@@ -273,7 +258,7 @@ fn sys_trace_json_agrees_with_the_csv_files_record_for_record() {
                     kind_name(p, c).to_owned(),
                     op_name(p, c).to_owned(),
                     u(&c["thread_id"]),
-                    outermost(internal(c)),
+                    internal(c),
                     start,
                     end,
                 )

@@ -119,8 +119,9 @@ pub fn read(path: &Path) -> Result<Vec<ProcessTrace>, Error> {
             interned: HashMap::new(),
             operations: HashMap::new(),
             correlations: HashMap::new(),
+            own_ids: HashMap::new(),
         };
-        p.correlations = p.stacks().map_err(sql)?;
+        (p.correlations, p.own_ids) = p.stacks().map_err(sql)?;
         p.agents().map_err(sql)?;
         p.api().map_err(sql)?;
         p.symbols().map_err(sql)?;
@@ -218,6 +219,9 @@ struct Reader<'a> {
     operations: HashMap<(u8, String), u16>,
     /// The correlation id of each event ([`Reader::stacks`]), read once per process.
     correlations: HashMap<i64, u64>,
+    /// The stack id of each event that has one: an API call's own id (every call has its own,
+    /// nested ones included).
+    own_ids: HashMap<i64, u64>,
 }
 
 impl<'a> Reader<'a> {
@@ -379,7 +383,7 @@ impl<'a> Reader<'a> {
             let Some(d) = domain(category) else { continue };
             let operation = self.operation(d, &name);
             api.push(ApiRecord {
-                correlation_id: correlation,
+                correlation_id: self.own_ids.get(&ev).copied().unwrap_or(correlation),
                 start: start as u64,
                 end: end as u64,
                 thread_id: tid as u32,
@@ -444,17 +448,19 @@ impl<'a> Reader<'a> {
                 group_segment_size: v[2] as u32,
                 private_segment_size: v[3] as u32,
                 kernarg_segment_size: v[1] as u32,
-                reserved: 0,
+                code_object_id: 0,
             });
         }
         Ok(())
     }
 
     /// The correlation id of each event: the stack id of the outermost call it descends from
-    /// (following `parent_stack_id`), so a nested call, the dispatch it enqueued and the
-    /// call that issued it share one id, as in this project's records. An event without a
-    /// stack id keeps its external `correlation_id`, or its own id.
-    fn stacks(&self) -> rusqlite::Result<HashMap<i64, u64>> {
+    /// (following `parent_stack_id`), so the dispatch a call enqueued and the outermost call
+    /// that issued it share one id, as in this project's records. An event without a stack id
+    /// keeps its external `correlation_id`, or its own id. Second, each event's own stack id
+    /// (what an API call keeps: ids are unique per call).
+    #[allow(clippy::type_complexity)]
+    fn stacks(&self) -> rusqlite::Result<(HashMap<i64, u64>, HashMap<i64, u64>)> {
         let events = self.select(
             "rocpd_event",
             "id, stack_id, parent_stack_id, correlation_id",
@@ -476,7 +482,12 @@ impl<'a> Reader<'a> {
             }
             stack
         };
-        Ok(events
+        let own = events
+            .iter()
+            .filter(|e| e.1 > 0)
+            .map(|e| (e.0, e.1 as u64))
+            .collect();
+        let roots = events
             .iter()
             .map(|&(id, stack, _, corr)| {
                 let c = match (stack, corr) {
@@ -486,7 +497,8 @@ impl<'a> Reader<'a> {
                 };
                 (id, c as u64)
             })
-            .collect())
+            .collect();
+        Ok((roots, own))
     }
 
     fn dispatches(&mut self) -> rusqlite::Result<()> {

@@ -231,7 +231,7 @@ fn synthetic() -> ProcessTrace {
         group_segment_size: 1024,
         private_segment_size: 16,
         kernarg_segment_size: 24,
-        reserved: 0,
+        code_object_id: 0,
     };
     t.symbols = vec![symbol(4), symbol(9)];
     t.dispatches = vec![dispatch(1, 5, 2_500, 2_900)];

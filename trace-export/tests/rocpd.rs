@@ -110,7 +110,7 @@ fn sample_trace(pid: u32, created_ns: u64) -> ProcessTrace {
         group_segment_size: 100,
         private_segment_size: 0,
         kernarg_segment_size: 24,
-        reserved: 0,
+        code_object_id: 0,
     });
     t.0.dispatches.push(KernelDispatchRecord {
         dispatch_id: 1,
