@@ -144,3 +144,124 @@ fn scratch_records_name_the_queue_they_were_allocated_for() {
         "scratch on a queue no dispatch ran on: {scratch_queues:?}"
     );
 }
+
+/// Point 3: the reference workload's code objects (ROCclr's blit kernels, the program's
+/// `axpb`) in the JSON `code_objects`, indexed by id; every kernel symbol's `code_object_id`
+/// and every dispatch's kernel resolve; `host_functions` holds `axpb`'s host stub under its
+/// kernel and code object; the rocpd file has the same code objects and symbols.
+#[test]
+fn code_objects_kernel_symbols_and_host_functions_resolve_in_json_and_rocpd() {
+    let r = sim_run(
+        "resolve",
+        "code-objects",
+        &["--kernel-trace", "--hip-trace", "-f", "json", "rocpd"],
+        &reference_workload(),
+        &[],
+        &[],
+    )
+    .succeeded();
+    let doc = json(&r);
+    let tool = &doc["rocprofiler-sdk-tool"][0];
+    let gpus: BTreeSet<u64> = tool["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| u(&a["type"]) == 2)
+        .map(|a| u(&a["id"]["handle"]))
+        .collect();
+
+    let objects = tool["code_objects"].as_array().unwrap();
+    let mut uris = Vec::new();
+    for (i, c) in objects.iter().enumerate() {
+        if u(&c["size"]) == 0 {
+            continue;
+        }
+        assert_eq!(u(&c["code_object_id"]), i as u64, "indexed by id: {c}");
+        assert!(gpus.contains(&u(&c["agent_id"]["handle"])), "{c}");
+        let uri = c["uri"].as_str().unwrap();
+        assert!(uri.starts_with("memory://"), "{uri}");
+        assert!(u(&c["load_size"]) > 0 && u(&c["load_base"]) > 0, "{c}");
+        assert_eq!(u(&c["storage_type"]), 2, "memory storage");
+        assert_eq!(u(&c["memory_size"]), u(&c["load_size"]), "{c}");
+        uris.push(uri.to_owned());
+    }
+    assert!(
+        uris.len() >= 2,
+        "ROCclr's blit code object and the program's: {objects:?}"
+    );
+    let resolves = |id: u64| {
+        objects
+            .get(id as usize)
+            .is_some_and(|c| u(&c["code_object_id"]) == id && id != 0)
+    };
+
+    let symbols: HashMap<u64, &Value> = tool["kernel_symbols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| u(&s["kernel_id"]) != 0)
+        .map(|s| (u(&s["kernel_id"]), s))
+        .collect();
+    for s in symbols.values() {
+        assert!(resolves(u(&s["code_object_id"])), "dangling: {s}");
+    }
+    for d in tool["buffer_records"]["kernel_dispatch"].as_array().unwrap() {
+        let kernel = u(&d["dispatch_info"]["kernel_id"]);
+        let s = symbols
+            .get(&kernel)
+            .unwrap_or_else(|| panic!("dispatch of unknown kernel {kernel}"));
+        assert!(resolves(u(&s["code_object_id"])));
+    }
+
+    // validate.py:158: host functions are there, and name their kernel and its code object.
+    let hosts: Vec<&Value> = tool["host_functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| u(&h["size"]) != 0)
+        .collect();
+    assert!(!hosts.is_empty(), "no host functions");
+    for (i, h) in hosts.iter().enumerate() {
+        assert_eq!(u(&h["host_function_id"]), i as u64 + 1);
+        let s = symbols[&u(&h["kernel_id"])];
+        assert_eq!(h["device_function"], s["kernel_name"], "{h}");
+        assert_eq!(h["code_object_id"], s["code_object_id"]);
+        assert!(u(&h["host_function"]["handle"]) != 0 && u(&h["modules"]["handle"]) != 0);
+    }
+    let axpb = hosts
+        .iter()
+        .find(|h| h["truncated_host_function_name"] == "axpb")
+        .expect("axpb's host function");
+    assert_eq!(u(&axpb["thread_limit"]), u64::from(u32::MAX), "hipcc's threadLimit");
+
+    // rocpd: the same code objects; every kernel symbol names one of them.
+    let db = rusqlite::Connection::open(r.file("results.db")).unwrap();
+    let mut rows: Vec<String> = db
+        .prepare("SELECT uri FROM rocpd_info_code_object WHERE id > 0 ORDER BY id")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    rows.sort();
+    uris.sort();
+    assert_eq!(rows, uris);
+    let dangling: i64 = db
+        .query_row(
+            "SELECT COUNT(*) FROM rocpd_info_kernel_symbol S \
+             LEFT JOIN rocpd_info_code_object C ON C.id = S.code_object_id \
+             WHERE C.id IS NULL OR C.id = 0",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(dangling, 0, "kernel symbols without their code object");
+    let axpb_code_object: i64 = db
+        .query_row(
+            "SELECT code_object_id FROM rocpd_info_kernel_symbol WHERE kernel_name LIKE 'axpb%'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(axpb_code_object as u64, u(&axpb["code_object_id"]));
+}

@@ -13,7 +13,8 @@
 //! carries `dimensions` and `instances` instead of `dimension_ids`;
 //! `callback_records.counter_collection[]` holds `thread_id`, `dispatch_data`, `records` and
 //! `stream_id` only. (`code_objects`, `host_functions` and
-//! `strings.code_object_snapshot_filenames`, where upstream departs too, are empty here.)
+//! `strings.code_object_snapshot_filenames` are written as upstream's writer writes them, where
+//! it departs from the schema too: `json/code_objects.rs`.)
 //!
 //! What the records do not say, and how it is written:
 //! - Correlation ids. The tool gives an API call nested in another the outermost call's
@@ -40,9 +41,12 @@
 //!   are the gfx target's. `runtime_visibility` says HSA for every agent and HIP for GPUs.
 //! - Kernel symbols: the names are the kernel name as the reader left it (demangled unless
 //!   `-M`) in `kernel_name`, `formatted_kernel_name` and `demangled_kernel_name`, and that
-//!   name cut to its function's bare name in `truncated_kernel_name`. No code objects are
-//!   recorded: `code_objects` is empty and `code_object_id` 0, as are
-//!   `kernarg_segment_alignment`, `kernel_code_entry_byte_offset` and `kernel_address`.
+//!   name cut to its function's bare name in `truncated_kernel_name`. `code_object_id` names
+//!   the `code_objects` entry holding the kernel (0 when the runtime's loader extension did not
+//!   say); `kernarg_segment_alignment`, `kernel_code_entry_byte_offset` and `kernel_address`
+//!   are 0 (not recorded).
+//! - Host functions: a device function name is the kernel's name as the reader left it (the
+//!   log interns both once), so with demangling it is demangled in `device_function` too.
 //! - HIP calls: `args` is empty and there is no `retval` (neither is recorded); `stream_id` is
 //!   the stream of the dispatch or copy the call caused (0 when none).
 //! - Kernel dispatches are written under `buffer_records` only when kernel tracing was asked
@@ -54,6 +58,7 @@
 //! - `summary` is empty (the stats are not known here) and so are the tables of kinds this
 //!   build never records.
 
+mod code_objects;
 mod names;
 
 use crate::Error;
@@ -478,7 +483,7 @@ impl<'a, 'v> Process<'a, 'v> {
             SymbolOut {
                 size: size::KERNEL_SYMBOL,
                 kernel_id: s.kernel_id,
-                code_object_id: 0,
+                code_object_id: s.code_object_id.into(),
                 kernel_name: name,
                 kernel_object: s.kernel_object,
                 kernarg_segment_size: s.kernarg_segment_size,
@@ -559,9 +564,9 @@ impl Serialize for Process<'_, '_> {
         m.serialize_entry("agents", &Seq(|| v.agents().iter().map(AgentOut::of)))?;
         m.serialize_entry("counters", &self.counter_infos())?;
         m.serialize_entry("strings", &Strings(self))?;
-        m.serialize_entry("code_objects", &EMPTY)?;
+        m.serialize_entry("code_objects", &code_objects::CodeObjects(v.trace))?;
         m.serialize_entry("kernel_symbols", &Seq(|| self.kernel_symbols()))?;
-        m.serialize_entry("host_functions", &EMPTY)?;
+        m.serialize_entry("host_functions", &code_objects::HostFunctions(v.trace))?;
         m.serialize_entry("summary", &EMPTY)?;
         m.serialize_entry("callback_records", &CallbackRecords(self))?;
         m.serialize_entry("buffer_records", &BufferRecords(self))?;
@@ -950,7 +955,10 @@ impl Serialize for Strings<'_, '_, '_> {
         m.serialize_entry("pc_sample_instructions", &EMPTY)?;
         m.serialize_entry("pc_sample_comments", &EMPTY)?;
         m.serialize_entry("att_filenames", &EMPTY)?;
-        m.serialize_entry("code_object_snapshot_filenames", &EMPTY)?;
+        m.serialize_entry(
+            "code_object_snapshot_filenames",
+            &code_objects::snapshot_filenames(p.view.trace),
+        )?;
         m.end()
     }
 }

@@ -125,6 +125,7 @@ pub fn read(path: &Path) -> Result<Vec<ProcessTrace>, Error> {
         p.agents().map_err(sql)?;
         p.api().map_err(sql)?;
         p.symbols().map_err(sql)?;
+        p.code_objects().map_err(sql)?;
         p.dispatches().map_err(sql)?;
         p.copies().map_err(sql)?;
         p.allocations().map_err(sql)?;
@@ -417,7 +418,7 @@ impl<'a> Reader<'a> {
             "rocpd_info_kernel_symbol",
             "id, kernel_name, display_name, kernel_object, kernarg_segment_size, \
              group_segment_size, private_segment_size, sgpr_count, arch_vgpr_count, \
-             accum_vgpr_count",
+             accum_vgpr_count, code_object_id",
             "ORDER BY id",
             |r| {
                 Ok((
@@ -432,6 +433,7 @@ impl<'a> Reader<'a> {
                         int(r, 7),
                         int(r, 8),
                         int(r, 9),
+                        int(r, 10),
                     ],
                 ))
             },
@@ -448,7 +450,48 @@ impl<'a> Reader<'a> {
                 group_segment_size: v[2] as u32,
                 private_segment_size: v[3] as u32,
                 kernarg_segment_size: v[1] as u32,
-                code_object_id: 0,
+                code_object_id: u32::try_from(v[7]).unwrap_or(0),
+            });
+        }
+        Ok(())
+    }
+
+    /// The code objects, as loads (the database keeps no unload time). The storage type,
+    /// memory base and size come from the row's `extdata` (upstream's load record), when it
+    /// has them.
+    fn code_objects(&mut self) -> rusqlite::Result<()> {
+        let rows = self.select(
+            "rocpd_info_code_object",
+            "id, agent_id, uri, load_base, load_size, load_delta, extdata",
+            "ORDER BY id",
+            |r| {
+                Ok((
+                    [int(r, 0), int(r, 1), int(r, 3), int(r, 4), int(r, 5)],
+                    text(r, 2),
+                    text(r, 6),
+                ))
+            },
+        )?;
+        for ([id, agent, base, size, delta], uri, extdata) in rows {
+            if id <= 0 {
+                continue;
+            }
+            let ext = serde_json::from_str::<serde_json::Value>(&extdata).unwrap_or_default();
+            let field = |k: &str| ext.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+            let uri = self.intern(&uri);
+            self.trace.code_objects.push(CodeObjectRecord {
+                code_object_id: id as u64,
+                timestamp: 0,
+                load_base: base as u64,
+                load_size: size as u64,
+                load_delta: delta as u64,
+                memory_base: field("memory_base"),
+                memory_size: field("memory_size"),
+                uri,
+                agent_node_id: agent.max(0) as u32,
+                storage_type: u32::try_from(field("storage_type")).unwrap_or(0),
+                event: CodeObjectEvent::Load as u8,
+                reserved: [0; 3],
             });
         }
         Ok(())

@@ -8,6 +8,7 @@
 
 mod activity;
 mod catalog;
+mod code_objects;
 mod context;
 mod events;
 mod spans;
