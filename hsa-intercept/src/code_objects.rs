@@ -155,10 +155,13 @@ pub fn executable_frozen(loader: &Loader, executable: u64) {
 /// descriptor the runtime keeps apart from the image); 0 when neither says.
 pub fn code_object_of(executable: u64, kernel_object: u64) -> u32 {
     let known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
-    let mine = || known.iter().filter(|k| k.executable == executable && k.recorded);
-    let within = mine().find(|k| {
-        kernel_object >= k.load_base && kernel_object - k.load_base < k.load_size.max(1)
-    });
+    let mine = || {
+        known
+            .iter()
+            .filter(|k| k.executable == executable && k.recorded)
+    };
+    let within = mine()
+        .find(|k| kernel_object >= k.load_base && kernel_object - k.load_base < k.load_size.max(1));
     let id = match within {
         Some(k) => k.id,
         None if mine().count() == 1 => mine().next().map_or(0, |k| k.id),

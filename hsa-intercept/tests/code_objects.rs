@@ -18,7 +18,12 @@ const GPU: u64 = 0x11;
 const EXE: u64 = 0xE0;
 /// Two loaded code objects: (handle, load base, load size, URI).
 const OBJECTS: [(u64, u64, u64, &str); 2] = [
-    (0xC1, 0x10_0000, 0x1000, "memory://78#offset=0x5000&size=4096"),
+    (
+        0xC1,
+        0x10_0000,
+        0x1000,
+        "memory://78#offset=0x5000&size=4096",
+    ),
     (0xC2, 0x20_0000, 0x800, "file:///opt/app.hsaco"),
 ];
 /// Kernel symbols: (symbol handle, name, kernel object).
@@ -163,7 +168,9 @@ unsafe extern "C" fn register_function(
     _wave_size: *mut c_int,
 ) {
     // SAFETY: the test's NUL-terminated name.
-    let name = unsafe { CStr::from_ptr(device_name) }.to_string_lossy().into_owned();
+    let name = unsafe { CStr::from_ptr(device_name) }
+        .to_string_lossy()
+        .into_owned();
     REGISTERED
         .lock()
         .unwrap()
@@ -210,8 +217,14 @@ fn loads_unloads_symbols_and_host_functions_become_records() {
         ("hsa_agent_get_info", agent_get_info as *const c_void),
         ("hsa_executable_freeze", freeze as *const c_void),
         ("hsa_executable_destroy", destroy as *const c_void),
-        ("hsa_executable_iterate_symbols", iterate_symbols as *const c_void),
-        ("hsa_executable_symbol_get_info", symbol_get_info as *const c_void),
+        (
+            "hsa_executable_iterate_symbols",
+            iterate_symbols as *const c_void,
+        ),
+        (
+            "hsa_executable_symbol_get_info",
+            symbol_get_info as *const c_void,
+        ),
         (
             "hsa_system_get_major_extension_table",
             extension_table as *const c_void,
@@ -231,7 +244,12 @@ fn loads_unloads_symbols_and_host_functions_become_records() {
 
     let mut hip = empty_table(&HIP_COMPILER_TABLE);
     for name in HIP_COMPILER_TABLE.names {
-        set(&mut hip, &HIP_COMPILER_TABLE, name, placeholder as *const c_void);
+        set(
+            &mut hip,
+            &HIP_COMPILER_TABLE,
+            name,
+            placeholder as *const c_void,
+        );
     }
     set(
         &mut hip,
@@ -248,11 +266,8 @@ fn loads_unloads_symbols_and_host_functions_become_records() {
         type Destroy = unsafe extern "C" fn(u64) -> u32;
         let freeze: Freeze = std::mem::transmute(get(&core, &CORE, "hsa_executable_freeze"));
         let destroy: Destroy = std::mem::transmute(get(&core, &CORE, "hsa_executable_destroy"));
-        let register: RegisterFunction = std::mem::transmute(get(
-            &hip,
-            &HIP_COMPILER_TABLE,
-            "__hipRegisterFunction",
-        ));
+        let register: RegisterFunction =
+            std::mem::transmute(get(&hip, &HIP_COMPILER_TABLE, "__hipRegisterFunction"));
         let name = c"_Z4axpbPKfPfm";
         let mut block = [64u32, 1, 1];
         let mut wave = 32 as c_int;
@@ -282,7 +297,8 @@ fn loads_unloads_symbols_and_host_functions_become_records() {
     sink::seal_all();
     let t = ProcessTrace::read(&path).unwrap();
     assert_eq!(t.losses.total(), 0);
-    let objects: Vec<(Option<CodeObjectEvent>, u64, u64, u64, &str, u32, u32)> = t
+    type Seen<'a> = (Option<CodeObjectEvent>, u64, u64, u64, &'a str, u32, u32);
+    let objects: Vec<Seen> = t
         .code_objects
         .iter()
         .map(|c| {
@@ -309,8 +325,14 @@ fn loads_unloads_symbols_and_host_functions_become_records() {
         ],
         "one load per code object (not again at the second freeze), then the unloads"
     );
-    assert_eq!((t.code_objects[0].memory_base, t.code_objects[0].memory_size), (0x5000, a.2));
-    assert_eq!(t.code_objects[1].memory_base, 0, "file storage has no memory range");
+    assert_eq!(
+        (t.code_objects[0].memory_base, t.code_objects[0].memory_size),
+        (0x5000, a.2)
+    );
+    assert_eq!(
+        t.code_objects[1].memory_base, 0,
+        "file storage has no memory range"
+    );
     assert!(t.code_objects[2].timestamp >= t.code_objects[0].timestamp);
 
     // The symbols of both freezes, each under the code object whose range holds it.
@@ -321,7 +343,12 @@ fn loads_unloads_symbols_and_host_functions_become_records() {
         .collect();
     assert_eq!(
         symbols,
-        [("_Z4axpbPKfPfm", 2), ("blit", 1), ("_Z4axpbPKfPfm", 2), ("blit", 1)]
+        [
+            ("_Z4axpbPKfPfm", 2),
+            ("blit", 1),
+            ("_Z4axpbPKfPfm", 2),
+            ("blit", 1)
+        ]
     );
 
     let [h] = t.host_functions.as_slice() else {
@@ -332,6 +359,10 @@ fn loads_unloads_symbols_and_host_functions_become_records() {
     assert_eq!(h.device_function, t.symbols[0].name, "one interned name");
     assert_eq!(h.thread_limit, 1024);
     assert_eq!(h.block_dims, [64, 1, 1]);
-    assert_eq!((h.thread_ids, h.grid_dims), ([0; 3], [0; 3]), "null pointers");
+    assert_eq!(
+        (h.thread_ids, h.grid_dims),
+        ([0; 3], [0; 3]),
+        "null pointers"
+    );
     assert_eq!(h.workgroup_size, 32);
 }

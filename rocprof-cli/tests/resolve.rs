@@ -20,7 +20,8 @@ fn json(r: &Run) -> Value {
 }
 
 fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
+    v.as_u64()
+        .unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
 }
 
 fn num(row: &Row, column: &str) -> u64 {
@@ -53,7 +54,11 @@ fn hsa_calls_nested_in_callbacks_have_their_own_ids_in_every_format() {
     .succeeded();
     let rows = r.rows("hsa_api_trace");
     let csv_ids: BTreeSet<u64> = rows.iter().map(|h| num(h, "Correlation_Id")).collect();
-    assert_eq!(csv_ids.len(), rows.len(), "every CSV row its own correlation id");
+    assert_eq!(
+        csv_ids.len(),
+        rows.len(),
+        "every CSV row its own correlation id"
+    );
 
     let doc = json(&r);
     let tool = &doc["rocprofiler-sdk-tool"][0];
@@ -205,7 +210,10 @@ fn code_objects_kernel_symbols_and_host_functions_resolve_in_json_and_rocpd() {
     for s in symbols.values() {
         assert!(resolves(u(&s["code_object_id"])), "dangling: {s}");
     }
-    for d in tool["buffer_records"]["kernel_dispatch"].as_array().unwrap() {
+    for d in tool["buffer_records"]["kernel_dispatch"]
+        .as_array()
+        .unwrap()
+    {
         let kernel = u(&d["dispatch_info"]["kernel_id"]);
         let s = symbols
             .get(&kernel)
@@ -232,7 +240,11 @@ fn code_objects_kernel_symbols_and_host_functions_resolve_in_json_and_rocpd() {
         .iter()
         .find(|h| h["truncated_host_function_name"] == "axpb")
         .expect("axpb's host function");
-    assert_eq!(u(&axpb["thread_limit"]), u64::from(u32::MAX), "hipcc's threadLimit");
+    assert_eq!(
+        u(&axpb["thread_limit"]),
+        u64::from(u32::MAX),
+        "hipcc's threadLimit"
+    );
 
     // rocpd: the same code objects; every kernel symbol names one of them.
     let db = rusqlite::Connection::open(r.file("results.db")).unwrap();

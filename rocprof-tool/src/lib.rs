@@ -588,7 +588,9 @@ pub unsafe extern "C" fn rocprofiler_set_api_table(
                 if state.config.dispatches() {
                     // SAFETY: HipCompilerDispatchTable, not yet in use (replaced before it is
                     // wrapped, so a traced __hipRegisterFunction still records).
-                    unsafe { hsa_intercept::code_objects::install_host_functions(tables[0].cast()) };
+                    unsafe {
+                        hsa_intercept::code_objects::install_host_functions(tables[0].cast())
+                    };
                 }
                 // SAFETY: HipCompilerDispatchTable, not yet in use.
                 wrapped += unsafe {

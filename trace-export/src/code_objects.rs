@@ -62,11 +62,8 @@ pub struct HostFunction<'t> {
 
 /// The process's host functions whose kernels were loaded (see the module text).
 pub fn host_functions(trace: &ProcessTrace) -> Vec<HostFunction<'_>> {
-    let mut symbols: Vec<&KernelSymbolRecord> = trace
-        .symbols
-        .iter()
-        .filter(|s| s.kernel_id != 0)
-        .collect();
+    let mut symbols: Vec<&KernelSymbolRecord> =
+        trace.symbols.iter().filter(|s| s.kernel_id != 0).collect();
     symbols.sort_by_key(|s| s.kernel_id);
     symbols.dedup_by_key(|s| s.kernel_id);
     let mut by_name: BTreeMap<u32, Vec<&KernelSymbolRecord>> = BTreeMap::new();

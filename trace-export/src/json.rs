@@ -17,12 +17,12 @@
 //! it departs from the schema too: `json/code_objects.rs`.)
 //!
 //! What the records do not say, and how it is written:
-//! - Correlation ids. The tool gives an API call nested in another the outermost call's
-//!   correlation id, so ids repeat across API records; upstream's `correlation_id.internal` is
-//!   unique per call. Here a call keeps its recorded id when it is the first (in time order) to
-//!   carry it, which makes the outermost call's id the one `Correlation_Id` of the CSV files
-//!   shows and the one its dispatches and copies name; a nested call gets a fresh id above
-//!   every id of the process, and `ancestor` names its enclosing call's id. Markers keep
+//! - Correlation ids. The tool gives every call its own id (upstream's `correlation_id.internal`
+//!   is unique per call); a call keeps its recorded id when it is the first (in time order) to
+//!   carry it, which is the `Correlation_Id` of the CSV files, and an outermost call's is the
+//!   one its dispatches and copies name; a repeated id (a log of an older tool, whose nested
+//!   calls shared their outermost call's) gets a fresh one above every id of the process, and
+//!   `ancestor` names the enclosing call's id. Markers keep
 //!   theirs (a fresh one only on a clash). These are the view's ids ([`crate::view::Api::id`]),
 //!   the ones the rocpd and Perfetto files use too. `external` is 0, except for a dispatch
 //!   renamed by `--kernel-rename`: as upstream, its `external` names its region, whose name is

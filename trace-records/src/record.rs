@@ -398,7 +398,9 @@ pub enum CodeObjectEvent {
 impl CodeObjectEvent {
     /// From the stored byte.
     pub fn from_u8(v: u8) -> Option<Self> {
-        [Self::Load, Self::Unload].into_iter().find(|e| *e as u8 == v)
+        [Self::Load, Self::Unload]
+            .into_iter()
+            .find(|e| *e as u8 == v)
     }
 }
 

@@ -218,7 +218,9 @@ impl ProcessTrace {
             Tag::ScratchMemory => fixed(e.bytes).map(|r| self.scratch.push(r)).is_some(),
             Tag::Counter => fixed(e.bytes).map(|r| self.counters.push(r)).is_some(),
             Tag::CodeObject => fixed(e.bytes).map(|r| self.code_objects.push(r)).is_some(),
-            Tag::HostFunction => fixed(e.bytes).map(|r| self.host_functions.push(r)).is_some(),
+            Tag::HostFunction => fixed(e.bytes)
+                .map(|r| self.host_functions.push(r))
+                .is_some(),
             Tag::CounterSample => CounterSampleHeader::read_from_prefix(e.bytes)
                 .map(|(header, output)| {
                     self.counter_samples.push(CounterSample {

@@ -18,10 +18,7 @@ pub(super) fn known_ids(p: &Process<'_, '_>) -> HashSet<u64> {
 }
 
 /// Writes the code objects (and first the "no code object" row when `need_none`).
-pub(super) fn write_code_objects(
-    p: &Process<'_, '_>,
-    need_none: bool,
-) -> rusqlite::Result<()> {
+pub(super) fn write_code_objects(p: &Process<'_, '_>, need_none: bool) -> rusqlite::Result<()> {
     let &Process {
         conn, v, nid, pid, ..
     } = p;
