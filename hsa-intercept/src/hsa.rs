@@ -449,6 +449,7 @@ entries! {
     agents_allow_access: AMD_EXT."hsa_amd_agents_allow_access" => unsafe extern "C" fn(u32, *const u64, *const u32, *const c_void) -> Status;
     agent_iterate_regions: CORE."hsa_agent_iterate_regions" => unsafe extern "C" fn(u64, unsafe extern "C" fn(u64, *mut c_void) -> Status, *mut c_void) -> Status;
     queue_get_info: AMD_EXT."hsa_amd_queue_get_info" => unsafe extern "C" fn(*mut HsaQueue, u32, *mut c_void) -> Status;
+    executable_destroy: CORE."hsa_executable_destroy" => unsafe extern "C" fn(u64) -> Status;
     }
 }
 

@@ -8,6 +8,7 @@
 //! The modules depend on each other one way only (no two of them through each other).
 
 pub mod clock;
+pub mod code_objects;
 pub mod copies;
 pub mod counting;
 pub mod dispatch;

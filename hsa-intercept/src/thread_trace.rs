@@ -111,7 +111,6 @@ static TRACE: OnceLock<&'static ThreadTrace> = OnceLock::new();
 /// Code objects loaded so far: their markers (for every begin buffer) and a generation that
 /// changes with each load.
 static CODE_OBJECTS: RwLock<Vec<CodeObjectMarker>> = RwLock::new(Vec::new());
-static NEXT_CODE_OBJECT: AtomicU64 = AtomicU64::new(1);
 
 struct ThreadTrace {
     filter: KernelFilter,
@@ -522,7 +521,8 @@ pub(crate) fn executable_frozen(loader: &Loader, executable: u64) {
         {
             continue;
         }
-        let id = NEXT_CODE_OBJECT.fetch_add(1, Ordering::Relaxed);
+        // The id the code-object records give it too.
+        let id = crate::code_objects::id_for(executable, object);
         let load_delta = u64_of(lco::LOAD_DELTA).unwrap_or(0) as i64;
         let mut agent = 0u64;
         // SAFETY: an hsa_agent_t-sized attribute.

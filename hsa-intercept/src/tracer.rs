@@ -2,6 +2,12 @@
 //! the thread's sink cache), and the enter and exit work around every traced call that turns it
 //! into one [`ApiRecord`].
 //!
+//! Every traced call takes a correlation id of its own, a call made inside another (an HSA
+//! call under `hipMemcpy`, `hsa_agent_get_info` in an `hsa_iterate_agents` callback) included,
+//! so the ids are unique in every format; the work a call enqueues (dispatches, copies,
+//! allocations) carries the id of the outermost call active on the thread
+//! ([`current_correlation_id`]), and the enclosing call of a nested one is its ancestor.
+//!
 //! The trampolines ([`crate::wrap`]) call `on_enter` and `on_exit` directly; the dispatch,
 //! copy and memory tracing and the tool's ROCTx wrappers take correlation ids, thread ids and
 //! the region from here. This module knows nothing of wrapping: it depends only on the clock,
@@ -129,11 +135,9 @@ pub(crate) fn call_state() -> *mut c_void {
 pub(crate) fn on_enter() -> *mut c_void {
     let start = now_ns();
     with_stack(|s| {
-        let correlation = if s.depth == 0 {
-            s.new_id()
-        } else {
-            s.frames[0].0
-        };
+        // Every call its own id, nested ones included (rocprofiler-sdk's `internal`); the
+        // enclosing call is found from the thread's timeline after the run (the ancestor).
+        let correlation = s.new_id();
         if s.depth < MAX_DEPTH {
             s.frames[s.depth] = (correlation, start);
         }

@@ -24,7 +24,14 @@ extern "C" fn fake_init() -> u32 {
     0
 }
 
+/// What the nested call saw as the work correlation id (the outermost call's).
+static NESTED_SEES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 extern "C" fn fake_load(signal: u64) -> i64 {
+    NESTED_SEES.store(
+        current_correlation_id().unwrap_or(0),
+        std::sync::atomic::Ordering::SeqCst,
+    );
     signal as i64 * 3
 }
 
@@ -102,10 +109,15 @@ fn wrapped_table_calls_become_records() {
     let first = t.api.iter().next().unwrap().thread_id;
     let main: Vec<_> = t.api.iter().filter(|r| r.thread_id == first).collect();
     assert_eq!(main[0].operation, 0);
-    // Read back in time order: the caller (op 1), then the nested load (op 39) inside it, which
-    // carries its caller's correlation id.
+    // Read back in time order: the caller (op 1), then the nested load (op 39) inside it, with
+    // a correlation id of its own (issue 24).
     assert_eq!((main[1].operation, main[2].operation), (1, 39));
-    assert_eq!(main[1].correlation_id, main[2].correlation_id);
+    assert_ne!(main[1].correlation_id, main[2].correlation_id);
+    assert_eq!(
+        NESTED_SEES.load(std::sync::atomic::Ordering::SeqCst),
+        main[1].correlation_id,
+        "work enqueued inside the nested call carries the outermost call's id"
+    );
     assert!(main[1].start <= main[2].start && main[2].end <= main[1].end);
     assert_ne!(main[0].correlation_id, main[1].correlation_id);
     assert!(
@@ -116,5 +128,9 @@ fn wrapped_table_calls_become_records() {
     let mut ids: Vec<u64> = t.api.iter().map(|r| r.correlation_id).collect();
     ids.sort_unstable();
     ids.dedup();
-    assert_eq!(ids.len(), 1 + 1 + 1000, "one id per outermost call");
+    assert_eq!(
+        ids.len(),
+        1 + 2 + 1000,
+        "one id per call, nested ones included"
+    );
 }

@@ -122,9 +122,14 @@ fn sys_trace_json_is_valid_and_holds_the_seeds_table() {
     let r = sys_trace();
     let doc = r.json();
     if let Some(met) = validate(&doc) {
+        // Code objects and host functions depart from the schema exactly as upstream's.
         assert_eq!(
             met,
-            BTreeSet::from(["/rocprofiler-sdk-tool/#/agents/#/capability"])
+            BTreeSet::from([
+                "/rocprofiler-sdk-tool/#/agents/#/capability",
+                "/rocprofiler-sdk-tool/#/code_objects/#",
+                "/rocprofiler-sdk-tool/#/host_functions/#",
+            ])
         );
     }
     let tool = doc["rocprofiler-sdk-tool"].as_array().unwrap();
@@ -229,7 +234,7 @@ fn sys_trace_json_agrees_with_the_csv_files_record_for_record() {
     let doc = r.json();
     let p = &doc["rocprofiler-sdk-tool"][0];
 
-    // HIP calls are outermost: their internal ids are the CSV's correlation ids.
+    // Every call has its own id, the same in both formats (issue 24: nested calls too).
     type Call = (String, String, u64, u64, u64, u64);
     let csv_calls = |file: &str| -> Vec<Call> {
         let mut v: Vec<Call> = r
@@ -249,21 +254,6 @@ fn sys_trace_json_agrees_with_the_csv_files_record_for_record() {
         v.sort();
         v
     };
-    // A nested call's CSV correlation id is its outermost enclosing call's.
-    let ancestors: HashMap<u64, u64> = ["hip_api", "hsa_api"]
-        .iter()
-        .flat_map(|k| records(p, k))
-        .map(|c| (internal(c), u(&c["correlation_id"]["ancestor"])))
-        .collect();
-    let outermost = |mut id: u64| {
-        for _ in 0..=ancestors.len() {
-            match ancestors.get(&id) {
-                Some(&up) if up != 0 => id = up,
-                _ => return id,
-            }
-        }
-        panic!("the ancestors of call {id} form a cycle");
-    };
     let json_calls = |kind: &str| -> Vec<Call> {
         let mut v: Vec<Call> = records(p, kind)
             .iter()
@@ -273,7 +263,7 @@ fn sys_trace_json_agrees_with_the_csv_files_record_for_record() {
                     kind_name(p, c).to_owned(),
                     op_name(p, c).to_owned(),
                     u(&c["thread_id"]),
-                    outermost(internal(c)),
+                    internal(c),
                     start,
                     end,
                 )
@@ -462,6 +452,8 @@ fn pmc_json_lists_the_counters_and_one_entry_per_dispatch_with_the_csv_values() 
             met,
             BTreeSet::from([
                 "/rocprofiler-sdk-tool/#/agents/#/capability",
+                "/rocprofiler-sdk-tool/#/code_objects/#",
+                "/rocprofiler-sdk-tool/#/host_functions/#",
                 "/rocprofiler-sdk-tool/#/counters/#",
                 "/rocprofiler-sdk-tool/#/callback_records/counter_collection/#",
             ])

@@ -585,6 +585,14 @@ pub unsafe extern "C" fn rocprofiler_set_api_table(
                     unsafe { trace_table(&tables::HIP, tables[0].cast(), c.hip_runtime) }.wrapped;
             }
             "hip_compiler" => {
+                // Host functions name the kernels dispatches run: recorded with kernel symbols.
+                if state.config.dispatches() {
+                    // SAFETY: HipCompilerDispatchTable, not yet in use (replaced before it is
+                    // wrapped, so a traced __hipRegisterFunction still records).
+                    unsafe {
+                        hsa_intercept::code_objects::install_host_functions(tables[0].cast())
+                    };
+                }
                 // SAFETY: HipCompilerDispatchTable, not yet in use.
                 wrapped += unsafe {
                     trace_table(

@@ -749,7 +749,7 @@ mod counter_tests {
             group_segment_size: 513,
             private_segment_size: 0,
             kernarg_segment_size: 0,
-            reserved: 0,
+            code_object_id: 0,
         });
         t.dispatches.push(dispatch(1));
         t.counters.push(counter(2, 1, 1, 3.0));

@@ -13,15 +13,16 @@
 //! carries `dimensions` and `instances` instead of `dimension_ids`;
 //! `callback_records.counter_collection[]` holds `thread_id`, `dispatch_data`, `records` and
 //! `stream_id` only. (`code_objects`, `host_functions` and
-//! `strings.code_object_snapshot_filenames`, where upstream departs too, are empty here.)
+//! `strings.code_object_snapshot_filenames` are written as upstream's writer writes them, where
+//! it departs from the schema too: `json/code_objects.rs`.)
 //!
 //! What the records do not say, and how it is written:
-//! - Correlation ids. The tool gives an API call nested in another the outermost call's
-//!   correlation id, so ids repeat across API records; upstream's `correlation_id.internal` is
-//!   unique per call. Here a call keeps its recorded id when it is the first (in time order) to
-//!   carry it, which makes the outermost call's id the one `Correlation_Id` of the CSV files
-//!   shows and the one its dispatches and copies name; a nested call gets a fresh id above
-//!   every id of the process, and `ancestor` names its enclosing call's id. Markers keep
+//! - Correlation ids. The tool gives every call its own id (upstream's `correlation_id.internal`
+//!   is unique per call); a call keeps its recorded id when it is the first (in time order) to
+//!   carry it, which is the `Correlation_Id` of the CSV files, and an outermost call's is the
+//!   one its dispatches and copies name; a repeated id (a log of an older tool, whose nested
+//!   calls shared their outermost call's) gets a fresh one above every id of the process, and
+//!   `ancestor` names the enclosing call's id. Markers keep
 //!   theirs (a fresh one only on a clash). These are the view's ids ([`crate::view::Api::id`]),
 //!   the ones the rocpd and Perfetto files use too. `external` is 0, except for a dispatch
 //!   renamed by `--kernel-rename`: as upstream, its `external` names its region, whose name is
@@ -41,9 +42,12 @@
 //!   are the gfx target's. `runtime_visibility` says HSA for every agent and HIP for GPUs.
 //! - Kernel symbols: the names are the kernel name as the reader left it (demangled unless
 //!   `-M`) in `kernel_name`, `formatted_kernel_name` and `demangled_kernel_name`, and that
-//!   name cut to its function's bare name in `truncated_kernel_name`. No code objects are
-//!   recorded: `code_objects` is empty and `code_object_id` 0, as are
-//!   `kernarg_segment_alignment`, `kernel_code_entry_byte_offset` and `kernel_address`.
+//!   name cut to its function's bare name in `truncated_kernel_name`. `code_object_id` names
+//!   the `code_objects` entry holding the kernel (0 when the runtime's loader extension did not
+//!   say); `kernarg_segment_alignment`, `kernel_code_entry_byte_offset` and `kernel_address`
+//!   are 0 (not recorded).
+//! - Host functions: a device function name is the kernel's name as the reader left it (the
+//!   log interns both once), so with demangling it is demangled in `device_function` too.
 //! - HIP calls: `args` and `retval` as upstream's serialization writes them when the tool
 //!   captured them (it does whenever JSON is asked for; [`crate::args`]); a call without
 //!   captured arguments (a log of a CSV-only run, a rocpd input) has an empty `args` and no
@@ -59,6 +63,7 @@
 //!   the tables of kinds this build never records.
 
 mod args;
+mod code_objects;
 mod config;
 mod names;
 mod summary;
@@ -518,7 +523,7 @@ impl<'a, 'v> Process<'a, 'v> {
             SymbolOut {
                 size: size::KERNEL_SYMBOL,
                 kernel_id: s.kernel_id,
-                code_object_id: 0,
+                code_object_id: s.code_object_id.into(),
                 kernel_name: name,
                 kernel_object: s.kernel_object,
                 kernarg_segment_size: s.kernarg_segment_size,
@@ -600,9 +605,9 @@ impl Serialize for Process<'_, '_> {
         m.serialize_entry("agents", &Seq(|| v.agents().iter().map(AgentOut::of)))?;
         m.serialize_entry("counters", &self.counter_infos())?;
         m.serialize_entry("strings", &Strings(self))?;
-        m.serialize_entry("code_objects", &EMPTY)?;
+        m.serialize_entry("code_objects", &code_objects::CodeObjects(v.trace))?;
         m.serialize_entry("kernel_symbols", &Seq(|| self.kernel_symbols()))?;
-        m.serialize_entry("host_functions", &EMPTY)?;
+        m.serialize_entry("host_functions", &code_objects::HostFunctions(v.trace))?;
         m.serialize_entry("summary", &self.summary())?;
         m.serialize_entry("callback_records", &CallbackRecords(self))?;
         m.serialize_entry("buffer_records", &BufferRecords(self))?;
@@ -993,7 +998,10 @@ impl Serialize for Strings<'_, '_, '_> {
         m.serialize_entry("pc_sample_instructions", &EMPTY)?;
         m.serialize_entry("pc_sample_comments", &EMPTY)?;
         m.serialize_entry("att_filenames", &EMPTY)?;
-        m.serialize_entry("code_object_snapshot_filenames", &EMPTY)?;
+        m.serialize_entry(
+            "code_object_snapshot_filenames",
+            &code_objects::snapshot_filenames(p.view.trace),
+        )?;
         m.end()
     }
 }

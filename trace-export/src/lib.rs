@@ -15,6 +15,8 @@
 //! - [`view`]: one resolved view of a process (records in order, ids, names), which the
 //!   one-file formats write from.
 //! - [`rename`]: how kernels are named (demangling, truncation, `--kernel-rename`).
+//! - [`code_objects`]: a process's code objects and HIP host functions resolved to their
+//!   kernels (JSON and rocpd write them).
 //! - [`output`]: where files go (`<prefix>_<name>.<ext>`) and how each is written whole (a
 //!   temporary beside it, renamed when complete: the `atomic-file` crate).
 //!
@@ -50,6 +52,7 @@
 
 pub mod args;
 pub mod cells;
+pub mod code_objects;
 pub mod csv;
 pub mod json;
 pub mod output;

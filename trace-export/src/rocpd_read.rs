@@ -119,11 +119,13 @@ pub fn read(path: &Path) -> Result<Vec<ProcessTrace>, Error> {
             interned: HashMap::new(),
             operations: HashMap::new(),
             correlations: HashMap::new(),
+            own_ids: HashMap::new(),
         };
-        p.correlations = p.stacks().map_err(sql)?;
+        (p.correlations, p.own_ids) = p.stacks().map_err(sql)?;
         p.agents().map_err(sql)?;
         p.api().map_err(sql)?;
         p.symbols().map_err(sql)?;
+        p.code_objects().map_err(sql)?;
         p.dispatches().map_err(sql)?;
         p.copies().map_err(sql)?;
         p.allocations().map_err(sql)?;
@@ -218,6 +220,9 @@ struct Reader<'a> {
     operations: HashMap<(u8, String), u16>,
     /// The correlation id of each event ([`Reader::stacks`]), read once per process.
     correlations: HashMap<i64, u64>,
+    /// The stack id of each event that has one: an API call's own id (every call has its own,
+    /// nested ones included).
+    own_ids: HashMap<i64, u64>,
 }
 
 impl<'a> Reader<'a> {
@@ -379,7 +384,7 @@ impl<'a> Reader<'a> {
             let Some(d) = domain(category) else { continue };
             let operation = self.operation(d, &name);
             api.push(ApiRecord {
-                correlation_id: correlation,
+                correlation_id: self.own_ids.get(&ev).copied().unwrap_or(correlation),
                 start: start as u64,
                 end: end as u64,
                 thread_id: tid as u32,
@@ -413,7 +418,7 @@ impl<'a> Reader<'a> {
             "rocpd_info_kernel_symbol",
             "id, kernel_name, display_name, kernel_object, kernarg_segment_size, \
              group_segment_size, private_segment_size, sgpr_count, arch_vgpr_count, \
-             accum_vgpr_count",
+             accum_vgpr_count, code_object_id",
             "ORDER BY id",
             |r| {
                 Ok((
@@ -428,6 +433,7 @@ impl<'a> Reader<'a> {
                         int(r, 7),
                         int(r, 8),
                         int(r, 9),
+                        int(r, 10),
                     ],
                 ))
             },
@@ -444,17 +450,60 @@ impl<'a> Reader<'a> {
                 group_segment_size: v[2] as u32,
                 private_segment_size: v[3] as u32,
                 kernarg_segment_size: v[1] as u32,
-                reserved: 0,
+                code_object_id: u32::try_from(v[7]).unwrap_or(0),
+            });
+        }
+        Ok(())
+    }
+
+    /// The code objects, as loads (the database keeps no unload time). The storage type,
+    /// memory base and size come from the row's `extdata` (upstream's load record), when it
+    /// has them.
+    fn code_objects(&mut self) -> rusqlite::Result<()> {
+        let rows = self.select(
+            "rocpd_info_code_object",
+            "id, agent_id, uri, load_base, load_size, load_delta, extdata",
+            "ORDER BY id",
+            |r| {
+                Ok((
+                    [int(r, 0), int(r, 1), int(r, 3), int(r, 4), int(r, 5)],
+                    text(r, 2),
+                    text(r, 6),
+                ))
+            },
+        )?;
+        for ([id, agent, base, size, delta], uri, extdata) in rows {
+            if id <= 0 {
+                continue;
+            }
+            let ext = serde_json::from_str::<serde_json::Value>(&extdata).unwrap_or_default();
+            let field = |k: &str| ext.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+            let uri = self.intern(&uri);
+            self.trace.code_objects.push(CodeObjectRecord {
+                code_object_id: id as u64,
+                timestamp: 0,
+                load_base: base as u64,
+                load_size: size as u64,
+                load_delta: delta as u64,
+                memory_base: field("memory_base"),
+                memory_size: field("memory_size"),
+                uri,
+                agent_node_id: agent.max(0) as u32,
+                storage_type: u32::try_from(field("storage_type")).unwrap_or(0),
+                event: CodeObjectEvent::Load as u8,
+                reserved: [0; 3],
             });
         }
         Ok(())
     }
 
     /// The correlation id of each event: the stack id of the outermost call it descends from
-    /// (following `parent_stack_id`), so a nested call, the dispatch it enqueued and the
-    /// call that issued it share one id, as in this project's records. An event without a
-    /// stack id keeps its external `correlation_id`, or its own id.
-    fn stacks(&self) -> rusqlite::Result<HashMap<i64, u64>> {
+    /// (following `parent_stack_id`), so the dispatch a call enqueued and the outermost call
+    /// that issued it share one id, as in this project's records. An event without a stack id
+    /// keeps its external `correlation_id`, or its own id. Second, each event's own stack id
+    /// (what an API call keeps: ids are unique per call).
+    #[allow(clippy::type_complexity)]
+    fn stacks(&self) -> rusqlite::Result<(HashMap<i64, u64>, HashMap<i64, u64>)> {
         let events = self.select(
             "rocpd_event",
             "id, stack_id, parent_stack_id, correlation_id",
@@ -476,7 +525,12 @@ impl<'a> Reader<'a> {
             }
             stack
         };
-        Ok(events
+        let own = events
+            .iter()
+            .filter(|e| e.1 > 0)
+            .map(|e| (e.0, e.1 as u64))
+            .collect();
+        let roots = events
             .iter()
             .map(|&(id, stack, _, corr)| {
                 let c = match (stack, corr) {
@@ -486,7 +540,8 @@ impl<'a> Reader<'a> {
                 };
                 (id, c as u64)
             })
-            .collect())
+            .collect();
+        Ok((roots, own))
     }
 
     fn dispatches(&mut self) -> rusqlite::Result<()> {

@@ -8,13 +8,15 @@
 //! the number of calls. What is held is bounded by the rest: the device records, markers and
 //! counters (by reference), and per dispatch, copy or marker the call that issued it.
 //!
-//! **Ids.** The tool gives an API call nested in another (HSA inside HIP) the correlation id of
-//! the outermost call, so correlation ids are not unique across API records. Each call's
-//! [`Api::id`] is its recorded correlation id when it is the first call (in time order) to
-//! carry it, else a fresh id above every id the process's records hold (given in time order);
-//! markers then get ids the same way, after all calls. So an outermost call keeps the id its
-//! dispatches and copies name, and every call and marker has an id of its own. [`Api::ancestor`]
-//! names the enclosing call's id (0 for an outermost call).
+//! **Ids.** The tool gives every API call its own correlation id (nested calls included; the
+//! work a call enqueues carries its outermost call's), but a log of an older tool gave a
+//! nested call (HSA inside HIP) the outermost call's id, so ids are not trusted to be unique.
+//! Each call's [`Api::id`] is its recorded correlation id when it is the first call (in time
+//! order) to carry it, else a fresh id above every id the process's records hold (given in time
+//! order); markers then get ids the same way, after all calls. So a call keeps the id the CSV
+//! shows, an outermost call the id its dispatches and copies name, and every call and marker
+//! has an id of its own. [`Api::ancestor`] names the enclosing call's id (0 for an outermost
+//! call).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use trace_records::agents::{Agent, AgentLabels};

@@ -126,7 +126,7 @@ impl Strings {
             group_segment_size: num(row, "LDS_Block_Size") as u32,
             private_segment_size: 0,
             kernarg_segment_size: 0,
-            reserved: 0,
+            code_object_id: 0,
         });
     }
 

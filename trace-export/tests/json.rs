@@ -231,7 +231,7 @@ fn synthetic() -> ProcessTrace {
         group_segment_size: 1024,
         private_segment_size: 16,
         kernarg_segment_size: 24,
-        reserved: 0,
+        code_object_id: 0,
     };
     t.symbols = vec![symbol(4), symbol(9)];
     t.dispatches = vec![dispatch(1, 5, 2_500, 2_900)];
@@ -481,9 +481,17 @@ fn a_synthetic_process_in_upstreams_layout() {
     );
     assert_eq!(p["strings"]["correlation_id"], json!({"external": []}));
     assert_eq!(p["strings"]["counters"], json!({"dimension_ids": []}));
-    for empty in ["code_objects", "host_functions", "summary"] {
-        assert_eq!(p[empty], json!([]), "{empty}");
-    }
+    assert_eq!(p["summary"], json!([]), "no statistics were asked for");
+    // No code object was loaded and no host function registered: only upstream's all-zero
+    // entry 0 of each (which the kernel symbols, code_object_id 0, name).
+    let code_objects = p["code_objects"].as_array().unwrap();
+    assert_eq!(code_objects.len(), 1, "{code_objects:?}");
+    assert_eq!(code_objects[0]["code_object_id"], 0);
+    assert_eq!(code_objects[0]["uri"], "");
+    let host_functions = p["host_functions"].as_array().unwrap();
+    assert_eq!(host_functions.len(), 1, "{host_functions:?}");
+    assert_eq!(host_functions[0]["host_function_id"], 0);
+    assert_eq!(host_functions[0]["device_function"], "");
 
     // Kernel symbols: the id-0 placeholder, then each kernel once (its first definition).
     let symbols = p["kernel_symbols"].as_array().unwrap();
@@ -642,6 +650,10 @@ fn a_synthetic_process_in_upstreams_layout() {
                 "/rocprofiler-sdk-tool/#/agents/#/capability",
                 "/rocprofiler-sdk-tool/#/counters/#",
                 "/rocprofiler-sdk-tool/#/callback_records/counter_collection/#",
+                // The writer's member names for code objects and host functions, where they
+                // depart from the schema (the patch says so).
+                "/rocprofiler-sdk-tool/#/code_objects/#",
+                "/rocprofiler-sdk-tool/#/host_functions/#",
             ])
         );
     }

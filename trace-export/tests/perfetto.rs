@@ -102,7 +102,7 @@ impl Builder {
                 group_segment_size: 100,
                 private_segment_size: 0,
                 kernarg_segment_size: 24,
-                reserved: 0,
+                code_object_id: 0,
             });
         }
         self.0.dispatches.push(KernelDispatchRecord {

@@ -46,7 +46,7 @@ fn trace() -> ProcessTrace {
         group_segment_size: 0,
         private_segment_size: 0,
         kernarg_segment_size: 8,
-        reserved: 0,
+        code_object_id: 0,
     });
     for (id, region) in [(1u64, 2), (2, 0)] {
         t.dispatches.push(KernelDispatchRecord {

@@ -127,8 +127,10 @@ pub struct KernelSymbolRecord {
     pub private_segment_size: u32,
     /// Kernarg segment bytes.
     pub kernarg_segment_size: u32,
-    /// Zero.
-    pub reserved: u32,
+    /// The loaded code object holding the kernel ([`CodeObjectRecord::code_object_id`]; 0 if
+    /// unknown: the loader extension gave none, or a log written before code objects were
+    /// recorded).
+    pub code_object_id: u32,
 }
 
 /// One kernel dispatch.
@@ -383,6 +385,93 @@ pub struct ScratchMemoryRecord {
     pub reserved: [u8; 3],
 }
 
+/// Whether a [`CodeObjectRecord`] is a load or an unload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[repr(u8)]
+pub enum CodeObjectEvent {
+    /// Loaded into an executable (recorded at `hsa_executable_freeze`).
+    Load = 1,
+    /// Unloaded (recorded at `hsa_executable_destroy`).
+    Unload = 2,
+}
+
+impl CodeObjectEvent {
+    /// From the stored byte.
+    pub fn from_u8(v: u8) -> Option<Self> {
+        [Self::Load, Self::Unload]
+            .into_iter()
+            .find(|e| *e as u8 == v)
+    }
+}
+
+/// One code object loaded into (or unloaded from) an executable, as the AMD loader extension
+/// reports it (`hsa_ven_amd_loader_loaded_code_object_get_info`): rocprofiler-sdk's
+/// `rocprofiler_callback_tracing_code_object_load_data_t`.
+#[repr(C)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct CodeObjectRecord {
+    /// Code object id (from 1; a load and its unload share it).
+    pub code_object_id: u64,
+    /// When it was loaded or unloaded (host timeline, ns).
+    pub timestamp: u64,
+    /// Where the loader placed it (`LOAD_BASE`).
+    pub load_base: u64,
+    /// Bytes it spans (`LOAD_SIZE`).
+    pub load_size: u64,
+    /// `LOAD_DELTA` (a signed offset, stored as its bits).
+    pub load_delta: u64,
+    /// With memory storage: where its bytes were handed to the loader.
+    pub memory_base: u64,
+    /// With memory storage: how many bytes.
+    pub memory_size: u64,
+    /// Its URI (`file://…` or `memory://…`).
+    pub uri: StringId,
+    /// Driver (KMT) node id of its agent.
+    pub agent_node_id: u32,
+    /// `hsa_ven_amd_loader_code_object_storage_type_t` (0 none, 1 file, 2 memory).
+    pub storage_type: u32,
+    /// [`CodeObjectEvent`] as a byte.
+    pub event: u8,
+    /// Zero.
+    pub reserved: [u8; 3],
+}
+
+/// Three components, as HIP's `dim3` / `uint3`.
+pub type Dim3 = [u32; 3];
+
+/// One HIP host function registered by `__hipRegisterFunction` (a kernel's host stub and its
+/// device function's name): rocprofiler-sdk's
+/// `rocprofiler_callback_tracing_code_object_host_kernel_symbol_register_data_t` before its
+/// kernel is known (that is resolved after the run, by the device function's name).
+#[repr(C)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct HostFunctionRecord {
+    /// The host stub's address.
+    pub host_function: u64,
+    /// The fat-binary handle it was registered with (`modules`).
+    pub modules: u64,
+    /// What `thread_ids` pointed to (zeros for a null pointer).
+    pub thread_ids: Dim3,
+    /// What `block_ids` pointed to.
+    pub block_ids: Dim3,
+    /// What `block_dims` pointed to.
+    pub block_dims: Dim3,
+    /// What `grid_dims` pointed to.
+    pub grid_dims: Dim3,
+    /// What `workgroup_size` pointed to (0 for a null pointer).
+    pub workgroup_size: u32,
+    /// `thread_limit`.
+    pub thread_limit: u32,
+    /// The device function's name (the kernel symbol's, without `.kd`).
+    pub device_function: StringId,
+    /// Zero.
+    pub reserved: u32,
+}
+
 /// What kind of ROCTx event a marker is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[repr(u8)]
@@ -517,6 +606,10 @@ pub enum Tag {
     /// then per C string read at the call its word index (`u8`), its length (`u16`) and its
     /// bytes.
     ApiArgs = 14,
+    /// [`CodeObjectRecord`] (log version 4).
+    CodeObject = 15,
+    /// [`HostFunctionRecord`] (log version 4).
+    HostFunction = 16,
 }
 
 impl Tag {
@@ -537,6 +630,8 @@ impl Tag {
             12 => Self::ScratchMemory,
             13 => Self::StringCut,
             14 => Self::ApiArgs,
+            15 => Self::CodeObject,
+            16 => Self::HostFunction,
             _ => return None,
         })
     }
@@ -592,6 +687,12 @@ impl FixedRecord for MemoryAllocationRecord {
 impl FixedRecord for ScratchMemoryRecord {
     const TAG: Tag = Tag::ScratchMemory;
 }
+impl FixedRecord for CodeObjectRecord {
+    const TAG: Tag = Tag::CodeObject;
+}
+impl FixedRecord for HostFunctionRecord {
+    const TAG: Tag = Tag::HostFunction;
+}
 impl FixedRecord for OperationName {
     const TAG: Tag = Tag::OperationName;
 }
@@ -602,6 +703,13 @@ const _: () = {
     assert!(std::mem::offset_of!(ApiArgsHeader, int_words) == 8);
     assert!(std::mem::offset_of!(ApiArgsHeader, strings) == 11);
     assert!(size_of::<KernelSymbolRecord>() == 48);
+    assert!(std::mem::offset_of!(KernelSymbolRecord, code_object_id) == 44);
+    assert!(size_of::<CodeObjectRecord>() == 72);
+    assert!(std::mem::offset_of!(CodeObjectRecord, uri) == 56);
+    assert!(std::mem::offset_of!(CodeObjectRecord, event) == 68);
+    assert!(size_of::<HostFunctionRecord>() == 80);
+    assert!(std::mem::offset_of!(HostFunctionRecord, workgroup_size) == 64);
+    assert!(std::mem::offset_of!(HostFunctionRecord, device_function) == 72);
     assert!(size_of::<KernelDispatchRecord>() == 104);
     assert!(size_of::<MemoryCopyRecord>() == 56);
     assert!(size_of::<MarkerRecord>() == 40);

@@ -50,6 +50,10 @@ pub struct ProcessTrace {
     pub counters: Vec<CounterRecord>,
     /// Raw counter read-backs, one per counted dispatch.
     pub counter_samples: Vec<CounterSample>,
+    /// Code-object loads and unloads, in the order recorded.
+    pub code_objects: Vec<CodeObjectRecord>,
+    /// HIP host functions, in registration order.
+    pub host_functions: Vec<HostFunctionRecord>,
     /// The typed documents (agents, discovery facts, tables received, exit facts, warnings).
     pub docs: Documents,
     /// Records lost, by cause: the writer's counts plus what this read could not decode.
@@ -286,6 +290,10 @@ impl ProcessTrace {
             Tag::MemoryAllocation => fixed(e.bytes).map(|r| self.allocations.push(r)).is_some(),
             Tag::ScratchMemory => fixed(e.bytes).map(|r| self.scratch.push(r)).is_some(),
             Tag::Counter => fixed(e.bytes).map(|r| self.counters.push(r)).is_some(),
+            Tag::CodeObject => fixed(e.bytes).map(|r| self.code_objects.push(r)).is_some(),
+            Tag::HostFunction => fixed(e.bytes)
+                .map(|r| self.host_functions.push(r))
+                .is_some(),
             Tag::CounterSample => CounterSampleHeader::read_from_prefix(e.bytes)
                 .map(|(header, output)| {
                     self.counter_samples.push(CounterSample {

@@ -81,6 +81,17 @@ pub unsafe fn install(core: *mut u8, fns: Fns) {
         // SAFETY: the caller's table, not yet in use; each wrapper has its entry's signature.
         let _ = unsafe { replace_entry(&crate::tables::CORE, core, name, wrapper) };
     }
+    if fns.executable_destroy.is_some() {
+        // SAFETY: as above; code-object unloads are recorded before the runtime's destroy.
+        let _ = unsafe {
+            replace_entry(
+                &crate::tables::CORE,
+                core,
+                "hsa_executable_destroy",
+                crate::code_objects::executable_destroy as *const c_void,
+            )
+        };
+    }
 }
 
 unsafe extern "C" fn shut_down() -> Status {

@@ -1,4 +1,5 @@
-//! Kernel symbols, recorded at `hsa_executable_freeze`, and kernel-descriptor decoding.
+//! Kernel symbols, recorded at `hsa_executable_freeze` (after the executable's code objects,
+//! [`crate::code_objects`], which each symbol names), and kernel-descriptor decoding.
 //!
 //! Kernel descriptors (for register counts) are read through the AMD loader extension's
 //! `hsa_ven_amd_loader_query_host_address`, never through the kernel object itself, which on a
@@ -47,6 +48,9 @@ pub(super) unsafe extern "C" fn executable_freeze(
         let _ = std::panic::catch_unwind(|| {
             // Fetched before iterating, so no runtime lock of the iteration is held meanwhile.
             LOADER.get_or_init(|| Loader::fetch(f));
+            if let Some(Ok(loader)) = LOADER.get() {
+                crate::code_objects::executable_frozen(loader, executable);
+            }
             // SAFETY: iterates the frozen executable's symbols with our callback.
             unsafe { (f.executable_iterate_symbols)(executable, on_symbol, std::ptr::null_mut()) };
             if let Some(Ok(loader)) = LOADER.get() {
@@ -57,7 +61,7 @@ pub(super) unsafe extern "C" fn executable_freeze(
     status
 }
 
-unsafe extern "C" fn on_symbol(_executable: u64, symbol: u64, _data: *mut c_void) -> Status {
+unsafe extern "C" fn on_symbol(executable: u64, symbol: u64, _data: *mut c_void) -> Status {
     let Some(f) = fns() else { return SUCCESS };
     let get_u32 = |attr: u32| {
         let mut v = 0u32;
@@ -95,7 +99,7 @@ unsafe extern "C" fn on_symbol(_executable: u64, symbol: u64, _data: *mut c_void
         group_segment_size: get_u32(SYMBOL_INFO_GROUP_SEGMENT_SIZE),
         private_segment_size: get_u32(SYMBOL_INFO_PRIVATE_SEGMENT_SIZE),
         kernarg_segment_size: get_u32(SYMBOL_INFO_KERNARG_SEGMENT_SIZE),
-        reserved: 0,
+        code_object_id: crate::code_objects::code_object_of(executable, object),
     });
     SUCCESS
 }

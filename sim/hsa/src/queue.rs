@@ -221,6 +221,19 @@ pub fn create(
     }
     let doorbell = signal::create(0);
     let intercept = matches!(role, Role::Intercept(_));
+    // Queue ids as ROCr gives them: one process-wide counter from 0 for the hardware queues.
+    // Before an agent's first one, ROCr creates the agent's utility queue (`GpuAgent::
+    // QueueCreate` touches `queues_[QueueUtility]`), which takes the next id, so the
+    // application's first queue is 1. An intercept queue copies its hardware queue's
+    // `amd_queue_` (`InterceptQueue`'s constructor), id included.
+    let id = match &role {
+        Role::Intercept(state) => state.hw.block.hsa.id,
+        Role::Hardware => {
+            gpu.utility_queue
+                .get_or_init(|| NEXT_ID.fetch_add(1, Ordering::Relaxed));
+            NEXT_ID.fetch_add(1, Ordering::Relaxed)
+        }
+    };
     let block = Box::new(QueueBlock {
         hsa: HsaQueue {
             type_,
@@ -229,7 +242,7 @@ pub fn create(
             doorbell_signal: doorbell,
             size,
             reserved1: 0,
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            id,
         },
         reserved1: [0; 4],
         write_index: AtomicU64::new(0),

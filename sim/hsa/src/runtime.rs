@@ -196,6 +196,9 @@ pub struct AgentInfo {
     pub pools: Vec<u64>,
     /// Calibrations of the agent's clock against the system domain (GPU agents).
     pub clock: Mutex<Calibration>,
+    /// The id of the agent's utility queue, once created (ROCr's `QueueUtility`; see
+    /// [`crate::queue::create`]).
+    pub utility_queue: std::sync::OnceLock<u64>,
 }
 
 impl AgentInfo {
@@ -533,6 +536,7 @@ fn read_topology(thunk: Thunk, layout: u32, generation: Generation) -> Result<Ru
             timestamp_hz,
             pools: Vec::new(),
             clock: Mutex::new(calibration),
+            utility_queue: std::sync::OnceLock::new(),
         }));
     }
     let system_memory = {

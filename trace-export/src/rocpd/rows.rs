@@ -9,6 +9,7 @@
 mod activity;
 mod args;
 mod catalog;
+mod code_objects;
 mod context;
 mod events;
 mod spans;

@@ -1,6 +1,6 @@
 //! The catalog of one process, the rows its events refer to, each table in id order: the
 //! string table, the node and the process, threads, agents, queues and streams, counters, and
-//! the code object with its kernel symbols.
+//! the code objects with their kernel symbols.
 
 use super::context::{
     ALLOCATION_CATEGORY, COPY_CATEGORY, DISPATCH_CATEGORY, Host, MARKER_CATEGORY, OpTable, Process,
@@ -25,6 +25,10 @@ fn collect_strings<'a>(v: &ProcessView<'a>) -> BTreeSet<Cow<'a, str>> {
     }
     for &name in v.trace.operations.values() {
         set.insert(v.string(name).into());
+    }
+    // As upstream, the code objects' URIs.
+    for c in &v.trace.code_objects {
+        set.insert(v.string(c.uri).into());
     }
     let mut seen = OpTable::default();
     for a in v.api() {
@@ -316,33 +320,31 @@ pub(super) fn write_counters(p: &Process<'_, '_>) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// The kernel symbols (`rocpd_info_kernel_symbol`), under one code object standing for the process's code (the records do
-/// not keep code objects), plus a bare symbol for any kernel id a dispatch names that the
-/// log never defined.
+/// The code objects ([`super::code_objects`]) and kernel symbols
+/// (`rocpd_info_kernel_symbol`), each symbol under its code object (the "no code object" row
+/// 0 when the log does not say), plus a bare symbol for any kernel id a dispatch names that
+/// the log never defined.
 pub(super) fn write_kernel_symbols(p: &Process<'_, '_>) -> rusqlite::Result<()> {
     let &Process {
         conn, v, nid, pid, ..
     } = p;
     let table = |base: &str| p.table(base);
+    let known = super::code_objects::known_ids(p);
+    let code_object_of = |s: &KernelSymbolRecord| {
+        let id = u64::from(s.code_object_id);
+        if known.contains(&id) { id } else { 0 }
+    };
+    let defined: HashSet<u64> = v.trace.symbols.iter().map(|s| s.kernel_id).collect();
+    let need_none = v.trace.symbols.iter().any(|s| code_object_of(s) == 0)
+        || v.dispatches.iter().any(|d| !defined.contains(&d.kernel_id));
+    super::code_objects::write_code_objects(p, need_none)?;
     if !v.trace.symbols.is_empty() || !v.dispatches.is_empty() {
-        let agent = v
-            .dispatches
-            .first()
-            .map(|d| d.agent_node_id)
-            .or_else(|| v.agents().iter().find(|a| a.is_gpu()).map(|a| a.node_id));
-        conn.execute(
-            &format!(
-                "INSERT INTO {} (\"id\", \"nid\", \"pid\", \"agent_id\") VALUES (1, ?1, ?2, ?3)",
-                table("rocpd_info_code_object")
-            ),
-            params![nid, pid, agent],
-        )?;
         let mut insert = conn.prepare(&format!(
             "INSERT INTO {} (\"id\", \"nid\", \"pid\", \"code_object_id\", \"kernel_name\", \
              \"display_name\", \"kernel_object\", \"kernarg_segment_size\", \
              \"group_segment_size\", \"private_segment_size\", \"sgpr_count\", \
              \"arch_vgpr_count\", \"accum_vgpr_count\", \"extdata\") \
-             VALUES (?1, ?2, ?3, 1, ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+             VALUES (?1, ?2, ?3, ?13, ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             table("rocpd_info_kernel_symbol")
         ))?;
         let mut seen = HashSet::new();
@@ -351,9 +353,10 @@ pub(super) fn write_kernel_symbols(p: &Process<'_, '_>) -> rusqlite::Result<()> 
                 continue;
             }
             let name = v.string(s.name);
+            let code_object = code_object_of(s);
             let extdata = serde_json::json!({
                 "kernel_id": s.kernel_id,
-                "code_object_id": 1,
+                "code_object_id": code_object,
                 "kernel_name": name,
                 "formatted_kernel_name": name,
                 "kernel_object": s.kernel_object,
@@ -378,11 +381,12 @@ pub(super) fn write_kernel_symbols(p: &Process<'_, '_>) -> rusqlite::Result<()> 
                 s.arch_vgpr_count,
                 s.accum_vgpr_count,
                 extdata.to_string(),
+                int(code_object),
             ])?;
         }
         let mut bare = conn.prepare(&format!(
             "INSERT INTO {} (\"id\", \"nid\", \"pid\", \"code_object_id\", \"kernel_name\", \
-             \"display_name\", \"extdata\") VALUES (?1, ?2, ?3, 1, '', '', ?4)",
+             \"display_name\", \"extdata\") VALUES (?1, ?2, ?3, 0, '', '', ?4)",
             table("rocpd_info_kernel_symbol")
         ))?;
         for d in &v.dispatches {
