@@ -72,6 +72,9 @@ macro_rules! flags {
             /// WSL2; 300 is a safe window).
             #[arg(long = "pmc-discard-warmup", value_name = "MS", help_heading = "Counters")]
             pub pmc_discard_warmup: Option<u64>,
+            /// `--log-level` (set by main; a job's `log_level` over it).
+            #[arg(skip)]
+            pub log_level: Option<crate::input::LogLevel>,
             /// Thread trace (`--att…`).
             #[command(flatten, next_help_heading = "Thread trace")]
             pub att: crate::att::AttOptions,
@@ -262,10 +265,8 @@ impl RunOptions {
             ("include", &self.kernel_include_regex),
             ("exclude", &self.kernel_exclude_regex),
         ] {
-            if let Some(re) = re {
-                if re.is_empty() {
-                    return Err(messages::regex_empty(name));
-                }
+            // An empty pattern is no filter (as rocprofv3: its options are tested for truth).
+            if let Some(re) = re.as_ref().filter(|r| !r.is_empty()) {
                 if let Err(e) = regex::Regex::new(re) {
                     return Err(messages::regex_invalid(name, re, &e));
                 }
@@ -288,11 +289,31 @@ impl RunOptions {
         v.extend(self.scope.env());
         let aggregate = self.sys_trace == Some(true) || self.runtime_trace == Some(true);
         v.extend(self.domains.env(aggregate));
+        // As rocprofv3: the level for the libraries in the application, but `env`/`config`.
+        if let Some(l) = self.log_level.and_then(crate::input::LogLevel::tool_name) {
+            v.extend(
+                [
+                    "ROCPROF_LOG_LEVEL",
+                    "ROCPROFILER_LOG_LEVEL",
+                    "ROCTX_LOG_LEVEL",
+                ]
+                .map(|k| (k, l.to_owned())),
+            );
+        }
         if self.launch.disable_signal_handlers == Some(true) {
             v.push((env::SIGNAL_HANDLERS, "0".to_owned()));
         }
         v
     }
+}
+
+/// Whether a job of the `-i` file asks for `list_avail` (an unreadable file is refused later).
+pub fn input_lists_avail(opts: &RunOptions) -> bool {
+    let input = opts
+        .input
+        .as_deref()
+        .and_then(|p| crate::input::read(p).ok());
+    input.is_some_and(|i| i.jobs.iter().any(|j| j.list_avail == Some(true)))
 }
 
 /// The passes the options ask for: one per `--pmc` group (one run without counters if there
@@ -373,19 +394,28 @@ fn passes(opts: &RunOptions, report: &mut dyn Report) -> Result<Vec<OptionPass>>
             );
         }
         let prefix = if text { "pmc" } else { "pass" };
+        // rocprofv3: a folder per job when there are several; for one, only with `pmc`.
+        let folder =
+            (input.jobs.len() > 1 || job.pmc.is_some()).then(|| format!("{prefix}_{}", k + 1));
         if groups.is_empty() {
             out.push(OptionPass {
                 opts: merged.clone(),
                 counters: None,
-                subdir: Some(format!("{prefix}_{}", out.len() + 1)),
+                subdir: folder.clone(),
             });
         }
-        for g in groups {
+        let several = groups.len() > 1;
+        for (n, g) in groups.iter().enumerate() {
             let number = out.len() + 1;
+            let subdir = match (several, &folder) {
+                (true, Some(f)) => Some(format!("{f}/pass_{}", n + 1)),
+                (true, None) => Some(format!("pass_{}", n + 1)),
+                (false, _) => folder.clone(),
+            };
             out.push(OptionPass {
                 opts: merged.clone(),
-                counters: Some(counter_plan(&g, Some(number), warmup, counting, report)?),
-                subdir: Some(format!("{prefix}_{number}")),
+                counters: Some(counter_plan(g, Some(number), warmup, counting, report)?),
+                subdir,
             });
         }
     }
@@ -560,9 +590,48 @@ fn job_options(opts: &RunOptions, job: &crate::input::Job) -> Result<RunOptions,
             _ => o.scope.kernel_iteration_range = vec![file.to_string()],
         }
     }
-    if job.agent_index.is_some() {
-        return Err("agent_index: give -A/--agent-index on the command line".into());
+    take("agent_index", &mut o.output.agent_index, &job.agent_index)?;
+    take("log_level", &mut o.log_level, &job.log_level)?;
+    let l = &mut o.launch;
+    take(
+        "disable_signal_handlers",
+        &mut l.disable_signal_handlers,
+        &job.disable_signal_handlers,
+    )?;
+    if let Some(p) = job.preload.as_ref().filter(|_| l.preload.is_empty()) {
+        l.preload = p.clone();
     }
+    take(
+        "rocdecode_trace",
+        &mut o.domains.rocdecode_trace,
+        &job.rocdecode_trace,
+    )?;
+    take(
+        "rocjpeg_trace",
+        &mut o.domains.rocjpeg_trace,
+        &job.rocjpeg_trace,
+    )?;
+    let s = &mut o.sampling;
+    take(
+        "pc_sampling_beta_enabled",
+        &mut s.pc_sampling_beta_enabled,
+        &job.pc_sampling_beta_enabled,
+    )?;
+    take(
+        "pc_sampling_unit",
+        &mut s.pc_sampling_unit,
+        &job.pc_sampling_unit,
+    )?;
+    take(
+        "pc_sampling_method",
+        &mut s.pc_sampling_method,
+        &job.pc_sampling_method,
+    )?;
+    take(
+        "pc_sampling_interval",
+        &mut s.pc_sampling_interval,
+        &job.pc_sampling_interval,
+    )?;
     o.input = None;
     o.pmc.clear();
     o.pmc_occurrences.clear();
@@ -622,8 +691,8 @@ fn runner_pass(p: &OptionPass, att: Option<&AttPlan>, launcher: &Launcher) -> Re
     }
     Ok(Pass {
         selection: opts.selection(),
-        kernel_include_regex: opts.kernel_include_regex.clone(),
-        kernel_exclude_regex: opts.kernel_exclude_regex.clone(),
+        kernel_include_regex: opts.kernel_include_regex.clone().filter(|r| !r.is_empty()),
+        kernel_exclude_regex: opts.kernel_exclude_regex.clone().filter(|r| !r.is_empty()),
         counters: p.counters.clone(),
         thread_trace: att.cloned(),
         outputs,

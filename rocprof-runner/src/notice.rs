@@ -180,10 +180,16 @@ pub enum LaunchNotice {
         /// The signal.
         signal: i32,
     },
-    /// `--echo`: one line of what the application is started with.
+    /// `--echo`: one line of what the application would be started with.
     Echo {
-        /// `NAME=value`, or the command line.
+        /// `NAME=value`.
         line: String,
+    },
+    /// `--echo`: the command the application would be started with, which rocprofv3 prints
+    /// on stdout as `command: ['app', 'arg']` (a Python list); the application is not run.
+    EchoCommand {
+        /// The program, then its arguments.
+        argv: Vec<String>,
     },
 }
 
@@ -196,7 +202,7 @@ impl LaunchNotice {
             Self::AppNotFound { .. }
             | Self::AppNotExecutable { .. }
             | Self::InterruptedBeforeLaunch { .. } => Level::Error,
-            Self::Echo { .. } => Level::Echo,
+            Self::Echo { .. } | Self::EchoCommand { .. } => Level::Echo,
             _ => Level::Warning,
         }
     }
@@ -245,6 +251,10 @@ impl fmt::Display for LaunchNotice {
                 signal_name(*signal)
             ),
             Self::Echo { line } => f.write_str(line),
+            Self::EchoCommand { argv } => {
+                let words: Vec<String> = argv.iter().map(|a| crate::words::python_repr(a)).collect();
+                write!(f, "command: [{}]", words.join(", "))
+            }
         }
     }
 }
