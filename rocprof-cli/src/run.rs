@@ -348,7 +348,8 @@ fn passes(opts: &RunOptions, report: &mut dyn Report) -> Result<Vec<OptionPass>>
                 Ok(OptionPass {
                     opts: opts.clone(),
                     counters: Some(counter_plan(
-                        g,
+                        std::slice::from_ref(g),
+                        1,
                         several.then_some(k + 1),
                         warmup,
                         counting,
@@ -404,18 +405,21 @@ fn passes(opts: &RunOptions, report: &mut dyn Report) -> Result<Vec<OptionPass>>
                 subdir: folder.clone(),
             });
         }
-        let several = groups.len() > 1;
-        for (n, g) in groups.iter().enumerate() {
+        if !groups.is_empty() {
+            // `pmc_groups`: one run, the groups multiplexed (as rocprofv3).
+            let interval = job.pmc_group_interval.unwrap_or(1);
             let number = out.len() + 1;
-            let subdir = match (several, &folder) {
-                (true, Some(f)) => Some(format!("{f}/pass_{}", n + 1)),
-                (true, None) => Some(format!("pass_{}", n + 1)),
-                (false, _) => folder.clone(),
-            };
             out.push(OptionPass {
                 opts: merged.clone(),
-                counters: Some(counter_plan(g, Some(number), warmup, counting, report)?),
-                subdir,
+                counters: Some(counter_plan(
+                    &groups,
+                    interval,
+                    Some(number),
+                    warmup,
+                    counting,
+                    report,
+                )?),
+                subdir: folder,
             });
         }
     }
@@ -638,18 +642,19 @@ fn job_options(opts: &RunOptions, job: &crate::input::Job) -> Result<RunOptions,
     Ok(o)
 }
 
-/// One counter group planned on the discovered GPUs, its repeated names merged (and said, with
-/// its pass when the run has several); a refusal is said with what to do.
+/// Counter groups planned on the discovered GPUs as one pass (several: multiplexed every
+/// `interval` dispatches), each group's repeated names merged (and said, with its pass when
+/// the run has several), what GPUs lack warned of; a refusal is said with what to do.
 fn counter_plan(
-    group: &[String],
+    groups: &[Vec<String>],
+    interval: u64,
     pass: Option<usize>,
     warmup: Option<u64>,
     counting: &mut Counting<'_>,
     report: &mut dyn Report,
 ) -> Result<pmc::CounterPlan> {
-    let merged = pmc::merge_duplicates(group);
-    if !merged.repeated.is_empty() {
-        let repeated = merged
+    for group in groups {
+        let repeated: Vec<RepeatedCounter> = pmc::merge_duplicates(group)
             .repeated
             .iter()
             .map(|(name, given)| RepeatedCounter {
@@ -657,7 +662,9 @@ fn counter_plan(
                 given: *given,
             })
             .collect();
-        report.notice(CounterNotice::Merged { pass, repeated }.into());
+        if !repeated.is_empty() {
+            report.notice(CounterNotice::Merged { pass, repeated }.into());
+        }
     }
     let refused = |e| {
         anyhow!(messages::counter_refusal(
@@ -669,7 +676,26 @@ fn counter_plan(
         counting.planner = Some(Planner::discover(counting.extra).map_err(refused)?);
     }
     let planner = counting.planner.as_ref().expect("discovered above");
-    planner.plan(&merged.names, warmup).map_err(refused)
+    let planned = planner
+        .plan_groups(groups, interval, warmup)
+        .map_err(refused)?;
+    for l in planned.lacking {
+        let (gpu, agent, names) = (l.gpu, l.agent, l.names);
+        report.notice(
+            CounterNotice::Lacking {
+                pass,
+                gpu,
+                agent,
+                names,
+            }
+            .into(),
+        );
+    }
+    let plan = planned.plan;
+    if plan.requested.is_empty() {
+        report.notice(CounterNotice::NoneCollected { pass }.into());
+    }
+    Ok(plan)
 }
 
 /// The run's counter groups are planned on GPUs discovered once, at the first group.
@@ -698,7 +724,11 @@ fn runner_pass(p: &OptionPass, att: Option<&AttPlan>, launcher: &Launcher) -> Re
         outputs,
         foreign_domains: opts.domains.requested(),
         tool_env: opts.tool_env(),
-        launcher: launcher.clone(),
+        launcher: Launcher {
+            // A job's `preload` (the command line's when it gives none).
+            preloads: opts.launch.preloads(&|k| std::env::var(k).ok()),
+            ..launcher.clone()
+        },
         repeat: opts.pmc_repeat,
         subdir: p.subdir.clone(),
     })

@@ -123,3 +123,120 @@ fn a_list_avail_job_lists_the_counters() {
         stderr(&o)
     );
 }
+
+/// The counter rows of `run`'s top-level counter_collection.csv, as (dispatch, counter).
+fn counted(run: &Run) -> Vec<(u64, String)> {
+    run.rows("counter_collection")
+        .iter()
+        .map(|r| (r["Dispatch_Id"].parse().unwrap(), r["Counter_Name"].clone()))
+        .collect()
+}
+
+#[test]
+fn pmc_groups_are_multiplexed_in_one_run() {
+    // rocprofv3's multiplex test (tests/rocprofv3/counter-collection/multiplex): its input and
+    // validate.py's check — the dispatches alternate between the groups.
+    let json = r#"{"jobs": [{"pmc_groups": [["SQ_WAVES", "GRBM_COUNT"], ["GRBM_GUI_ACTIVE"]], "pmc_group_interval": 1}]}"#;
+    let run = with_input("multiplex", "input.json", json, &["-f", "csv"]).succeeded();
+    assert_eq!(run.stdout().matches("8 iterations verified").count(), 1);
+    let rows = counted(&run);
+    let groups = [&["SQ_WAVES", "GRBM_COUNT"][..], &["GRBM_GUI_ACTIVE"]];
+    let mut seen = [0usize; 3];
+    for (dispatch, name) in &rows {
+        let group = groups[((dispatch - 1) % 2) as usize];
+        assert!(
+            group.contains(&name.as_str()),
+            "dispatch {dispatch}: {name}"
+        );
+        seen[["SQ_WAVES", "GRBM_COUNT", "GRBM_GUI_ACTIVE"]
+            .iter()
+            .position(|n| n == name)
+            .unwrap()] += 1;
+    }
+    assert_eq!(seen, [4, 4, 4], "{rows:?}\n{}", run.stderr());
+    // One job: no pass folder.
+    assert!(!run.dir.join("pass_1").exists());
+
+    // Every other two dispatches with an interval of 2.
+    let yaml = "jobs:\n  - pmc_groups: [[SQ_WAVES], [GRBM_COUNT]]\n    pmc_group_interval: 2\n";
+    let run = with_input("multiplex-2", "input.yml", yaml, &["-f", "csv"]).succeeded();
+    for (dispatch, name) in counted(&run) {
+        let want = ["SQ_WAVES", "GRBM_COUNT"][(((dispatch - 1) / 2) % 2) as usize];
+        assert_eq!(name, want, "dispatch {dispatch}");
+    }
+    assert_eq!(counted(&run).len(), 8);
+}
+
+#[test]
+fn device_qualifiers_restrict_a_counter_to_one_gpu() {
+    let pmc = |tag: &str, list: &str| {
+        sim_run(
+            "inputs",
+            tag,
+            &["--pmc", list, "-f", "csv"],
+            &reference_workload(),
+            &[],
+            &[],
+        )
+    };
+    // GPU 0 is the only GPU: `:device=0` is collected, `:device=16384` skipped.
+    let run = pmc("device-0", "SQ_WAVES:device=0 GRBM_COUNT:device=16384").succeeded();
+    let rows = counted(&run);
+    assert_eq!(rows.len(), 8, "{}", run.stderr());
+    assert!(rows.iter().all(|(_, n)| n == "SQ_WAVES"), "{rows:?}");
+    let run = pmc("device-none", "SQ_CYCLES:device=16384").succeeded();
+    assert!(
+        run.stderr().contains("no GPU collects any of the counters"),
+        "{}",
+        run.stderr()
+    );
+    assert!(!run.file("counter_collection.csv").exists());
+    let bad = pmc("device-bad", "SQ_WAVES:device=x");
+    assert_eq!(bad.out.status.code(), Some(2), "{}", bad.stderr());
+    assert!(
+        bad.stderr().contains("invalid device qualifier"),
+        "{}",
+        bad.stderr()
+    );
+}
+
+#[test]
+fn a_counter_this_gpu_lacks_is_a_warning_and_a_typo_a_refusal() {
+    let files = scratch("inputs-file", "lacking");
+    let yaml = files.join("extra.yaml");
+    // Defined for gfx90a only: other GPUs know it, the simulated gfx1150 does not.
+    std::fs::write(
+        &yaml,
+        "OTHER_GPU_WAVES:\n  architectures:\n    gfx90a:\n      expression: SQ_WAVES\n  description: On another GPU.\n",
+    )
+    .unwrap();
+    let e = yaml.to_str().unwrap();
+    let run = sim_run(
+        "inputs",
+        "lacking",
+        &["--pmc", "SQ_WAVES OTHER_GPU_WAVES", "-E", e, "-f", "csv"],
+        &reference_workload(),
+        &[],
+        &[],
+    )
+    .succeeded();
+    assert!(
+        run.stderr()
+            .contains("warning: GPU 0 (gfx1150) has no counter OTHER_GPU_WAVES"),
+        "{}",
+        run.stderr()
+    );
+    let rows = counted(&run);
+    assert_eq!(rows.len(), 8, "{}", run.stderr());
+    assert!(rows.iter().all(|(_, n)| n == "SQ_WAVES"));
+    let typo = sim_run(
+        "inputs",
+        "typo",
+        &["--pmc", "SQ_WAVES SQ_WAVEZ", "-f", "csv"],
+        &reference_workload(),
+        &[],
+        &[],
+    );
+    assert_eq!(typo.out.status.code(), Some(2), "{}", typo.stderr());
+    assert!(typo.stderr().contains("SQ_WAVEZ"), "{}", typo.stderr());
+}
