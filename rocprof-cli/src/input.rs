@@ -658,6 +658,37 @@ mod tests {
     }
 
     #[test]
+    fn every_key_of_rocprofv3s_input_schema_is_a_job_key() {
+        // The keys of rocprofv3's rocprofv3_input_schema.json (and agent_index, list_avail).
+        let json = r#"{"jobs": [{"pmc": ["A"], "pmc_groups": [["A"]], "pmc_group_interval": 2,
+            "kernel_include_regex": "", "kernel_exclude_regex": "", "kernel_iteration_range": "[1]",
+            "hip_trace": true, "hip_runtime_trace": true, "hip_compiler_trace": true,
+            "marker_trace": true, "kernel_trace": true, "memory_copy_trace": true,
+            "memory_allocation_trace": true, "rocdecode_trace": true, "rocjpeg_trace": true,
+            "scratch_memory_trace": true, "stats": true, "hsa_trace": true, "hsa_core_trace": true,
+            "hsa_amd_trace": true, "hsa_finalize_trace": true, "hsa_image_trace": true,
+            "runtime_trace": true, "sys_trace": true, "mangled_kernels": true,
+            "truncate_kernels": true, "output_file": "o", "output_directory": "d",
+            "output_format": ["csv"], "list_metrics": true, "log_level": "trace",
+            "preload": ["libm.so.6"], "minimum-output-data": 1, "disable-signal-handlers": true,
+            "pc_sampling_unit": "time", "pc_sampling_method": "host_trap",
+            "pc_sampling_interval": 1, "pc-sampling-beta-enabled": true,
+            "agent_index": "absolute"}]}"#;
+        let j = &parse(Path::new("s.json"), json).unwrap().jobs[0];
+        assert_eq!(
+            (j.hsa_finalizer_trace, j.list_avail, j.log_level),
+            (Some(true), Some(true), Some(LogLevel::Trace))
+        );
+        assert_eq!(
+            (j.minimum_output_data, j.disable_signal_handlers),
+            (Some(1), Some(true))
+        );
+        assert_eq!(j.kernel_exclude_regex.as_deref(), Some(""));
+        let e = parse(Path::new("s.json"), r#"{"jobs": [{"log_level": "loud"}]}"#).unwrap_err();
+        assert!(e.to_string().contains("jobs[0].log_level"), "{e}");
+    }
+
+    #[test]
     fn errors_name_the_file_and_field() {
         let e = parse(
             Path::new("r.json"),

@@ -448,84 +448,34 @@ fn job_options(opts: &RunOptions, job: &crate::input::Job) -> Result<RunOptions,
             _ => Ok(()),
         }
     }
+    // `take!(key, field)`: the job's `key` into the options' `field`.
+    macro_rules! take {
+        ($key:ident, $($field:tt)+) => {
+            take(stringify!($key), &mut $($field)+, &job.$key)?
+        };
+    }
     let mut o = opts.clone();
-    take("hip_trace", &mut o.hip_trace, &job.hip_trace)?;
-    take(
-        "hip_runtime_trace",
-        &mut o.hip_runtime_trace,
-        &job.hip_runtime_trace,
-    )?;
-    take(
-        "hip_compiler_trace",
-        &mut o.hip_compiler_trace,
-        &job.hip_compiler_trace,
-    )?;
-    take("hsa_trace", &mut o.hsa_trace, &job.hsa_trace)?;
-    take("hsa_core_trace", &mut o.hsa_core_trace, &job.hsa_core_trace)?;
-    take("hsa_amd_trace", &mut o.hsa_amd_trace, &job.hsa_amd_trace)?;
-    take(
-        "hsa_image_trace",
-        &mut o.hsa_image_trace,
-        &job.hsa_image_trace,
-    )?;
-    take(
-        "hsa_finalizer_trace",
-        &mut o.hsa_finalizer_trace,
-        &job.hsa_finalizer_trace,
-    )?;
-    take("kernel_trace", &mut o.kernel_trace, &job.kernel_trace)?;
-    take(
-        "memory_copy_trace",
-        &mut o.memory_copy_trace,
-        &job.memory_copy_trace,
-    )?;
-    take("marker_trace", &mut o.marker_trace, &job.marker_trace)?;
-    take(
-        "memory_allocation_trace",
-        &mut o.memory_allocation_trace,
-        &job.memory_allocation_trace,
-    )?;
-    take(
-        "scratch_memory_trace",
-        &mut o.scratch_memory_trace,
-        &job.scratch_memory_trace,
-    )?;
-    take("runtime_trace", &mut o.runtime_trace, &job.runtime_trace)?;
-    take(
-        "kernel_rename",
-        &mut o.output.kernel_rename,
-        &job.kernel_rename,
-    )?;
-    take(
-        "summary_per_domain",
-        &mut o.output.summary_per_domain,
-        &job.summary_per_domain,
-    )?;
-    take(
-        "summary_output_file",
-        &mut o.output.summary_output_file,
-        &job.summary_output_file,
-    )?;
-    take(
-        "summary_units",
-        &mut o.output.summary_units,
-        &job.summary_units,
-    )?;
-    take(
-        "output_config",
-        &mut o.output.output_config,
-        &job.output_config,
-    )?;
-    take(
-        "minimum_output_data",
-        &mut o.output.minimum_output_data,
-        &job.minimum_output_data,
-    )?;
-    take(
-        "group_by_queue",
-        &mut o.output.group_by_queue,
-        &job.group_by_queue,
-    )?;
+    take!(hip_trace, o.hip_trace);
+    take!(hip_runtime_trace, o.hip_runtime_trace);
+    take!(hip_compiler_trace, o.hip_compiler_trace);
+    take!(hsa_trace, o.hsa_trace);
+    take!(hsa_core_trace, o.hsa_core_trace);
+    take!(hsa_amd_trace, o.hsa_amd_trace);
+    take!(hsa_image_trace, o.hsa_image_trace);
+    take!(hsa_finalizer_trace, o.hsa_finalizer_trace);
+    take!(kernel_trace, o.kernel_trace);
+    take!(memory_copy_trace, o.memory_copy_trace);
+    take!(marker_trace, o.marker_trace);
+    take!(memory_allocation_trace, o.memory_allocation_trace);
+    take!(scratch_memory_trace, o.scratch_memory_trace);
+    take!(runtime_trace, o.runtime_trace);
+    take!(kernel_rename, o.output.kernel_rename);
+    take!(summary_per_domain, o.output.summary_per_domain);
+    take!(summary_output_file, o.output.summary_output_file);
+    take!(summary_units, o.output.summary_units);
+    take!(output_config, o.output.output_config);
+    take!(minimum_output_data, o.output.minimum_output_data);
+    take!(group_by_queue, o.output.group_by_queue);
     if let Some(groups) = &job.summary_groups {
         if !o.output.summary_groups.is_empty() && &o.output.summary_groups != groups {
             return Err(format!(
@@ -535,35 +485,15 @@ fn job_options(opts: &RunOptions, job: &crate::input::Job) -> Result<RunOptions,
         }
         o.output.summary_groups = groups.clone();
     }
-    take("sys_trace", &mut o.sys_trace, &job.sys_trace)?;
-    take(
-        "kernel_include_regex",
-        &mut o.kernel_include_regex,
-        &job.kernel_include_regex,
-    )?;
-    take(
-        "kernel_exclude_regex",
-        &mut o.kernel_exclude_regex,
-        &job.kernel_exclude_regex,
-    )?;
-    take(
-        "output_directory",
-        &mut o.output.output_directory,
-        &job.output_directory,
-    )?;
-    take("output_file", &mut o.output.output_file, &job.output_file)?;
-    take("stats", &mut o.output.stats, &job.stats)?;
-    take("summary", &mut o.output.summary, &job.summary)?;
-    take(
-        "mangled_kernels",
-        &mut o.output.mangled_kernels,
-        &job.mangled_kernels,
-    )?;
-    take(
-        "truncate_kernels",
-        &mut o.output.truncate_kernels,
-        &job.truncate_kernels,
-    )?;
+    take!(sys_trace, o.sys_trace);
+    take!(kernel_include_regex, o.kernel_include_regex);
+    take!(kernel_exclude_regex, o.kernel_exclude_regex);
+    take!(output_directory, o.output.output_directory);
+    take!(output_file, o.output.output_file);
+    take!(stats, o.output.stats);
+    take!(summary, o.output.summary);
+    take!(mangled_kernels, o.output.mangled_kernels);
+    take!(truncate_kernels, o.output.truncate_kernels);
     if let Some(f) = &job.output_format {
         if !o.output.output_format.is_empty() && o.output.output_format != f.0 {
             return Err(format!(
@@ -594,48 +524,20 @@ fn job_options(opts: &RunOptions, job: &crate::input::Job) -> Result<RunOptions,
             _ => o.scope.kernel_iteration_range = vec![file.to_string()],
         }
     }
-    take("agent_index", &mut o.output.agent_index, &job.agent_index)?;
-    take("log_level", &mut o.log_level, &job.log_level)?;
+    take!(agent_index, o.output.agent_index);
+    take!(log_level, o.log_level);
     let l = &mut o.launch;
-    take(
-        "disable_signal_handlers",
-        &mut l.disable_signal_handlers,
-        &job.disable_signal_handlers,
-    )?;
+    take!(disable_signal_handlers, l.disable_signal_handlers);
     if let Some(p) = job.preload.as_ref().filter(|_| l.preload.is_empty()) {
         l.preload = p.clone();
     }
-    take(
-        "rocdecode_trace",
-        &mut o.domains.rocdecode_trace,
-        &job.rocdecode_trace,
-    )?;
-    take(
-        "rocjpeg_trace",
-        &mut o.domains.rocjpeg_trace,
-        &job.rocjpeg_trace,
-    )?;
+    take!(rocdecode_trace, o.domains.rocdecode_trace);
+    take!(rocjpeg_trace, o.domains.rocjpeg_trace);
     let s = &mut o.sampling;
-    take(
-        "pc_sampling_beta_enabled",
-        &mut s.pc_sampling_beta_enabled,
-        &job.pc_sampling_beta_enabled,
-    )?;
-    take(
-        "pc_sampling_unit",
-        &mut s.pc_sampling_unit,
-        &job.pc_sampling_unit,
-    )?;
-    take(
-        "pc_sampling_method",
-        &mut s.pc_sampling_method,
-        &job.pc_sampling_method,
-    )?;
-    take(
-        "pc_sampling_interval",
-        &mut s.pc_sampling_interval,
-        &job.pc_sampling_interval,
-    )?;
+    take!(pc_sampling_beta_enabled, s.pc_sampling_beta_enabled);
+    take!(pc_sampling_unit, s.pc_sampling_unit);
+    take!(pc_sampling_method, s.pc_sampling_method);
+    take!(pc_sampling_interval, s.pc_sampling_interval);
     o.input = None;
     o.pmc.clear();
     o.pmc_occurrences.clear();
