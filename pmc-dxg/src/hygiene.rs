@@ -61,6 +61,9 @@ pub enum Discard {
     IsolatedZero,
     /// The counter's expression gave a NaN or an infinity.
     NotFinite,
+    /// Multiplexed groups: another group than the counter's counted the dispatch (no value
+    /// was read; no row is written for it).
+    OtherGroup,
 }
 
 impl Discard {
@@ -81,6 +84,7 @@ impl Discard {
             Discard::Warmup => "warmup",
             Discard::IsolatedZero => "isolated-zero",
             Discard::NotFinite => "not-finite",
+            Discard::OtherGroup => "other-group",
         }
     }
 
@@ -94,6 +98,7 @@ impl Discard {
             Discard::Warmup => "the dispatch started inside the warm-up window asked to be skipped",
             Discard::IsolatedZero => "this run read 0 while other runs of the dispatch did not",
             Discard::NotFinite => "the counter's expression did not give a finite number",
+            Discard::OtherGroup => "another counter group counted the dispatch",
         }
     }
 

@@ -283,6 +283,12 @@ pub enum Error {
     /// No GPU agent was discovered.
     #[error("no GPU agent was discovered, so no counters can be collected")]
     NoGpu,
+    /// A counter's `:device=N` qualifier does not name a GPU index.
+    #[error("invalid device qualifier format (':device=N' where N is the GPU index): {counter}")]
+    BadQualifier {
+        /// The counter as given.
+        counter: String,
+    },
     /// The GPU asked for (by rocprofv3's GPU index) was not discovered.
     #[error("there is no GPU {0}")]
     NoSuchGpu(u32),

@@ -261,6 +261,7 @@ fn trace(plan: &CounterPlan, reads: &[Reads]) -> (ProcessTrace, PassBuffers) {
     t.docs.counter_setups.push(CounterSetup {
         agent_node_id: NODE,
         events: plan.events.clone(),
+        group: 0,
         output_bytes: layout.output_bytes as u32,
     });
     t.strings.insert(1, "vector_add".into());
@@ -279,7 +280,7 @@ fn trace(plan: &CounterPlan, reads: &[Reads]) -> (ProcessTrace, PassBuffers) {
                 dispatch_id: id,
                 correlation_id: 100 + id,
                 agent_node_id: NODE,
-                reserved: 0,
+                group: 0,
             },
             output: output(&layout, r),
         });

@@ -82,18 +82,6 @@ pub struct IterationRange {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IterationRanges(pub Vec<IterationRange>);
 
-/// `agent_index`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AgentIndex {
-    /// `Agent <node id>`.
-    Absolute,
-    /// `Agent <logical node id>`.
-    Relative,
-    /// `CPU <n>` / `GPU <n>`.
-    TypeRelative,
-}
-
 /// One job of a run configuration: one run of the application. Unset fields leave the
 /// command line's setting.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -119,7 +107,8 @@ pub struct Job {
     pub hsa_amd_trace: Option<bool>,
     /// `--hsa-image-trace`.
     pub hsa_image_trace: Option<bool>,
-    /// `--hsa-finalizer-trace`.
+    /// `--hsa-finalizer-trace` (the schema spells it `hsa_finalize_trace`).
+    #[serde(alias = "hsa_finalize_trace")]
     pub hsa_finalizer_trace: Option<bool>,
     /// `--kernel-trace`.
     pub kernel_trace: Option<bool>,
@@ -150,7 +139,30 @@ pub struct Job {
     /// `-T/--truncate-kernels`.
     pub truncate_kernels: Option<bool>,
     /// `-A/--agent-index`.
-    pub agent_index: Option<AgentIndex>,
+    pub agent_index: Option<rocprof_runner::plan::AgentIndexChoice>,
+    /// `--log-level` (`fatal`, `error`, `warning`, `info`, `trace`, `env`, `config`).
+    pub log_level: Option<LogLevel>,
+    /// `-L/--list-avail` (the schema's `list_metrics` too): list the counters first.
+    #[serde(alias = "list_metrics")]
+    pub list_avail: Option<bool>,
+    /// `--preload`.
+    pub preload: Option<Vec<String>>,
+    /// `--disable-signal-handlers`.
+    #[serde(alias = "disable-signal-handlers")]
+    pub disable_signal_handlers: Option<bool>,
+    /// `--rocdecode-trace`.
+    pub rocdecode_trace: Option<bool>,
+    /// `--rocjpeg-trace`.
+    pub rocjpeg_trace: Option<bool>,
+    /// `--pc-sampling-beta-enabled` (refused on WSL2, as on the command line).
+    #[serde(alias = "pc-sampling-beta-enabled")]
+    pub pc_sampling_beta_enabled: Option<bool>,
+    /// `--pc-sampling-unit`.
+    pub pc_sampling_unit: Option<String>,
+    /// `--pc-sampling-method`.
+    pub pc_sampling_method: Option<String>,
+    /// `--pc-sampling-interval`.
+    pub pc_sampling_interval: Option<u64>,
     /// `--memory-allocation-trace`.
     pub memory_allocation_trace: Option<bool>,
     /// `--scratch-memory-trace`.
@@ -169,10 +181,40 @@ pub struct Job {
     pub summary_units: Option<rocprof_runner::plan::SummaryUnits>,
     /// `--output-config`.
     pub output_config: Option<bool>,
-    /// `--minimum-output-data` (KB).
+    /// `--minimum-output-data` (KB; the schema spells it `minimum-output-data`).
+    #[serde(alias = "minimum-output-data")]
     pub minimum_output_data: Option<u64>,
     /// `--group-by-queue`.
     pub group_by_queue: Option<bool>,
+}
+
+/// `--log-level` / `log_level`: rocprofv3's levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)]
+pub enum LogLevel {
+    Fatal,
+    Error,
+    Warning,
+    Info,
+    Trace,
+    Env,
+    /// Print the resolved options (rocprofv3's script configuration) to stderr, then run.
+    Config,
+}
+
+impl LogLevel {
+    /// The level rocprofv3 hands the application's libraries (`None` for `env` and `config`).
+    pub fn tool_name(self) -> Option<&'static str> {
+        Some(match self {
+            Self::Fatal => "fatal",
+            Self::Error => "error",
+            Self::Warning => "warning",
+            Self::Info => "info",
+            Self::Trace => "trace",
+            Self::Env | Self::Config => return None,
+        })
+    }
 }
 
 /// `output_format`: format names as given (the tool tokenizes on ` \t,;:`).
@@ -580,7 +622,10 @@ mod tests {
                 IterationRange { first: 3, last: 5 }
             ]
         );
-        assert_eq!(j.agent_index, Some(AgentIndex::TypeRelative));
+        assert_eq!(
+            j.agent_index,
+            Some(rocprof_runner::plan::AgentIndexChoice::TypeRelative)
+        );
         assert_eq!(j.output_directory.as_deref(), Some("out"));
         let k = &a.jobs[1];
         assert_eq!(
@@ -610,6 +655,37 @@ mod tests {
         );
         let e = parse(Path::new("r.yaml"), "jobs:\n  - summary_units: minutes\n").unwrap_err();
         assert!(e.to_string().contains("summary_units"), "{e}");
+    }
+
+    #[test]
+    fn every_key_of_rocprofv3s_input_schema_is_a_job_key() {
+        // The keys of rocprofv3's rocprofv3_input_schema.json (and agent_index, list_avail).
+        let json = r#"{"jobs": [{"pmc": ["A"], "pmc_groups": [["A"]], "pmc_group_interval": 2,
+            "kernel_include_regex": "", "kernel_exclude_regex": "", "kernel_iteration_range": "[1]",
+            "hip_trace": true, "hip_runtime_trace": true, "hip_compiler_trace": true,
+            "marker_trace": true, "kernel_trace": true, "memory_copy_trace": true,
+            "memory_allocation_trace": true, "rocdecode_trace": true, "rocjpeg_trace": true,
+            "scratch_memory_trace": true, "stats": true, "hsa_trace": true, "hsa_core_trace": true,
+            "hsa_amd_trace": true, "hsa_finalize_trace": true, "hsa_image_trace": true,
+            "runtime_trace": true, "sys_trace": true, "mangled_kernels": true,
+            "truncate_kernels": true, "output_file": "o", "output_directory": "d",
+            "output_format": ["csv"], "list_metrics": true, "log_level": "trace",
+            "preload": ["libm.so.6"], "minimum-output-data": 1, "disable-signal-handlers": true,
+            "pc_sampling_unit": "time", "pc_sampling_method": "host_trap",
+            "pc_sampling_interval": 1, "pc-sampling-beta-enabled": true,
+            "agent_index": "absolute"}]}"#;
+        let j = &parse(Path::new("s.json"), json).unwrap().jobs[0];
+        assert_eq!(
+            (j.hsa_finalizer_trace, j.list_avail, j.log_level),
+            (Some(true), Some(true), Some(LogLevel::Trace))
+        );
+        assert_eq!(
+            (j.minimum_output_data, j.disable_signal_handlers),
+            (Some(1), Some(true))
+        );
+        assert_eq!(j.kernel_exclude_regex.as_deref(), Some(""));
+        let e = parse(Path::new("s.json"), r#"{"jobs": [{"log_level": "loud"}]}"#).unwrap_err();
+        assert!(e.to_string().contains("jobs[0].log_level"), "{e}");
     }
 
     #[test]

@@ -19,7 +19,7 @@ mod scope;
 mod sim;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -119,17 +119,7 @@ struct MergeArgs {
     output: outputs::OutputOptions,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum LogLevel {
-    Fatal,
-    Error,
-    Warning,
-    Info,
-    Trace,
-    Env,
-    /// Print the resolved options (rocprofv3's script configuration) to stderr, then run.
-    Config,
-}
+use input::LogLevel;
 
 fn init_logging(level: Option<LogLevel>, default: &str) {
     use tracing_subscriber::EnvFilter;
@@ -190,9 +180,12 @@ fn run(args: Vec<OsString>) -> Result<ExitCode> {
         if cli.sim {
             sim::enter()?;
         }
-        if cli.list_avail {
+        cli.run.log_level = cli.log_level;
+        // A job's `list_avail`: rocprofv3 lists the counters, then runs the application.
+        let job_lists = run::input_lists_avail(&cli.run);
+        if cli.list_avail || job_lists {
             init_logging(cli.log_level, "off");
-            if !cli.app.is_empty() {
+            if cli.list_avail && !cli.app.is_empty() {
                 eprintln!(
                     "rocprof: note: -L lists the counters and exits; the application is not run"
                 );
@@ -209,9 +202,12 @@ fn run(args: Vec<OsString>) -> Result<ExitCode> {
                 pc_sampling: true,
             };
             counters::run(&sampling, None, false, extra)?;
-            return Ok(code);
+            if cli.list_avail || cli.app.is_empty() {
+                return Ok(code);
+            }
+        } else {
+            init_logging(cli.log_level, "warn");
         }
-        init_logging(cli.log_level, "warn");
         if matches!(cli.log_level, Some(LogLevel::Config)) {
             eprintln!("rocprof: config: {:#?}", cli.run);
         }

@@ -30,11 +30,6 @@ pub fn format_unknown(f: &str) -> String {
     )
 }
 
-/// A kernel filter without a pattern.
-pub fn regex_empty(which: &str) -> String {
-    format!("--kernel-{which}-regex needs a pattern")
-}
-
 /// A kernel filter that does not compile.
 pub fn regex_invalid(which: &str, re: &str, e: &dyn std::fmt::Display) -> String {
     format!(

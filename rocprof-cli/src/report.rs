@@ -104,6 +104,11 @@ impl Report for Terminal {
             };
             return;
         }
+        if let Notice::Launch(LaunchNotice::EchoCommand { .. }) = &notice {
+            let text = format!("{}\n", escape(&notice.to_string()));
+            let _ = std::io::stdout().write_all(text.as_bytes());
+            return;
+        }
         write_line(&format!(
             "{}{}",
             prefix(notice.level()),

@@ -72,6 +72,9 @@ macro_rules! flags {
             /// WSL2; 300 is a safe window).
             #[arg(long = "pmc-discard-warmup", value_name = "MS", help_heading = "Counters")]
             pub pmc_discard_warmup: Option<u64>,
+            /// `--log-level` (set by main; a job's `log_level` over it).
+            #[arg(skip)]
+            pub log_level: Option<crate::input::LogLevel>,
             /// Thread trace (`--att…`).
             #[command(flatten, next_help_heading = "Thread trace")]
             pub att: crate::att::AttOptions,
@@ -262,10 +265,8 @@ impl RunOptions {
             ("include", &self.kernel_include_regex),
             ("exclude", &self.kernel_exclude_regex),
         ] {
-            if let Some(re) = re {
-                if re.is_empty() {
-                    return Err(messages::regex_empty(name));
-                }
+            // An empty pattern is no filter (as rocprofv3: its options are tested for truth).
+            if let Some(re) = re.as_ref().filter(|r| !r.is_empty()) {
                 if let Err(e) = regex::Regex::new(re) {
                     return Err(messages::regex_invalid(name, re, &e));
                 }
@@ -288,11 +289,31 @@ impl RunOptions {
         v.extend(self.scope.env());
         let aggregate = self.sys_trace == Some(true) || self.runtime_trace == Some(true);
         v.extend(self.domains.env(aggregate));
+        // As rocprofv3: the level for the libraries in the application, but `env`/`config`.
+        if let Some(l) = self.log_level.and_then(crate::input::LogLevel::tool_name) {
+            v.extend(
+                [
+                    "ROCPROF_LOG_LEVEL",
+                    "ROCPROFILER_LOG_LEVEL",
+                    "ROCTX_LOG_LEVEL",
+                ]
+                .map(|k| (k, l.to_owned())),
+            );
+        }
         if self.launch.disable_signal_handlers == Some(true) {
             v.push((env::SIGNAL_HANDLERS, "0".to_owned()));
         }
         v
     }
+}
+
+/// Whether a job of the `-i` file asks for `list_avail` (an unreadable file is refused later).
+pub fn input_lists_avail(opts: &RunOptions) -> bool {
+    let input = opts
+        .input
+        .as_deref()
+        .and_then(|p| crate::input::read(p).ok());
+    input.is_some_and(|i| i.jobs.iter().any(|j| j.list_avail == Some(true)))
 }
 
 /// The passes the options ask for: one per `--pmc` group (one run without counters if there
@@ -327,7 +348,8 @@ fn passes(opts: &RunOptions, report: &mut dyn Report) -> Result<Vec<OptionPass>>
                 Ok(OptionPass {
                     opts: opts.clone(),
                     counters: Some(counter_plan(
-                        g,
+                        std::slice::from_ref(g),
+                        1,
                         several.then_some(k + 1),
                         warmup,
                         counting,
@@ -373,19 +395,31 @@ fn passes(opts: &RunOptions, report: &mut dyn Report) -> Result<Vec<OptionPass>>
             );
         }
         let prefix = if text { "pmc" } else { "pass" };
+        // rocprofv3: a folder per job when there are several; for one, only with `pmc`.
+        let folder =
+            (input.jobs.len() > 1 || job.pmc.is_some()).then(|| format!("{prefix}_{}", k + 1));
         if groups.is_empty() {
             out.push(OptionPass {
                 opts: merged.clone(),
                 counters: None,
-                subdir: Some(format!("{prefix}_{}", out.len() + 1)),
+                subdir: folder.clone(),
             });
         }
-        for g in groups {
+        if !groups.is_empty() {
+            // `pmc_groups`: one run, the groups multiplexed (as rocprofv3).
+            let interval = job.pmc_group_interval.unwrap_or(1);
             let number = out.len() + 1;
             out.push(OptionPass {
                 opts: merged.clone(),
-                counters: Some(counter_plan(&g, Some(number), warmup, counting, report)?),
-                subdir: Some(format!("{prefix}_{number}")),
+                counters: Some(counter_plan(
+                    &groups,
+                    interval,
+                    Some(number),
+                    warmup,
+                    counting,
+                    report,
+                )?),
+                subdir: folder,
             });
         }
     }
@@ -414,84 +448,34 @@ fn job_options(opts: &RunOptions, job: &crate::input::Job) -> Result<RunOptions,
             _ => Ok(()),
         }
     }
+    // `take!(key, field)`: the job's `key` into the options' `field`.
+    macro_rules! take {
+        ($key:ident, $($field:tt)+) => {
+            take(stringify!($key), &mut $($field)+, &job.$key)?
+        };
+    }
     let mut o = opts.clone();
-    take("hip_trace", &mut o.hip_trace, &job.hip_trace)?;
-    take(
-        "hip_runtime_trace",
-        &mut o.hip_runtime_trace,
-        &job.hip_runtime_trace,
-    )?;
-    take(
-        "hip_compiler_trace",
-        &mut o.hip_compiler_trace,
-        &job.hip_compiler_trace,
-    )?;
-    take("hsa_trace", &mut o.hsa_trace, &job.hsa_trace)?;
-    take("hsa_core_trace", &mut o.hsa_core_trace, &job.hsa_core_trace)?;
-    take("hsa_amd_trace", &mut o.hsa_amd_trace, &job.hsa_amd_trace)?;
-    take(
-        "hsa_image_trace",
-        &mut o.hsa_image_trace,
-        &job.hsa_image_trace,
-    )?;
-    take(
-        "hsa_finalizer_trace",
-        &mut o.hsa_finalizer_trace,
-        &job.hsa_finalizer_trace,
-    )?;
-    take("kernel_trace", &mut o.kernel_trace, &job.kernel_trace)?;
-    take(
-        "memory_copy_trace",
-        &mut o.memory_copy_trace,
-        &job.memory_copy_trace,
-    )?;
-    take("marker_trace", &mut o.marker_trace, &job.marker_trace)?;
-    take(
-        "memory_allocation_trace",
-        &mut o.memory_allocation_trace,
-        &job.memory_allocation_trace,
-    )?;
-    take(
-        "scratch_memory_trace",
-        &mut o.scratch_memory_trace,
-        &job.scratch_memory_trace,
-    )?;
-    take("runtime_trace", &mut o.runtime_trace, &job.runtime_trace)?;
-    take(
-        "kernel_rename",
-        &mut o.output.kernel_rename,
-        &job.kernel_rename,
-    )?;
-    take(
-        "summary_per_domain",
-        &mut o.output.summary_per_domain,
-        &job.summary_per_domain,
-    )?;
-    take(
-        "summary_output_file",
-        &mut o.output.summary_output_file,
-        &job.summary_output_file,
-    )?;
-    take(
-        "summary_units",
-        &mut o.output.summary_units,
-        &job.summary_units,
-    )?;
-    take(
-        "output_config",
-        &mut o.output.output_config,
-        &job.output_config,
-    )?;
-    take(
-        "minimum_output_data",
-        &mut o.output.minimum_output_data,
-        &job.minimum_output_data,
-    )?;
-    take(
-        "group_by_queue",
-        &mut o.output.group_by_queue,
-        &job.group_by_queue,
-    )?;
+    take!(hip_trace, o.hip_trace);
+    take!(hip_runtime_trace, o.hip_runtime_trace);
+    take!(hip_compiler_trace, o.hip_compiler_trace);
+    take!(hsa_trace, o.hsa_trace);
+    take!(hsa_core_trace, o.hsa_core_trace);
+    take!(hsa_amd_trace, o.hsa_amd_trace);
+    take!(hsa_image_trace, o.hsa_image_trace);
+    take!(hsa_finalizer_trace, o.hsa_finalizer_trace);
+    take!(kernel_trace, o.kernel_trace);
+    take!(memory_copy_trace, o.memory_copy_trace);
+    take!(marker_trace, o.marker_trace);
+    take!(memory_allocation_trace, o.memory_allocation_trace);
+    take!(scratch_memory_trace, o.scratch_memory_trace);
+    take!(runtime_trace, o.runtime_trace);
+    take!(kernel_rename, o.output.kernel_rename);
+    take!(summary_per_domain, o.output.summary_per_domain);
+    take!(summary_output_file, o.output.summary_output_file);
+    take!(summary_units, o.output.summary_units);
+    take!(output_config, o.output.output_config);
+    take!(minimum_output_data, o.output.minimum_output_data);
+    take!(group_by_queue, o.output.group_by_queue);
     if let Some(groups) = &job.summary_groups {
         if !o.output.summary_groups.is_empty() && &o.output.summary_groups != groups {
             return Err(format!(
@@ -501,35 +485,15 @@ fn job_options(opts: &RunOptions, job: &crate::input::Job) -> Result<RunOptions,
         }
         o.output.summary_groups = groups.clone();
     }
-    take("sys_trace", &mut o.sys_trace, &job.sys_trace)?;
-    take(
-        "kernel_include_regex",
-        &mut o.kernel_include_regex,
-        &job.kernel_include_regex,
-    )?;
-    take(
-        "kernel_exclude_regex",
-        &mut o.kernel_exclude_regex,
-        &job.kernel_exclude_regex,
-    )?;
-    take(
-        "output_directory",
-        &mut o.output.output_directory,
-        &job.output_directory,
-    )?;
-    take("output_file", &mut o.output.output_file, &job.output_file)?;
-    take("stats", &mut o.output.stats, &job.stats)?;
-    take("summary", &mut o.output.summary, &job.summary)?;
-    take(
-        "mangled_kernels",
-        &mut o.output.mangled_kernels,
-        &job.mangled_kernels,
-    )?;
-    take(
-        "truncate_kernels",
-        &mut o.output.truncate_kernels,
-        &job.truncate_kernels,
-    )?;
+    take!(sys_trace, o.sys_trace);
+    take!(kernel_include_regex, o.kernel_include_regex);
+    take!(kernel_exclude_regex, o.kernel_exclude_regex);
+    take!(output_directory, o.output.output_directory);
+    take!(output_file, o.output.output_file);
+    take!(stats, o.output.stats);
+    take!(summary, o.output.summary);
+    take!(mangled_kernels, o.output.mangled_kernels);
+    take!(truncate_kernels, o.output.truncate_kernels);
     if let Some(f) = &job.output_format {
         if !o.output.output_format.is_empty() && o.output.output_format != f.0 {
             return Err(format!(
@@ -560,27 +524,39 @@ fn job_options(opts: &RunOptions, job: &crate::input::Job) -> Result<RunOptions,
             _ => o.scope.kernel_iteration_range = vec![file.to_string()],
         }
     }
-    if job.agent_index.is_some() {
-        return Err("agent_index: give -A/--agent-index on the command line".into());
+    take!(agent_index, o.output.agent_index);
+    take!(log_level, o.log_level);
+    let l = &mut o.launch;
+    take!(disable_signal_handlers, l.disable_signal_handlers);
+    if let Some(p) = job.preload.as_ref().filter(|_| l.preload.is_empty()) {
+        l.preload = p.clone();
     }
+    take!(rocdecode_trace, o.domains.rocdecode_trace);
+    take!(rocjpeg_trace, o.domains.rocjpeg_trace);
+    let s = &mut o.sampling;
+    take!(pc_sampling_beta_enabled, s.pc_sampling_beta_enabled);
+    take!(pc_sampling_unit, s.pc_sampling_unit);
+    take!(pc_sampling_method, s.pc_sampling_method);
+    take!(pc_sampling_interval, s.pc_sampling_interval);
     o.input = None;
     o.pmc.clear();
     o.pmc_occurrences.clear();
     Ok(o)
 }
 
-/// One counter group planned on the discovered GPUs, its repeated names merged (and said, with
-/// its pass when the run has several); a refusal is said with what to do.
+/// Counter groups planned on the discovered GPUs as one pass (several: multiplexed every
+/// `interval` dispatches), each group's repeated names merged (and said, with its pass when
+/// the run has several), what GPUs lack warned of; a refusal is said with what to do.
 fn counter_plan(
-    group: &[String],
+    groups: &[Vec<String>],
+    interval: u64,
     pass: Option<usize>,
     warmup: Option<u64>,
     counting: &mut Counting<'_>,
     report: &mut dyn Report,
 ) -> Result<pmc::CounterPlan> {
-    let merged = pmc::merge_duplicates(group);
-    if !merged.repeated.is_empty() {
-        let repeated = merged
+    for group in groups {
+        let repeated: Vec<RepeatedCounter> = pmc::merge_duplicates(group)
             .repeated
             .iter()
             .map(|(name, given)| RepeatedCounter {
@@ -588,7 +564,9 @@ fn counter_plan(
                 given: *given,
             })
             .collect();
-        report.notice(CounterNotice::Merged { pass, repeated }.into());
+        if !repeated.is_empty() {
+            report.notice(CounterNotice::Merged { pass, repeated }.into());
+        }
     }
     let refused = |e| {
         anyhow!(messages::counter_refusal(
@@ -600,7 +578,26 @@ fn counter_plan(
         counting.planner = Some(Planner::discover(counting.extra).map_err(refused)?);
     }
     let planner = counting.planner.as_ref().expect("discovered above");
-    planner.plan(&merged.names, warmup).map_err(refused)
+    let planned = planner
+        .plan_groups(groups, interval, warmup)
+        .map_err(refused)?;
+    for l in planned.lacking {
+        let (gpu, agent, names) = (l.gpu, l.agent, l.names);
+        report.notice(
+            CounterNotice::Lacking {
+                pass,
+                gpu,
+                agent,
+                names,
+            }
+            .into(),
+        );
+    }
+    let plan = planned.plan;
+    if plan.requested.is_empty() {
+        report.notice(CounterNotice::NoneCollected { pass }.into());
+    }
+    Ok(plan)
 }
 
 /// The run's counter groups are planned on GPUs discovered once, at the first group.
@@ -622,14 +619,18 @@ fn runner_pass(p: &OptionPass, att: Option<&AttPlan>, launcher: &Launcher) -> Re
     }
     Ok(Pass {
         selection: opts.selection(),
-        kernel_include_regex: opts.kernel_include_regex.clone(),
-        kernel_exclude_regex: opts.kernel_exclude_regex.clone(),
+        kernel_include_regex: opts.kernel_include_regex.clone().filter(|r| !r.is_empty()),
+        kernel_exclude_regex: opts.kernel_exclude_regex.clone().filter(|r| !r.is_empty()),
         counters: p.counters.clone(),
         thread_trace: att.cloned(),
         outputs,
         foreign_domains: opts.domains.requested(),
         tool_env: opts.tool_env(),
-        launcher: launcher.clone(),
+        launcher: Launcher {
+            // A job's `preload` (the command line's when it gives none).
+            preloads: opts.launch.preloads(&|k| std::env::var(k).ok()),
+            ..launcher.clone()
+        },
         repeat: opts.pmc_repeat,
         subdir: p.subdir.clone(),
     })

@@ -116,8 +116,10 @@ fn placeholder_text_in_an_argument_is_not_interpreted() {
 fn a_placeholder_value_dot_or_empty_cannot_leave_or_rename_the_directory() {
     let tmp = scratch("hostile", "case3");
     std::fs::create_dir(tmp.join("P")).unwrap();
-    // `.` made `-d P/outdir -o %arg1%` write P/outdir_agent_info.csv, outside -d.
-    let o = profile(&tmp, "P/outdir", "%arg1%", &["."]);
+    // `.` made `-d P/outdir -o %arg1%` write P/outdir_agent_info.csv, outside -d. Arguments
+    // are cleaned as rocprofv3 cleans them (every `/` an `_`, leading `.` then `_` removed),
+    // so `/.` gives `.` and `/..` gives `..`.
+    let o = profile(&tmp, "P/outdir", "%arg1%", &["/."]);
     refused(&o, &tmp, "-o '%arg1%' expands to '.'");
     assert!(
         stderr(&o).contains("a placeholder's value makes the path component '.'"),
@@ -131,18 +133,17 @@ fn a_placeholder_value_dot_or_empty_cannot_leave_or_rename_the_directory() {
             "",
             "a placeholder's value makes an empty path component",
         ),
-        ("%arg1%", "x/.", "makes the path component '.'"),
-        ("%arg1%", "sub/", "makes an empty path component"),
-        ("a/%arg1%", "../b", "makes the path component '..'"),
-        ("%arg1%", "..", "takes out of the output directory"),
-        ("%arg1%", "../x", "takes out of the output directory"),
-        ("%arg1%", "/x", "takes out of the output directory"),
+        ("%arg1%", ".", "makes an empty path component"),
+        ("a/%arg1%/b", "", "makes an empty path component"),
+        ("a/%arg1%", "/..", "makes the path component '..'"),
+        ("%arg1%", "/..", "takes out of the output directory"),
+        ("%arg1%/%arg1%", "/..", "takes out of the output directory"),
     ] {
         let o = profile(&tmp, "P/outdir", o_arg, &[arg]);
         refused(&o, &tmp, reason);
         assert_eq!(files_under(&tmp.join("P")), Vec::<PathBuf>::new(), "{arg}");
     }
     // A dot inside a name is a name.
-    let o = profile(&tmp, "P/outdir", "run%arg1%", &["."]);
+    let o = profile(&tmp, "P/outdir", "run%arg1%", &["/."]);
     wrote_only(&o, &tmp.join("P/outdir"), "run.");
 }

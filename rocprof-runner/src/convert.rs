@@ -844,7 +844,7 @@ mod tests {
                     dispatch_id: d,
                     correlation_id: 0,
                     agent_node_id: 1,
-                    reserved: 0,
+                    group: 0,
                 },
                 output: Vec::new(),
             });

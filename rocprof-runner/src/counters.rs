@@ -1,8 +1,9 @@
 //! The counters of a run on the GPUs discovery publishes: [`pmc_dxg::collection`] (planning,
 //! evaluation, the pass check) over the agents [`wsl_topology`] discovers in this process.
 
-use pmc_dxg::collection::{self, CounterPlan, ExtraCounters, Gpu};
+use pmc_dxg::collection::{self, CounterPlan, ExtraCounters, Gpu, GroupsPlan};
 use pmc_dxg::defs::{Definitions, DefsSource};
+use std::collections::HashSet;
 
 /// The definitions (with `extra` added to the installed ones) and every GPU agent discovery
 /// publishes (only GPU `device`, when given), with its counters.
@@ -20,17 +21,40 @@ pub fn gpus_with(
 pub struct Planner {
     gpus: Vec<Gpu>,
     extra: Option<ExtraCounters>,
+    /// Every counter name the definitions know, for any GPU.
+    known: HashSet<String>,
 }
 
 impl Planner {
     /// Discovers the GPUs and reads the definitions (with `extra`'s added).
     pub fn discover(extra: Option<&ExtraCounters>) -> Result<Planner, pmc_dxg::Error> {
         let extra_defs = extra.map(ExtraCounters::definitions).transpose()?;
-        let (_, gpus) = gpus_with(None, extra_defs.as_ref())?;
+        let (source, gpus) = gpus_with(None, extra_defs.as_ref())?;
+        let mut defs = collection::load(&source)?;
+        if let Some(extra) = &extra_defs {
+            defs = defs.extended(extra);
+        }
         Ok(Planner {
             gpus,
             extra: extra.cloned(),
+            known: defs.counters().iter().map(|c| c.name.clone()).collect(),
         })
+    }
+
+    /// Plans counter groups as rocprofv3 collects them in one run
+    /// ([`collection::plan_groups`]: multiplexed every `interval` selected dispatches,
+    /// `:device=N` qualifiers, counters a GPU lacks left out on it).
+    pub fn plan_groups(
+        &self,
+        groups: &[Vec<String>],
+        interval: u64,
+        discard_warmup_ms: Option<u64>,
+    ) -> Result<GroupsPlan, pmc_dxg::Error> {
+        let known = |name: &str| self.known.contains(name);
+        let mut planned =
+            collection::plan_groups(&self.gpus, &known, groups, interval, discard_warmup_ms)?;
+        planned.plan.extra_counters = self.extra.clone();
+        Ok(planned)
     }
 
     /// Resolves one counter group on every GPU and checks it fits one pass

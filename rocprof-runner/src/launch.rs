@@ -54,6 +54,32 @@ fn not_started(app: &str, e: &LaunchError) -> LaunchNotice {
     }
 }
 
+/// `--echo`: says what the application would be started with — the variables set for it and
+/// the command (rocprofv3 prints the command and does not run the application).
+pub fn echo(
+    launcher: &Launcher,
+    tool: &Path,
+    env_extra: &[(&'static str, String)],
+    report: &mut dyn Report,
+) {
+    let mut preload = tool.as_os_str().to_owned();
+    for lib in &launcher.preloads {
+        preload.push(":");
+        preload.push(lib);
+    }
+    let preload = prepended("LD_PRELOAD", preload);
+    let mut line = |line: String| report.notice(LaunchNotice::Echo { line }.into());
+    line(format!("LD_PRELOAD={}", preload.to_string_lossy()));
+    for (k, v) in env_extra {
+        line(format!("{k}={v}"));
+    }
+    let argv = std::iter::once(&launcher.program)
+        .chain(launcher.command.get(1..).unwrap_or_default())
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    report.notice(LaunchNotice::EchoCommand { argv }.into());
+}
+
 /// Launches the application with `tool` preloaded, recording into `dir`; an `Err` is the exit
 /// code of a launch that failed (said in `report`).
 pub fn launch_app(
@@ -75,18 +101,6 @@ pub fn launch_app(
         preload.push(lib);
     }
     let preload = prepended("LD_PRELOAD", preload);
-    if launcher.echo {
-        let mut echo = |line: String| report.notice(LaunchNotice::Echo { line }.into());
-        echo(format!("LD_PRELOAD={}", preload.to_string_lossy()));
-        echo(format!("{}={}", env::RECORD_DIR, dir.path().display()));
-        for (k, v) in env_extra {
-            echo(format!("{k}={v}"));
-        }
-        let words: Vec<String> = std::iter::once(app_name.clone())
-            .chain(args.iter().map(|a| a.to_string_lossy().into_owned()))
-            .collect();
-        echo(words.join(" "));
-    }
     cmd.env("LD_PRELOAD", preload)
         .env(env::RECORD_DIR, dir.path());
     for (k, v) in env_extra {

@@ -180,10 +180,16 @@ pub enum LaunchNotice {
         /// The signal.
         signal: i32,
     },
-    /// `--echo`: one line of what the application is started with.
+    /// `--echo`: one line of what the application would be started with.
     Echo {
-        /// `NAME=value`, or the command line.
+        /// `NAME=value`.
         line: String,
+    },
+    /// `--echo`: the command the application would be started with, which rocprofv3 prints
+    /// on stdout as `command: ['app', 'arg']` (a Python list); the application is not run.
+    EchoCommand {
+        /// The program, then its arguments.
+        argv: Vec<String>,
     },
 }
 
@@ -196,7 +202,7 @@ impl LaunchNotice {
             Self::AppNotFound { .. }
             | Self::AppNotExecutable { .. }
             | Self::InterruptedBeforeLaunch { .. } => Level::Error,
-            Self::Echo { .. } => Level::Echo,
+            Self::Echo { .. } | Self::EchoCommand { .. } => Level::Echo,
             _ => Level::Warning,
         }
     }
@@ -245,6 +251,10 @@ impl fmt::Display for LaunchNotice {
                 signal_name(*signal)
             ),
             Self::Echo { line } => f.write_str(line),
+            Self::EchoCommand { argv } => {
+                let words: Vec<String> = argv.iter().map(|a| crate::words::python_repr(a)).collect();
+                write!(f, "command: [{}]", words.join(", "))
+            }
         }
     }
 }
@@ -494,6 +504,24 @@ pub enum CounterNotice {
         /// order they first ran.
         kernels: Vec<SeenKernel>,
     },
+    /// Before the run: counters a GPU lacks (other GPUs' definitions have them), left out on
+    /// it while the others are collected (as rocprofv3 does).
+    Lacking {
+        /// The pass (1-based) when the run has several.
+        pass: Option<usize>,
+        /// rocprofv3's GPU index.
+        gpu: u32,
+        /// The agent's name.
+        agent: String,
+        /// The counters it lacks.
+        names: Vec<String>,
+    },
+    /// Before the run: no GPU collects any counter of the pass (their `:device=N` qualifiers
+    /// name no GPU, or every GPU lacks them).
+    NoneCollected {
+        /// The pass (1-based) when the run has several.
+        pass: Option<usize>,
+    },
 }
 
 /// A counter named more than once in a group.
@@ -523,7 +551,9 @@ impl CounterNotice {
             Self::NoValues { .. }
             | Self::Evaluation { .. }
             | Self::AllZero { .. }
-            | Self::NothingSelected { .. } => Level::Warning,
+            | Self::NothingSelected { .. }
+            | Self::Lacking { .. }
+            | Self::NoneCollected { .. } => Level::Warning,
             Self::Merged { .. } => Level::Note,
             _ => Level::Counters,
         }
@@ -635,6 +665,27 @@ impl fmt::Display for CounterNotice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::NoValues { reason } => write!(f, "no counter values: {reason}"),
+            Self::Lacking {
+                pass,
+                gpu,
+                agent,
+                names,
+            } => {
+                if let Some(p) = pass {
+                    write!(f, "pass {p}: ")?;
+                }
+                write!(
+                    f,
+                    "GPU {gpu} ({agent}) has no counter {}: collected on the GPUs that define it, the other counters on this one",
+                    names.join(", ")
+                )
+            }
+            Self::NoneCollected { pass } => {
+                if let Some(p) = pass {
+                    write!(f, "pass {p}: ")?;
+                }
+                f.write_str("no GPU collects any of the counters asked for (their :device=N qualifiers name no GPU here, or no GPU defines them): the application runs without counters")
+            }
             Self::Evaluation { problem } => f.write_str(problem),
             Self::Overlapped { pid, ids } => {
                 write!(f, "warning (process {pid}): {}", counted_overlaps(ids))

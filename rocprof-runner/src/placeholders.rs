@@ -64,6 +64,10 @@ impl Expansion {
 enum Key<'t> {
     Pid,
     Ppid,
+    Pgid,
+    Psid,
+    Psize,
+    Nid,
     Hostname,
     Cwd,
     Tag,
@@ -82,26 +86,64 @@ enum Key<'t> {
 }
 
 impl Key<'_> {
-    /// The placeholder named `name` (what stands between the delimiters), unless it is
-    /// `env{…}`. Looks at no more of `name` than its length and its leading digits after `arg`.
+    /// The placeholder named `name` (what stands between the delimiters, `%…%` or `{…}`),
+    /// unless it is `env{…}`. Looks at no more of `name` than its length and its leading
+    /// digits after `arg`.
     fn named(name: &str) -> Option<Key<'static>> {
         Some(match name {
-            "pid" | "p" | "nid" => Key::Pid,
+            "pid" => Key::Pid,
             "ppid" => Key::Ppid,
-            "hostname" | "h" => Key::Hostname,
+            "pgid" => Key::Pgid,
+            "psid" => Key::Psid,
+            "psize" => Key::Psize,
+            "nid" => Key::Nid,
+            "hostname" => Key::Hostname,
             "cwd" => Key::Cwd,
             "tag" => Key::Tag,
             "argv" => Key::Argv,
             "argt" => Key::Argt,
             "args" => Key::Args,
-            "job" | "j" => Key::Job,
-            "rank" | "r" => Key::Rank,
-            "size" | "s" => Key::Size,
+            "job" => Key::Job,
+            "rank" => Key::Rank,
+            "size" => Key::Size,
             "launch_date" => Key::LaunchDate,
             "launch_time" => Key::LaunchTime,
             _ => Key::Arg(name.strip_prefix("arg")?.parse().ok()?),
         })
     }
+
+    /// rocprofv3's two-character shorthands (`%h`, `%p`, `%j`, `%r`, `%s`: no closing `%`),
+    /// by the letter after the `%`.
+    fn shorthand(letter: u8) -> Option<Key<'static>> {
+        Some(match letter {
+            b'h' => Key::Hostname,
+            b'p' => Key::Pid,
+            b'j' => Key::Job,
+            b'r' => Key::Rank,
+            b's' => Key::Size,
+            _ => return None,
+        })
+    }
+}
+
+/// A command-line word as rocprofv3's placeholders give it: white space trimmed, every `/` an
+/// `_`, then leading `.`s and after them leading `_`s removed.
+pub fn clean_word(word: &str) -> String {
+    word.trim()
+        .replace('/', "_")
+        .trim_start_matches('.')
+        .trim_start_matches('_')
+        .to_owned()
+}
+
+/// An environment variable's value as `%env{NAME}%` inserts it: for each of tab, space and
+/// `/` in turn, its leading occurrences removed and the others replaced by `_`.
+pub fn clean_env_value(value: &str) -> String {
+    let mut v = value.to_owned();
+    for c in ['\t', ' ', '/'] {
+        v = v.trim_start_matches(c).replace(c, "_");
+    }
+    v
 }
 
 /// The first position, at or after a given one, of a byte in a text, for positions that do not
@@ -146,35 +188,67 @@ impl<'a> Context<'a> {
         }
     }
 
+    /// The command line as rocprofv3's placeholders see it: a `--` right after the program
+    /// left out.
+    fn words(&self) -> impl Iterator<Item = &str> {
+        let argv = &self.launch.argv;
+        let skip = usize::from(argv.get(1).is_some_and(|a| a == "--"));
+        argv.iter()
+            .take(1)
+            .chain(argv.iter().skip(1 + skip))
+            .map(String::as_str)
+    }
+
+    /// Whether `key` has a value for this process (`%psize%` only for the process `rocprof`
+    /// started; `%argN%` only for an N the command line has).
+    fn known(&self, key: Key<'_>) -> bool {
+        match key {
+            Key::Psize => self.ppid == self.launch.rocprof_pid,
+            Key::Arg(n) => n < self.words().count(),
+            _ => true,
+        }
+    }
+
     /// Appends the value of `key` to `out`.
     fn write_value(&self, key: Key<'_>, out: &mut String) {
         let l = self.launch;
         let program = l.argv.first().map_or("", String::as_str);
+        let tag = program.rsplit('/').next().unwrap_or(program);
+        let args = || {
+            self.words()
+                .skip(1)
+                .map(clean_word)
+                .collect::<Vec<_>>()
+                .join("_")
+        };
         match key {
             Key::Pid => out.push_str(&self.pid.to_string()),
             Key::Ppid => out.push_str(&self.ppid.to_string()),
+            Key::Pgid => out.push_str(&l.pgid.to_string()),
+            Key::Psid => out.push_str(&l.psid.to_string()),
+            // `rocprof` runs one application process at a time.
+            Key::Psize => out.push('1'),
+            Key::Nid => match l.rank_and_size() {
+                Some((rank, _)) => out.push_str(&rank),
+                None => out.push_str(&self.pid.to_string()),
+            },
             Key::Hostname => out.push_str(&l.hostname),
             Key::Cwd => out.push_str(&l.cwd),
-            Key::Tag => out.push_str(program.rsplit('/').next().unwrap_or(program)),
-            Key::Argv => {
-                let s = l.argv.join("_").replace('/', "_");
-                out.push_str(s.trim_start_matches(['.', '_']));
+            Key::Tag => out.push_str(tag),
+            Key::Argv => out.push_str(&self.words().map(clean_word).collect::<Vec<_>>().join("_")),
+            // As rocprofv3: the tag, then the arguments (the first without a separator).
+            Key::Argt => {
+                out.push_str(tag);
+                out.push_str(&args());
             }
-            Key::Argt => out.push_str(program.replace('/', "_").trim_start_matches(['.', '_'])),
-            Key::Args => out.push_str(
-                &l.argv
-                    .get(1..)
-                    .unwrap_or_default()
-                    .join("_")
-                    .replace('/', "_"),
-            ),
+            Key::Args => out.push_str(&args()),
             Key::Job => out.push_str(&l.env_var(SLURM[0]).unwrap_or_else(|| "0".into())),
             Key::Rank => out.push_str(&l.rank_and_size().map_or_else(|| "0".into(), |(r, _)| r)),
             Key::Size => out.push_str(&l.rank_and_size().map_or_else(|| "1".into(), |(_, s)| s)),
             Key::LaunchDate => out.push_str(&l.launch_date),
             Key::LaunchTime => out.push_str(&l.launch_time),
-            Key::Arg(n) => out.push_str(l.argv.get(n).map_or("", String::as_str)),
-            Key::Env(name) => out.push_str(&l.env_var(name).unwrap_or_default()),
+            Key::Arg(n) => out.push_str(&self.words().nth(n).map(clean_word).unwrap_or_default()),
+            Key::Env(name) => out.push_str(&clean_env_value(&l.env_var(name).unwrap_or_default())),
         }
     }
 
@@ -217,11 +291,27 @@ impl<'a> Context<'a> {
                 percent
                     .at_or_after(bytes, open + 1)
                     .and_then(|close| Some((Key::named(&template[open + 1..close])?, close + 1)))
+                    .or_else(|| {
+                        let key = Key::shorthand(*bytes.get(open + 1)?)?;
+                        Some((key, open + 2))
+                    })
             };
-            let Some((key, end)) = found else {
+            let Some((key, mut end)) = found else {
                 at = open + 1;
                 continue;
             };
+            if !self.known(key) {
+                if !matches!(key, Key::Arg(_)) {
+                    at = open + 1;
+                    continue;
+                }
+                // rocprofv3 removes an argument the command line lacks with the `-`, `/` and
+                // `_` that follow it.
+                end += bytes[end..]
+                    .iter()
+                    .take_while(|b| matches!(b, b'-' | b'/' | b'_'))
+                    .count();
+            }
             out.text.push_str(&template[copied..open]);
             let start = out.text.len();
             match inserted.get(&key) {
@@ -261,6 +351,8 @@ mod tests {
                 ("OUT".to_owned(), Some("o".to_owned())),
                 ("GONE".to_owned(), None),
             ]),
+            pgid: 3,
+            psid: 5,
         }
     }
 
@@ -280,16 +372,54 @@ mod tests {
         assert_eq!(c.expand("%cwd%/out"), "/w/out");
         assert_eq!(c.expand("%tag%-%arg1%-%arg9%"), "app-a1-");
         assert_eq!(c.expand("%argv%"), "bin_app_a1");
-        assert_eq!(c.expand("%argt%|%args%"), "bin_app|a1");
-        assert_eq!(c.expand("%h%_%p%_%nid%_%ppid%"), "box_42_42_7");
+        // `%argt%` is the program's basename and the arguments (rocprofv3's output_key.cpp).
+        assert_eq!(c.expand("%argt%|%args%"), "appa1|a1");
+        assert_eq!(c.expand("%h_%p_%nid%_%ppid%"), "box_42_42_7");
+        // The shorthands have no closing `%`, and no `{}` form.
+        assert_eq!(c.expand("%h%|{h}|{p}"), "box%|{h}|{p}");
+        assert_eq!(c.expand("%pgid%.%psid%.%psize%"), "3.5.1");
         assert_eq!(c.expand("%launch_date%T%launch_time%"), "2026-11-29T09.40");
-        assert_eq!(c.expand("%job%%j%"), "00");
+        assert_eq!(c.expand("%job%%j"), "00");
         assert_eq!(Context::new(&l, 42, 9).expand("%ppid%"), "9");
+        // A child of the application: its parent's children are not known.
+        assert_eq!(Context::new(&l, 42, 9).expand("%psize%"), "%psize%");
         assert_eq!(c.expand("100% {unknown} %nope%"), "100% {unknown} %nope%");
         // After an unknown one, the text from its first delimiter on is read again.
         assert_eq!(c.expand("%x%pid%"), "%x42");
         assert_eq!(c.expand("{{pid}}"), "{42}");
         assert_eq!(c.expand("%env{pid}x%"), "%env42x%");
+    }
+
+    #[test]
+    fn words_are_cleaned_as_rocprofv3_cleans_them() {
+        let l = with_argv(&[
+            "/work/main/target/release/reference-workload",
+            "--",
+            " ./in/put ",
+            "_.x",
+        ]);
+        let c = Context::new(&l, 42, 0);
+        assert_eq!(c.expand("%argt%"), "reference-workloadin_put_.x");
+        assert_eq!(c.expand("%tag%"), "reference-workload");
+        assert_eq!(
+            c.expand("%argv%"),
+            "work_main_target_release_reference-workload_in_put_.x"
+        );
+        assert_eq!(
+            c.expand("%arg1%+%arg2%+%arg0%"),
+            "in_put+.x+work_main_target_release_reference-workload"
+        );
+        // An argument the command line lacks goes with the separators after it.
+        assert_eq!(c.expand("a_%arg3%-_/b/%arg9%"), "a_b/");
+        let l = with_argv(&["app"]);
+        assert_eq!(Context::new(&l, 42, 0).expand("%argt%-cc"), "app-cc");
+        let mut l = with_argv(&["app"]);
+        l.env.insert("V".into(), Some(" /a b/c".into()));
+        assert_eq!(Context::new(&l, 42, 0).expand("%env{V}%"), "a_b_c");
+        // `%nid%`: the rank where there is one.
+        l.env
+            .insert("OMPI_COMM_WORLD_RANK".into(), Some("3".into()));
+        assert_eq!(Context::new(&l, 42, 0).expand("%nid%"), "3");
     }
 
     #[test]
@@ -387,7 +517,7 @@ mod tests {
                 l.env.insert((*k).to_owned(), Some((*v).to_owned()));
             }
             let c = Context::new(&l, 42, 0);
-            c.expand("%rank%/%size%_%r%%s%")
+            c.expand("%rank%/%size%_%r%s")
         };
         assert_eq!(with(&[]), "0/1_01", "outside MPI");
         assert_eq!(
@@ -436,37 +566,58 @@ mod tests {
     /// What the placeholder `text` (delimiters included) means, by the definition: `None` if
     /// it is none rocprof knows.
     fn meaning(l: &Launch, pid: u32, text: &str) -> Option<String> {
-        let key = text
+        let mut words: Vec<String> = l.argv.clone();
+        if words.get(1).is_some_and(|w| w == "--") {
+            words.remove(1);
+        }
+        let words: Vec<String> = words.iter().map(|w| clean_word(w)).collect();
+        if let [b'%', letter] = text.as_bytes() {
+            return match letter {
+                b'h' => Some(l.hostname.clone()),
+                b'p' => Some(pid.to_string()),
+                b'j' | b'r' => Some("0".into()),
+                b's' => Some("1".into()),
+                _ => None,
+            };
+        }
+        // A missing argument takes the separators after it.
+        let trimmed = text.trim_end_matches(['-', '/', '_']);
+        let key = trimmed
             .strip_prefix('%')
             .and_then(|t| t.strip_suffix('%'))
-            .or_else(|| text.strip_prefix('{').and_then(|t| t.strip_suffix('}')))?;
+            .or_else(|| trimmed.strip_prefix('{').and_then(|t| t.strip_suffix('}')))?;
+        if trimmed != text {
+            let n: usize = key.strip_prefix("arg")?.parse().ok()?;
+            return (n >= words.len()).then(String::new);
+        }
         if text.starts_with('%')
             && let Some(name) = key.strip_prefix("env{").and_then(|k| k.strip_suffix('}'))
         {
-            return (!name.contains('}')).then(|| l.env_var(name).unwrap_or_default());
+            return (!name.contains('}'))
+                .then(|| clean_env_value(&l.env_var(name).unwrap_or_default()));
         }
         let program = l.argv.first().cloned().unwrap_or_default();
-        let clean = |s: String| {
-            s.replace('/', "_")
-                .trim_start_matches(['.', '_'])
-                .to_owned()
-        };
+        let tag = program.rsplit('/').next().unwrap_or_default().to_owned();
+        let args = words.get(1..).unwrap_or_default().join("_");
         match key {
-            "pid" | "p" | "nid" => Some(pid.to_string()),
+            "pid" | "nid" => Some(pid.to_string()),
             "ppid" => Some(l.rocprof_pid.to_string()),
-            "hostname" | "h" => Some(l.hostname.clone()),
+            "pgid" => Some(l.pgid.to_string()),
+            "psid" => Some(l.psid.to_string()),
+            "psize" => Some("1".into()),
+            "hostname" => Some(l.hostname.clone()),
             "cwd" => Some(l.cwd.clone()),
-            "tag" => Some(program.rsplit('/').next().unwrap_or_default().to_owned()),
-            "argv" => Some(clean(l.argv.join("_"))),
-            "argt" => Some(clean(program)),
-            "args" => Some(l.argv[1..].join("_").replace('/', "_")),
-            "job" | "j" | "rank" | "r" => Some("0".into()),
-            "size" | "s" => Some("1".into()),
+            "tag" => Some(tag),
+            "argv" => Some(words.join("_")),
+            "argt" => Some(format!("{tag}{args}")),
+            "args" => Some(args),
+            "job" | "rank" => Some("0".into()),
+            "size" => Some("1".into()),
             "launch_date" => Some(l.launch_date.clone()),
             "launch_time" => Some(l.launch_time.clone()),
             _ => {
                 let n: usize = key.strip_prefix("arg")?.parse().ok()?;
-                Some(l.argv.get(n).cloned().unwrap_or_default())
+                Some(words.get(n).cloned().unwrap_or_default())
             }
         }
     }
@@ -532,14 +683,18 @@ mod tests {
             let (mut template, mut expected) = (String::new(), String::new());
             for (n, sep) in &parts {
                 let (p, v) = match n {
-                    4 => ("%env{HOME}%".to_owned(), l.env_var("HOME").unwrap()),
+                    4 => ("%env{HOME}%".to_owned(), clean_env_value(&l.env_var("HOME").unwrap())),
                     3 => ("{pid}".to_owned(), "42".to_owned()),
-                    n => (format!("%arg{n}%"), l.argv.get(*n).cloned().unwrap_or_default()),
+                    n => (format!("%arg{n}%"), l.argv.get(*n).map(|a| clean_word(a)).unwrap_or_default()),
                 };
                 template.push_str(&p);
                 template.push_str(sep);
                 expected.push_str(&v);
-                expected.push_str(sep);
+                // The separators right after a missing argument go with it.
+                match *n < 3 && l.argv.get(*n).is_none() {
+                    true => expected.push_str(sep.trim_start_matches(['-', '/', '_'])),
+                    false => expected.push_str(sep),
+                }
             }
             let e = c.expansion(&template);
             prop_assert_eq!(e.text(), expected);

@@ -202,6 +202,10 @@ impl Session {
             launch_date,
             launch_time,
             env: Default::default(),
+            // SAFETY: neither call takes a pointer; both only read this process's ids.
+            pgid: unsafe { libc::getpgrp() } as u32,
+            // SAFETY: as above.
+            psid: unsafe { libc::getsid(0) } as u32,
         };
         let mut output = pass.outputs.clone();
         launch.capture_env(&[&output.directory, &output.file]);
@@ -242,6 +246,10 @@ impl Session {
             env_extra.push((wsl_topology::settings::ENV_LAYOUT, choice.size.to_string()));
         }
 
+        if pass.launcher.echo {
+            crate::launch::echo(&pass.launcher, &self.tool, &env_extra, report);
+            return Ok(ExitCode::SUCCESS);
+        }
         let repeat = if pass.counters.is_some() {
             pass.repeat
         } else {

@@ -16,6 +16,37 @@ pub fn quoted(s: &str) -> String {
     }
 }
 
+/// `s` as Python's `repr` writes a string (how rocprofv3's `--echo` prints the command's
+/// words): single quotes unless `s` holds one and no double quote, backslashes, the quote and
+/// control characters escaped.
+pub fn python_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
 /// The command that converts `dir` (the `rocprof` this is, by the name it was started with).
 pub fn convert_command(dir: &Path) -> String {
     let exe = std::env::args_os()
@@ -63,5 +94,18 @@ pub fn in_dirs(dirs: &[&Path]) -> String {
         1 => format!(" in {}", shown[0]),
         2 => format!(" in {} and {}", shown[0], shown[1]),
         n => format!(" in {}, {} and {} more", shown[0], shown[1], n - 2),
+    }
+}
+
+#[cfg(test)]
+mod python_repr_tests {
+    use super::python_repr;
+
+    #[test]
+    fn strings_are_written_as_python_writes_them() {
+        assert_eq!(python_repr("/bin/app"), "'/bin/app'");
+        assert_eq!(python_repr("it's"), "\"it's\"");
+        assert_eq!(python_repr("a'b\"c"), "'a\\'b\"c'");
+        assert_eq!(python_repr("t\tn\n\\\u{1b}"), "'t\\tn\\n\\\\\\x1b'");
     }
 }

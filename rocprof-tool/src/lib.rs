@@ -248,7 +248,7 @@ fn install_instruments(config: &Config, agents: &[trace_records::agents::Agent])
     let counting = match &config.counters {
         Some(Ok(request)) => {
             hsa_intercept::counting::instrument(hsa_intercept::counting::CounterConfig {
-                events: request.events.clone(),
+                request: request.clone(),
                 include: config.kernel_include.clone(),
                 exclude: config.kernel_exclude.clone(),
                 iterations: config.iterations.clone().and_then(Result::ok),

@@ -280,7 +280,9 @@ fn read_record_dir(path: &Path) -> Result<Input, Error> {
                     .keys
                     .insert(c.dispatch.dispatch_id, c.key.clone());
                 for &k in &order {
-                    let Some(value) = c.outcomes.get(k) else {
+                    // Multiplexed groups: a counter of another group was not read here.
+                    let other = Err(Discard::OtherGroup);
+                    let Some(value) = c.outcomes.get(k).filter(|v| **v != other) else {
                         continue;
                     };
                     p.counters.values.push(CounterValue {

@@ -828,7 +828,7 @@ mod counter_tests {
             dispatch_id: 7,
             correlation_id: 9,
             agent_node_id: 1,
-            reserved: 0,
+            group: 0,
         };
         let head = zerocopy::IntoBytes::as_bytes(&header).to_vec();
         let output: Vec<u8> = (0..152u8).collect();

@@ -278,6 +278,7 @@ fn synthetic() -> ProcessTrace {
             block: "SQ".into(),
             event: 4,
         }],
+        group: 0,
         output_bytes: 8,
     }));
     t.docs.add(Document::Discovery(DiscoveryFacts {

@@ -114,14 +114,35 @@ pub struct CounterSetup {
     pub events: Vec<CounterEvent>,
     /// Bytes of each dispatch's counter output buffer.
     pub output_bytes: u32,
+    /// Which of the agent's multiplexed groups this is (0 without multiplexing).
+    #[serde(default)]
+    pub group: u32,
 }
 
 /// What `rocprof` asks the tool to count (the value of [`crate::env::COUNTERS`]): one pass's
 /// base counters, resolved and checked against the agent before the run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CounterRequest {
-    /// The base counters, in request order.
+    /// The base counters, in request order, on every GPU (when `agents` is empty).
     pub events: Vec<CounterEvent>,
+    /// Per GPU, its counter groups (rocprofv3's `pmc_groups`, and groups whose `:device=N`
+    /// qualifiers leave GPUs different counters); when not empty, it replaces `events`, and a
+    /// GPU it does not list is not counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentCounterGroups>,
+    /// Selected dispatches per group: each GPU's selected dispatches go through its groups in
+    /// turn, `interval` at a time (rocprofv3's `pmc_group_interval`; 0 is 1).
+    #[serde(default)]
+    pub interval: u64,
+}
+
+/// One GPU's counter groups in a [`CounterRequest`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentCounterGroups {
+    /// Driver (KMT) node id of the agent.
+    pub node_id: u32,
+    /// Its groups' base counters, each in request order (none is empty).
+    pub groups: Vec<Vec<CounterEvent>>,
 }
 
 /// One base counter of a [`CounterSetup`].

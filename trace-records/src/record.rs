@@ -550,8 +550,9 @@ pub struct CounterSampleHeader {
     pub correlation_id: u64,
     /// Driver (KMT) node id of the agent that ran it.
     pub agent_node_id: u32,
-    /// Zero.
-    pub reserved: u32,
+    /// Which of the agent's multiplexed counter groups counted it (0 without multiplexing):
+    /// the `group` of its [`crate::docs::CounterSetup`].
+    pub group: u32,
 }
 
 /// Defines the name of one API operation (written once per log, before use).

@@ -32,17 +32,19 @@ use crate::sink;
 use pmc_dxg::pm4::{self, PassBuffers, PassPackets};
 use pmc_dxg::{BaseEvent, Topology};
 use pool::PoolFns;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use trace_records::agents::Agent;
-use trace_records::docs::{CounterEvent, CounterSetup, Document, WarningKind};
+use trace_records::docs::{CounterEvent, CounterRequest, CounterSetup, Document, WarningKind};
 use trace_records::{CounterSampleHeader, KernelDispatchRecord};
 
 /// What to count and on which dispatches.
 #[derive(Debug, Clone)]
 pub struct CounterConfig {
-    /// The base counters of the pass, in request order.
-    pub events: Vec<CounterEvent>,
+    /// The base counters of the pass: one group on every GPU, or each GPU's groups, through
+    /// which its selected dispatches go in turn (`interval` at a time: rocprofv3's
+    /// multiplexing of `pmc_groups`).
+    pub request: CounterRequest,
     /// Only dispatches of kernels whose name matches this regex are counted.
     pub include: Option<String>,
     /// Dispatches of kernels whose name matches this regex are not (applied after `include`).
@@ -69,28 +71,69 @@ pub fn install(config: CounterConfig) -> Result<(), String> {
 pub fn instrument(config: CounterConfig) -> Result<&'static dyn Instrument, String> {
     let filter =
         KernelFilter::new(&config.include, &config.exclude)?.with_iterations(config.iterations);
+    let request = &config.request;
+    let agents: Vec<Agent> = config.agents.into_iter().take(MAX_AGENTS).collect();
+    let groups: Vec<Vec<Group>> = agents
+        .iter()
+        .map(|a| {
+            let lists: Vec<&Vec<CounterEvent>> = match request.agents.is_empty() {
+                true => vec![&request.events],
+                false => request
+                    .agents
+                    .iter()
+                    .filter(|g| g.node_id == a.node_id)
+                    .flat_map(|g| &g.groups)
+                    .collect(),
+            };
+            lists
+                .into_iter()
+                .filter(|events| !events.is_empty())
+                .take(MAX_GROUPS)
+                .map(|events| Group {
+                    events: events.iter().map(BaseEvent::named).collect(),
+                    setup_events: events.clone(),
+                })
+                .collect()
+        })
+        .collect();
     let counting: &'static Counting = Box::leak(Box::new(Counting {
-        events: config.events.iter().map(BaseEvent::named).collect(),
-        setup_events: config.events,
+        kits: groups
+            .iter()
+            .map(|g| (0..g.len()).map(|_| OnceLock::new()).collect())
+            .collect(),
+        next: (0..agents.len()).map(|_| AtomicU64::new(0)).collect(),
+        interval: request.interval.max(1),
+        groups,
         filter,
-        agents: config.agents,
-        kits: (0..MAX_AGENTS).map(|_| OnceLock::new()).collect(),
+        agents,
     }));
     Ok(counting)
 }
 
 /// GPU agents whose counters are programmed at once.
 const MAX_AGENTS: usize = 16;
+/// Counter groups one agent goes through (a token holds the group in 8 bits).
+const MAX_GROUPS: usize = 256;
 /// Slots allocated at a time (one pool allocation).
 const BLOCK_SLOTS: usize = 16;
 
 struct Counting {
-    events: Vec<(String, BaseEvent)>,
-    setup_events: Vec<CounterEvent>,
+    /// By the agent's index in `agents`: its groups (none: its dispatches are not counted).
+    groups: Vec<Vec<Group>>,
+    /// Selected dispatches per group before the next group counts.
+    interval: u64,
+    /// By the agent's index: its selected dispatches so far.
+    next: Vec<AtomicU64>,
     filter: KernelFilter,
     agents: Vec<Agent>,
-    /// By the agent's index in `agents`: its kit, or why it has none.
-    kits: Vec<OnceLock<Result<Kit, String>>>,
+    /// By the agent's index, then the group's: its kit, or why it has none.
+    kits: Vec<Vec<OnceLock<Result<Kit, String>>>>,
+}
+
+/// One counter group of an agent.
+struct Group {
+    events: Vec<(String, BaseEvent)>,
+    setup_events: Vec<CounterEvent>,
 }
 
 /// One agent's counter slots.
@@ -119,17 +162,19 @@ struct Slot {
 }
 
 impl Counting {
-    /// The kit of the agent with driver node `node`, built at first use.
-    fn kit(&self, gpu: u64, node: u32) -> Option<(usize, &Kit)> {
-        let index = self.agents.iter().position(|a| a.node_id == node)?;
-        let cell = self.kits.get(index)?;
+    /// The kit of group `group` of the agent at `index` in `agents`, built at first use.
+    fn kit(&self, gpu: u64, index: usize, group: usize) -> Option<&Kit> {
+        let cell = self.kits.get(index)?.get(group)?;
+        let g = &self.groups[index][group];
+        let node = self.agents[index].node_id;
         let kit = cell.get_or_init(|| {
-            let built = self.build_kit(gpu, &self.agents[index]);
+            let built = self.build_kit(gpu, &self.agents[index], &g.events);
             match &built {
                 Ok(kit) => sink::emit_doc(&Document::CounterSetup(CounterSetup {
                     agent_node_id: node,
-                    events: self.setup_events.clone(),
+                    events: g.setup_events.clone(),
                     output_bytes: kit.layout.output_bytes as u32,
+                    group: group as u32,
                 })),
                 Err(why) => sink::warn(
                     WarningKind::Counters,
@@ -141,15 +186,20 @@ impl Counting {
             }
             built
         });
-        kit.as_ref().ok().map(|k| (index, k))
+        kit.as_ref().ok()
     }
 
-    fn build_kit(&self, gpu: u64, agent: &Agent) -> Result<Kit, String> {
+    fn build_kit(
+        &self,
+        gpu: u64,
+        agent: &Agent,
+        events: &[(String, BaseEvent)],
+    ) -> Result<Kit, String> {
         let f = fns().ok_or("the HSA runtime's entries are unknown")?;
         let fns = PoolFns::from(f)?;
         let topology =
             Topology::of(agent).ok_or_else(|| format!("agent {} is not a GPU", agent.node_id))?;
-        let layout = pm4::build_pass(&topology, &self.events, 0, 0).map_err(|e| e.to_string())?;
+        let layout = pm4::build_pass(&topology, events, 0, 0).map_err(|e| e.to_string())?;
         let slot_bytes = align(layout.command_bytes, pm4::COMMAND_ALIGN)
             + align(layout.output_bytes, pm4::COMMAND_ALIGN);
         let pool = pool::kernarg_pool(&fns)?;
@@ -162,7 +212,7 @@ impl Counting {
             slot_bytes,
             slots: Mutex::new(Slots::default()),
         };
-        kit.grow(&mut kit.lock_slots(), &self.events)?;
+        kit.grow(&mut kit.lock_slots(), events)?;
         Ok(kit)
     }
 }
@@ -232,8 +282,9 @@ impl Kit {
         Some((index, slot.packets))
     }
 
-    /// Copies a finished slot's output into the log and frees the slot.
-    fn finish(&self, index: u32, record: &KernelDispatchRecord) {
+    /// Copies a finished slot's output into the log (counted by group `group`) and frees the
+    /// slot.
+    fn finish(&self, index: u32, group: u32, record: &KernelDispatchRecord) {
         let mut slots = self.lock_slots();
         let Some(slot) = slots.all.get(index as usize) else {
             return;
@@ -248,7 +299,7 @@ impl Kit {
                 dispatch_id: record.dispatch_id,
                 correlation_id: record.correlation_id,
                 agent_node_id: record.agent_node_id,
-                reserved: 0,
+                group,
             },
             output,
         );
@@ -265,21 +316,34 @@ impl Instrument for Counting {
         {
             return None;
         }
-        let (agent, kit) = self.kit(dispatch.agent, dispatch.agent_node)?;
-        let (slot, packets) = kit.take(&self.events)?;
+        let index = self
+            .agents
+            .iter()
+            .position(|a| a.node_id == dispatch.agent_node)?;
+        let groups = &self.groups[index];
+        if groups.is_empty() {
+            return None;
+        }
+        // As rocprofv3: the agent's selected dispatches go through its groups in turn.
+        let n = self.next[index].fetch_add(1, Ordering::Relaxed);
+        let group = ((n / self.interval) % groups.len() as u64) as usize;
+        let kit = self.kit(dispatch.agent, index, group)?;
+        let (slot, packets) = kit.take(&groups[group].events)?;
         injection.before(packets.start);
         injection.after(packets.read);
         injection.after(packets.stop);
-        Some(((agent as u64) << 32) | u64::from(slot))
+        Some(((index as u64) << 40) | ((group as u64) << 32) | u64::from(slot))
     }
 
     fn completed(&self, token: u64, record: &KernelDispatchRecord) {
+        let group = ((token >> 32) & 0xff) as u32;
         if let Some(Ok(kit)) = self
             .kits
-            .get((token >> 32) as usize)
+            .get((token >> 40) as usize)
+            .and_then(|k| k.get(group as usize))
             .and_then(OnceLock::get)
         {
-            kit.finish(token as u32, record);
+            kit.finish(token as u32, group, record);
         }
     }
 

@@ -2,7 +2,7 @@
 //! hygiene options, kept with the run so that a later evaluation works the same way.
 
 use serde::{Deserialize, Serialize};
-use trace_records::docs::{CounterEvent, CounterRequest};
+use trace_records::docs::{AgentCounterGroups, CounterEvent, CounterRequest};
 
 use super::extra::ExtraCounters;
 
@@ -22,6 +22,33 @@ pub struct CounterPlan {
     /// evaluation resolves them as the run did).
     #[serde(default)]
     pub extra_counters: Option<ExtraCounters>,
+    /// Per GPU, its counter groups (multiplexed `pmc_groups`, `:device=N` qualifiers, counters
+    /// a GPU lacks left out); when not empty it replaces `events`, and `requested` lists
+    /// every counter of every group.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<GpuGroups>,
+    /// Selected dispatches each group counts before the next (rocprofv3's
+    /// `pmc_group_interval`; 0 is 1).
+    #[serde(default)]
+    pub interval: u64,
+}
+
+/// One GPU's counter groups in a [`CounterPlan`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuGroups {
+    /// The agent's driver node id.
+    pub node_id: u32,
+    /// Its groups, in the order its dispatches go through them.
+    pub groups: Vec<PlannedGroup>,
+}
+
+/// One counter group planned on one GPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedGroup {
+    /// The counters as named (qualifiers removed), in order.
+    pub requested: Vec<String>,
+    /// The base counters they need.
+    pub events: Vec<CounterEvent>,
 }
 
 impl CounterPlan {
@@ -29,7 +56,26 @@ impl CounterPlan {
     pub fn request(&self) -> CounterRequest {
         CounterRequest {
             events: self.events.clone(),
+            agents: self
+                .agents
+                .iter()
+                .map(|a| AgentCounterGroups {
+                    node_id: a.node_id,
+                    groups: a.groups.iter().map(|g| g.events.clone()).collect(),
+                })
+                .collect(),
+            interval: self.interval,
         }
+    }
+
+    /// The counters group `group` of node `node` collects (the whole request without
+    /// per-GPU groups).
+    pub fn requested_by(&self, node: u32, group: u32) -> Option<&[String]> {
+        if self.agents.is_empty() {
+            return (group == 0).then_some(self.requested.as_slice());
+        }
+        let gpu = self.agents.iter().find(|a| a.node_id == node)?;
+        Some(gpu.groups.get(group as usize)?.requested.as_slice())
     }
 }
 

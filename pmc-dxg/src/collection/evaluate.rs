@@ -10,27 +10,46 @@ use super::counter_plan::CounterPlan;
 use super::evaluation::{Counted, Evaluation, Problem};
 use super::overlap::overlapping;
 use crate::defs::{AgentCounters, Definitions};
-use crate::hygiene::{self, CounterPrograms, DispatchFacts, DispatchKey};
+use crate::hygiene::{self, CounterPrograms, Discard, DispatchFacts, DispatchKey};
 use crate::pm4::{self, PassBuffers};
 use crate::{BaseEvent, Topology};
 
-/// What one agent's samples are decoded and evaluated with.
-type Kit = (AgentCounters, PassBuffers, CounterPrograms);
+/// What one agent's samples of one counter group are decoded and evaluated with: its
+/// counters, its pass layout, its programs, and where each requested counter of the plan is
+/// among them.
+type Kit = (
+    AgentCounters,
+    PassBuffers,
+    CounterPrograms,
+    Vec<Option<usize>>,
+);
 
-/// The agent of node `node` in `trace`, its counters, its pass layout (from the log's counter
-/// setup) and the plan's programs; `None` if any is missing.
-fn kit(trace: &ProcessTrace, plan: &CounterPlan, defs: &Definitions, node: u32) -> Option<Kit> {
+/// The agent of node `node` in `trace`, its counters, the pass layout of its group `group`
+/// (from the log's counter setup) and the group's programs; `None` if any is missing.
+fn kit(
+    trace: &ProcessTrace,
+    plan: &CounterPlan,
+    defs: &Definitions,
+    node: u32,
+    group: u32,
+) -> Option<Kit> {
     let agent = trace.docs.agents().iter().find(|a| a.node_id == node)?;
     let setup = trace
         .docs
         .counter_setups
         .iter()
-        .find(|s| s.agent_node_id == node)?;
+        .find(|s| s.agent_node_id == node && s.group == group)?;
     let counters = defs.for_agent(agent);
     let events: Vec<(String, BaseEvent)> = setup.events.iter().map(BaseEvent::named).collect();
     let layout = pm4::build_pass(&Topology::of(agent)?, &events, 0, 0).ok()?;
-    let programs = CounterPrograms::new(&counters, &plan.requested).ok()?;
-    Some((counters, layout, programs))
+    let names = plan.requested_by(node, group)?;
+    let programs = CounterPrograms::new(&counters, names).ok()?;
+    let at = plan
+        .requested
+        .iter()
+        .map(|r| names.iter().position(|n| n == r))
+        .collect();
+    Some((counters, layout, programs, at))
 }
 
 /// Decodes and evaluates every counter sample of `trace` for `plan`, resolving the counters
@@ -45,7 +64,7 @@ pub fn evaluate(trace: &ProcessTrace, plan: &CounterPlan, defs: &Definitions) ->
     if trace.counter_samples.is_empty() {
         return out;
     }
-    let mut per_agent: HashMap<u32, Option<Kit>> = HashMap::new();
+    let mut per_agent: HashMap<(u32, u32), Option<Kit>> = HashMap::new();
     let dispatches: HashMap<u64, &KernelDispatchRecord> = trace
         .dispatches
         .iter()
@@ -85,11 +104,11 @@ pub fn evaluate(trace: &ProcessTrace, plan: &CounterPlan, defs: &Definitions) ->
     let mut samples: Vec<&CounterSample> = trace.counter_samples.iter().collect();
     samples.sort_by_key(|s| s.header.dispatch_id);
     for sample in samples {
-        let node = sample.header.agent_node_id;
+        let (node, group) = (sample.header.agent_node_id, sample.header.group);
         let kit = per_agent
-            .entry(node)
-            .or_insert_with(|| kit(trace, plan, defs, node));
-        let Some((counters, layout, programs)) = kit.as_ref() else {
+            .entry((node, group))
+            .or_insert_with(|| kit(trace, plan, defs, node, group));
+        let Some((counters, layout, programs, at)) = kit.as_ref() else {
             out.problems.push(Problem::Undecodable {
                 node,
                 requested: plan.requested.clone(),
@@ -150,7 +169,10 @@ pub fn evaluate(trace: &ProcessTrace, plan: &CounterPlan, defs: &Definitions) ->
         out.dispatches.push(Counted {
             dispatch,
             key,
-            outcomes: outcomes.into_iter().map(|o| o.value).collect(),
+            outcomes: at
+                .iter()
+                .map(|k| k.map_or(Err(Discard::OtherGroup), |k| outcomes[k].value))
+                .collect(),
             raw_zero: decoded.iter().all(|c| c.values.iter().all(|&v| v == 0)),
         });
     }

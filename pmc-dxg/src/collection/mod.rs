@@ -38,13 +38,15 @@ mod records;
 mod runs;
 
 pub use check::{Check, check};
-pub use counter_plan::CounterPlan;
+pub use counter_plan::{CounterPlan, GpuGroups, PlannedGroup};
 pub use definitions::{definitions, definitions_for, load, runtime_lib_dir, source};
 pub use evaluate::evaluate;
 pub use evaluation::{Counted, Evaluation, Problem, all_zero};
 pub use extra::ExtraCounters;
 pub use gpus::{Gpu, gpus_with};
 pub use overlap::overlapping;
-pub use planning::{Merged, merge_duplicates, plan_on};
+pub use planning::{
+    GroupsPlan, Lacking, Merged, merge_duplicates, plan_groups, plan_on, qualified,
+};
 pub use records::fill_records;
 pub use runs::estimate;

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::evaluation::{Counted, Evaluation};
-use crate::hygiene::{self, DispatchKey, HygieneRow};
+use crate::hygiene::{self, Discard, DispatchKey, HygieneRow};
 
 /// Per dispatch of `main` and requested counter, the estimate over `main` and the `others`
 /// runs of the same process (matched by kernel, per-kernel ordinal, grid and workgroup), in
@@ -17,6 +17,10 @@ pub fn estimate(main: &Evaluation, others: &[&Evaluation]) -> Vec<HygieneRow> {
     let mut rows = Vec::with_capacity(main.dispatches.len() * main.counters.len());
     for counted in &main.dispatches {
         for (k, (name, _)) in main.counters.iter().enumerate() {
+            // Multiplexed groups: the counter was not read on this dispatch.
+            if counted.outcomes[k] == Err(Discard::OtherGroup) {
+                continue;
+            }
             let mut samples = vec![counted.outcomes[k]];
             for other in &index {
                 if let Some(c) = other.get(&counted.key) {

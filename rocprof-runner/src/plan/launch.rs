@@ -21,6 +21,12 @@ pub struct Launch {
     /// The environment variables the placeholders read (`%env{NAME}%`, `%job%`, `%rank%`), as
     /// they were at the launch (`None`: unset).
     pub env: BTreeMap<String, Option<String>>,
+    /// `rocprof`'s process group (`%pgid%`: the application is started in it).
+    #[serde(default)]
+    pub pgid: u32,
+    /// `rocprof`'s session (`%psid%`: the application is started in it).
+    #[serde(default)]
+    pub psid: u32,
 }
 
 /// The variables behind `%job%` and `%rank%`.

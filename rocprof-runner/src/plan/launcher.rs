@@ -13,6 +13,6 @@ pub struct Launcher {
     pub program: OsString,
     /// Libraries preloaded after the tool (`--preload`).
     pub preloads: Vec<String>,
-    /// `--echo`: say what the application is started with.
+    /// `--echo`: say what the application would be started with, and do not start it.
     pub echo: bool,
 }
