@@ -147,6 +147,17 @@ pub const RULES: &[Rule] = &[
     ),
     Rule {
         never_reaches: &["hsa-intercept", "rocprof-tool"],
+        ..product("run-diff", &["trace-analysis", "pmc-dxg", "terminal-text"])
+    },
+    Rule {
+        never_reaches: &["hsa-intercept", "rocprof-tool"],
+        ..product(
+            "html-report",
+            &["run-diff", "trace-analysis", "atomic-file", "terminal-text"],
+        )
+    },
+    Rule {
+        never_reaches: &["hsa-intercept", "rocprof-tool"],
         ..product(
             "rocprof-cli",
             &[
@@ -158,6 +169,8 @@ pub const RULES: &[Rule] = &[
                 "rocprof-runner",
                 "rocprof-doctor",
                 "trace-analysis",
+                "run-diff",
+                "html-report",
                 "terminal-text",
             ],
         )

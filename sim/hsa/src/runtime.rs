@@ -422,11 +422,7 @@ fn load_thunk() -> Result<Thunk, String> {
         clock_counters: resolve!(handle, c"hsaKmtGetClockCounters", ClockCountersFn),
         abi_check: resolve!(handle, c"DxgAbiCheck", AbiCheckFn),
         gpu_dispatch: resolve!(handle, c"wslsim_gpu_dispatch", GpuDispatchFn),
-        gpu_dispatch_scaled: resolve!(
-            handle,
-            c"wslsim_gpu_dispatch_scaled",
-            GpuDispatchScaledFn
-        ),
+        gpu_dispatch_scaled: resolve!(handle, c"wslsim_gpu_dispatch_scaled", GpuDispatchScaledFn),
         gpu_copy: resolve!(handle, c"wslsim_gpu_copy", GpuCopyFn),
         gpu_pm4: resolve!(handle, c"wslsim_gpu_pm4", GpuPm4Fn),
         gpu_ticks: resolve!(handle, c"wslsim_gpu_ticks", GpuTicksFn),

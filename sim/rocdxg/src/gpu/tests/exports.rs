@@ -12,8 +12,8 @@ use crate::ffi::HsaClockCounters;
 use crate::gpu::NodeGpu;
 use crate::gpu::counters::{Geometry, Session, grbm, sq};
 use crate::gpu::ffi::{
-    WslsimDispatch, WslsimTiming, wslsim_gpu_copy, wslsim_gpu_dispatch, wslsim_gpu_dispatch_scaled, wslsim_gpu_pm4,
-    wslsim_gpu_ticks,
+    WslsimDispatch, WslsimTiming, wslsim_gpu_copy, wslsim_gpu_dispatch, wslsim_gpu_dispatch_scaled,
+    wslsim_gpu_pm4, wslsim_gpu_ticks,
 };
 use crate::gpu::pm4::{HostMemory, opcode, packet3};
 use crate::gpu::{parse_seed, set_vendor_packet_for_tests, vendor_packet_honoured};

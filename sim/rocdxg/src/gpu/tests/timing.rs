@@ -93,7 +93,8 @@ fn a_scaled_cost_scales_duration_and_the_cycles_counters_see() {
     use crate::gpu::counters::Geometry;
     let scenario = Scenario::default();
     let geometry = Geometry::from_node(&scenario.nodes[0]);
-    let base = crate::gpu::cost::DispatchCost::of(&Kernel::linear(262_144, 256), &geometry, &scenario.gpu);
+    let base =
+        crate::gpu::cost::DispatchCost::of(&Kernel::linear(262_144, 256), &geometry, &scenario.gpu);
     assert_eq!(base.scaled(1.0), base);
     assert_eq!(base.scaled(f64::NAN), base);
     let slow = base.scaled(1.2);
