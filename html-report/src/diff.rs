@@ -47,7 +47,8 @@ pub fn diff_page(r: &Report) -> String {
     for k in &kernels {
         for (side, stats, color) in [("base", &k.base, BASE), ("new", &k.new, NEW)] {
             if let Some(s) = stats {
-                let label = format!("{} ({side})", k.name);
+                let short = terminal_text::cell(&k.name, 30);
+                let label = format!("{} ({side})", short.trim_end());
                 bars.push(Bar {
                     label: label.clone(),
                     value: s.per_run_ns / 1e3,
@@ -88,11 +89,15 @@ pub fn diff_page(r: &Report) -> String {
         })
         .take(CHART_TOP)
         .collect();
-    body.push_str(&html::figure(
-        "counter-changes",
-        "Counter changes (percent; orange: not trustworthy, the runs' own spread is larger)",
-        &charts::bars(&counter_bars, "change, %"),
-    ));
+    if counter_bars.is_empty() {
+        body.push_str("<p>No counter values on both sides: no counter chart.</p>\n");
+    } else {
+        body.push_str(&html::figure(
+            "counter-changes",
+            "Counter changes (percent; orange: not trustworthy, the runs' own spread is larger)",
+            &charts::bars(&counter_bars, "change, %"),
+        ));
+    }
     for s in &r.sections {
         let _ = writeln!(
             body,

@@ -77,10 +77,9 @@ pub struct Report {
 }
 
 /// The method's description (in the report and the JSON).
-pub const METHOD: &str = "Mann-Whitney U on the durations pooled over each side's runs, \
-                          Holm-corrected over every comparison of the report; a change is \
-                          reported when the corrected p is below alpha, the median moved by at \
-                          least the threshold, and by more than either side's runs differ";
+pub const METHOD: &str = "Mann-Whitney U over the durations pooled per side, Holm-corrected; \
+                          flagged when p < alpha, the median moved by at least the threshold \
+                          and by more than either side's runs differ";
 
 /// A duration for people (`812 ns`, `172.4 µs`, `4.83 ms`, `1.204 s`), signed when asked.
 pub fn human(ns: f64, signed: bool) -> String {
@@ -156,9 +155,10 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(out, "              new  {}", side(&r.new));
     let _ = writeln!(
         out,
-        "{} comparisons, {} flagged (alpha {}, threshold {}%; {})",
-        r.comparisons, r.flagged, r.settings.alpha, r.settings.threshold_percent, r.method
+        "{} comparisons, {} flagged (alpha {}, threshold {}%)",
+        r.comparisons, r.flagged, r.settings.alpha, r.settings.threshold_percent
     );
+    let _ = writeln!(out, "method: {}", r.method);
     for s in &r.sections {
         let _ = writeln!(
             out,
