@@ -156,3 +156,85 @@ impl std::fmt::Display for Report {
         f.write_str(&report::render(self))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use side::{Key, Samples};
+
+    fn side_with(names: &[&str]) -> Side {
+        let mut s = Side {
+            runs: 2,
+            ..Side::default()
+        };
+        for name in names {
+            s.samples.insert(
+                Key {
+                    kind: Kind::Kernel,
+                    name: (*name).to_owned(),
+                    detail: "grid 1×1×1, workgroup 1×1×1".into(),
+                },
+                Samples {
+                    durations: vec![10, 11, 12, 13],
+                    run_totals: vec![21, 25],
+                    run_medians: vec![10.5, 12.5],
+                },
+            );
+        }
+        s
+    }
+
+    #[test]
+    fn hostile_names_reach_the_text_escaped_and_shortened_and_the_json_exact() {
+        let hostile = "evil\x1b[2J\u{202e}kernel\nname_".to_owned() + &"x".repeat(200);
+        let base = side_with(&[&hostile]);
+        let new = side_with(&[&hostile, "only\tnew"]);
+        let r = build(&base, &new, &Options::default(), &mut Knowledge::with(None));
+        let text = r.to_string();
+        assert!(!text.contains('\x1b') && !text.contains('\u{202e}') && !text.contains('\t'));
+        assert!(
+            text.contains("evil\\x1b[2J\\u{202e}kernel\\nname_"),
+            "{text}"
+        );
+        assert!(text.lines().all(|l| l.chars().count() < 200), "{text}");
+        assert!(
+            text.contains("only new") && text.contains("only\\tnew"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        let names: Vec<&str> = json["sections"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| row["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            names.contains(&hostile.as_str()),
+            "the JSON keeps the exact text"
+        );
+    }
+
+    #[test]
+    fn settings_and_sides_are_checked_before_anything_is_read() {
+        let some = vec![PathBuf::from("/nonexistent")];
+        let with = |f: &dyn Fn(&mut Options)| {
+            let mut o = Options {
+                base: some.clone(),
+                new: some.clone(),
+                ..Options::default()
+            };
+            f(&mut o);
+            diff(&o).unwrap_err().to_string()
+        };
+        assert!(with(&|o| o.base.clear()).contains("base side"));
+        assert!(with(&|o| o.new.clear()).contains("new side"));
+        assert!(with(&|o| o.settings.alpha = 0.0).contains("alpha"));
+        assert!(with(&|o| o.settings.alpha = 1.5).contains("alpha"));
+        assert!(with(&|o| o.settings.threshold_percent = -1.0).contains("--threshold"));
+        assert!(with(&|o| o.settings.threshold_percent = f64::NAN).contains("--threshold"));
+        assert!(
+            with(&|_| ()).contains("/nonexistent"),
+            "an unreadable input names itself"
+        );
+    }
+}

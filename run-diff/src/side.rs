@@ -170,6 +170,8 @@ impl Side {
             let s = self.samples.entry(key).or_default();
             s.run_totals.push(d.iter().sum());
             s.run_medians.push(crate::stats::median(&d).unwrap_or(0.0));
+            // Exactly the room needed: a side's pooled durations are its largest allocation.
+            s.durations.reserve_exact(d.len());
             s.durations.extend_from_slice(&d);
         }
         let light: Vec<Process> = processes

@@ -618,7 +618,7 @@ fn diff_bench(bin: &Path) -> Result<String> {
             bin,
             bin.join("hip-rate"),
             &["1000000"],
-            Some(("--hip-trace", &dir)),
+            Some(("--hip-trace -o run", &dir)),
         )
         .stdout(std::process::Stdio::null())
         .output()?;
