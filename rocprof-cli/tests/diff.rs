@@ -4,9 +4,11 @@
 //! databases and record directories of the same runs give the same comparison; the HTML report
 //! loads in headless Chromium with the charts' bars and boxes where the report puts them.
 //!
-//! The workload is `dispatch-rate 40` (40 launches of one small kernel, one synchronize) with
-//! the modelled launch overhead raised to 0.5 ms, so a dispatch's duration is the model's and
-//! not the debug build's host time.
+//! The workload is `dispatch-rate 100` (100 launches of one small kernel, one synchronize) on
+//! the default machine: a dispatch takes the model's 4 µs (the CPU implementation of 32
+//! work-items is shorter), the GPU keeps up with the launches, so the kernel made slower
+//! changes no call's duration but the kernel's own. (With much longer kernels
+//! `hipDeviceSynchronize` waits for all of them and is truly slower too: docs/guide/comparing.md.)
 //!
 //! Needs the staged simulator and workloads: run through `cargo xtask test` (or `cargo xtask
 //! build` first).
@@ -18,10 +20,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use support::{record_dirs, rocprof, scratch, stderr, workload};
 
-const BASE: &str = "[gpu]\nlaunch_overhead_ns = 500000\n";
-const SLOW: &str = "[gpu]\nlaunch_overhead_ns = 500000\n[kernel_duration]\nvector_add = 1.2\n";
+const BASE: &str = "# the default machine\n";
+const SLOW: &str = "[kernel_duration]\nvector_add = 1.2\n";
 
-/// Writes `scenario` and runs `dispatch-rate 40` under it `n` times, each into `<tmp>/<tag><k>`
+/// Writes `scenario` and runs `dispatch-rate 100` under it `n` times, each into `<tmp>/<tag><k>`
 /// (CSV), unseeded; with `pmc`, counting those counters.
 fn runs(tmp: &Path, tag: &str, scenario: &str, n: usize, extra: &[&str]) -> Vec<PathBuf> {
     let file = tmp.join(format!("{tag}.toml"));
@@ -43,7 +45,7 @@ fn runs(tmp: &Path, tag: &str, scenario: &str, n: usize, extra: &[&str]) -> Vec<
                 .arg(&dir)
                 .args(["-o", "run", "--"])
                 .arg(workload("dispatch-rate"))
-                .arg("40")
+                .arg("100")
                 .output()
                 .unwrap();
             assert!(o.status.success(), "{}", stderr(&o));
@@ -253,7 +255,13 @@ fn csv_rocpd_and_record_directories_of_the_same_runs_compare_alike() {
         json
     };
     let csv = report(0);
-    assert_eq!(flagged(&csv).len(), 1, "{csv:#}");
+    // The kernel is flagged (under counting a launch waits for its counted dispatch, so
+    // hipLaunchKernel may be truly slower too: only the kernel is required here).
+    assert!(
+        flagged(&csv).iter().any(|(kind, row)| kind == "kernel"
+            && row["name"].as_str().unwrap().starts_with("vector_add")),
+        "{csv:#}"
+    );
     // The counters were compared: GRBM_COUNT (elapsed cycles) follows the slower kernel and
     // its runs agree; SQ_WAVES does not change but for other clients' waves (the simulator's
     // contamination), and a change within its runs' spread is marked as not trustworthy.

@@ -178,16 +178,8 @@ pub fn render(r: &Report) -> String {
         }
         let _ = writeln!(
             out,
-            "  {:<9} {:>8} {:>11} {:>11} {:>11} {:>7} {:>7} {:>9}  {}",
-            "VERDICT",
-            "CHANGE",
-            "PER RUN",
-            "BASE MED",
-            "NEW MED",
-            "BASE N",
-            "NEW N",
-            "P(HOLM)",
-            "NAME"
+            "  {:<9} {:>8} {:>11} {:>11} {:>11} {:>7} {:>7} {:>9}  NAME",
+            "VERDICT", "CHANGE", "PER RUN", "BASE MED", "NEW MED", "BASE N", "NEW N", "P(HOLM)",
         );
         for row in &s.rows {
             let _ = writeln!(
@@ -220,8 +212,8 @@ pub fn render(r: &Report) -> String {
     if !c.rows.is_empty() {
         let _ = writeln!(
             out,
-            "  {:<15} {:>8} {:>13} {:>13} {:>8} {:>8}  {}",
-            "TRUST", "CHANGE", "BASE", "NEW", "SPREAD B", "SPREAD N", "COUNTER / KERNEL"
+            "  {:<15} {:>8} {:>13} {:>13} {:>8} {:>8}  COUNTER / KERNEL",
+            "TRUST", "CHANGE", "BASE", "NEW", "SPREAD B", "SPREAD N"
         );
         for row in &c.rows {
             let _ = writeln!(
