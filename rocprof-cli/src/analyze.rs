@@ -16,6 +16,9 @@ pub struct Args {
     /// One JSON document instead of the text report.
     #[arg(long)]
     pub json: bool,
+    /// Also write a self-contained HTML report with charts to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// Analyses the inputs and prints the report.
@@ -24,6 +27,9 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         inputs: args.inputs.clone(),
         json: args.json,
     })?;
+    if let Some(path) = &args.html {
+        html_report::write(path, &html_report::analyze_page(&analysis.report))?;
+    }
     print!("{}", analysis.output()?);
     Ok(analysis.exit_code())
 }

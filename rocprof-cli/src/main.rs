@@ -7,6 +7,7 @@ mod att;
 mod avail;
 mod convert;
 mod counters;
+mod diff;
 mod doctor;
 mod domains;
 mod input;
@@ -70,7 +71,7 @@ struct Cli {
 }
 
 /// Subcommand names; any other invocation is run mode.
-const SUBCOMMANDS: [&str; 5] = ["avail", "convert", "merge", "doctor", "analyze"];
+const SUBCOMMANDS: [&str; 6] = ["avail", "convert", "merge", "doctor", "analyze", "diff"];
 
 /// Whether the command line names a subcommand (its first word that is neither an option nor
 /// an option's value, before `--`).
@@ -107,6 +108,9 @@ enum Command {
     /// Check results (ours or rocprofv3's: CSV directories, rocpd databases, record
     /// directories): timeline containment, counter trust, where time goes, what is missing.
     Analyze(analyze::Args),
+    /// What changed between two sets of runs (`BASE… -- NEW…`, or `A B`): per kernel, API
+    /// function, copy direction and ROCTx range, with significance; counters with their trust.
+    Diff(diff::Args),
 }
 
 /// `rocprof merge INPUT… [output options]`.
@@ -170,6 +174,10 @@ fn run(args: Vec<OsString>) -> Result<ExitCode> {
             Command::Analyze(a) => {
                 init_logging(cli.log_level, "warn");
                 analyze::run(&a)
+            }
+            Command::Diff(a) => {
+                init_logging(cli.log_level, "warn");
+                diff::run(&a)
             }
         }
     } else {

@@ -414,11 +414,15 @@ impl<'a> Reader<'a> {
     }
 
     fn symbols(&mut self) -> rusqlite::Result<()> {
+        // A file without the column (a reduced or older schema) names no code object.
+        let code_object = column_or_null(self.db, "rocpd_info_kernel_symbol", "code_object_id");
         let symbols = self.select(
             "rocpd_info_kernel_symbol",
-            "id, kernel_name, display_name, kernel_object, kernarg_segment_size, \
-             group_segment_size, private_segment_size, sgpr_count, arch_vgpr_count, \
-             accum_vgpr_count, code_object_id",
+            &format!(
+                "id, kernel_name, display_name, kernel_object, kernarg_segment_size, \
+                 group_segment_size, private_segment_size, sgpr_count, arch_vgpr_count, \
+                 accum_vgpr_count, {code_object}"
+            ),
             "ORDER BY id",
             |r| {
                 Ok((

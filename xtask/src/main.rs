@@ -30,6 +30,8 @@ cargo xtask <command>
              each counter instance lands in the output buffer (one JSON document)
   callgrind  release build, then only the bench's instruction counts per traced HSA / HIP call
              under callgrind (two decimals; needs valgrind)
+  bench-diff release build, then only the bench's `rocprof diff` of 2 × 5 runs × 1 M API calls
+             (wall time, peak RSS)
   bench      release build, then: added cost per traced HSA / HIP call and kernel dispatch
              (max-rate loops traced vs untraced, interleaved, medians of 5), peak memory over
              10 M traced calls, log-to-CSV throughput, cost of a host timestamp, counter pass
@@ -82,6 +84,12 @@ fn main() -> Result<()> {
             },
             Some(other) => bail!("unknown bench argument {other:?} (only --baseline REV)"),
         },
+        Some("bench-diff") => {
+            run(cargo().args(["build", "--release", "--workspace"]))?;
+            let bin = stage(&target_dir().join("release"))?;
+            println!("{}", diff_bench(&bin)?);
+            Ok(())
+        }
         Some("callgrind") => callgrind(),
         Some("demo") => demo(),
         Some("test") => test(),
@@ -583,6 +591,7 @@ fn bench() -> Result<()> {
     let instructions = callgrind_per_call(&bin)?;
     eprintln!("bench: start-up cost of processes that never touch the GPU");
     let startup = untraced_startup(&bin)?;
+    let diff = diff_bench(&bin)?;
     println!("| loop (calls) | untraced / call | traced / call | added / call | ratio |");
     println!("|---|---|---|---|---|");
     for r in rows {
@@ -625,6 +634,8 @@ fn bench() -> Result<()> {
     println!();
     println!("{startup}");
     println!();
+    println!("{diff}");
+    println!();
     print!("{csv}");
     println!();
     print!("{clock}");
@@ -644,6 +655,72 @@ fn bench() -> Result<()> {
         println!("{line}");
     }
     Ok(())
+}
+
+/// `rocprof diff` of two sides of 5 runs × 1 M API calls each (`hip-rate 1000000` under
+/// `--hip-trace`, CSV directories): wall time and rocprof's peak RSS (VmHWM sampled every
+/// 10 ms). Targets: under 10 s, at most 256 MiB.
+fn diff_bench(bin: &Path) -> Result<String> {
+    let root = std::env::temp_dir().join(format!("rocprof-diff-bench-{}", std::process::id()));
+    let mut sides: [Vec<PathBuf>; 2] = [Vec::new(), Vec::new()];
+    for k in 0..10 {
+        eprintln!(
+            "bench: diff input {}/10 (hip-rate 1000000 --hip-trace)",
+            k + 1
+        );
+        let dir = root.join(format!("run{k}"));
+        let out = workload(
+            bin,
+            bin.join("hip-rate"),
+            &["1000000"],
+            Some(("--hip-trace -o run", &dir)),
+        )
+        .stdout(std::process::Stdio::null())
+        .output()?;
+        if !out.status.success() {
+            bail!(
+                "hip-rate under rocprof failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        sides[k % 2].push(dir);
+    }
+    eprintln!("bench: rocprof diff of 5 × 1 M calls against 5 × 1 M calls");
+    let start = std::time::Instant::now();
+    let mut child = Command::new(bin.join("rocprof"))
+        .arg("diff")
+        .args(&sides[0])
+        .arg("--")
+        .args(&sides[1])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak = 0u64;
+    while child.try_wait()?.is_none() {
+        if let Ok(text) = std::fs::read_to_string(&status_file)
+            && let Some(kb) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        {
+            peak = peak.max(kb);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let out = child.wait_with_output()?;
+    let _ = std::fs::remove_dir_all(&root);
+    if !out.status.success() {
+        bail!(
+            "rocprof diff failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(format!(
+        "rocprof diff of two sides of 5 runs × 1 M HIP calls (CSV directories): {seconds:.2} s, peak RSS {:.1} MiB (targets: under 10 s, at most 256 MiB)",
+        peak as f64 / 1024.0
+    ))
 }
 
 /// Added start-up cost per process that loads no GPU runtime: `sh -c 'for i in $(seq 200); do

@@ -163,6 +163,17 @@ pub const RULES: &[Rule] = &[
     ),
     Rule {
         never_reaches: &["hsa-intercept", "rocprof-tool"],
+        ..product("run-diff", &["trace-analysis", "pmc-dxg", "terminal-text"])
+    },
+    Rule {
+        never_reaches: &["hsa-intercept", "rocprof-tool"],
+        ..product(
+            "html-report",
+            &["run-diff", "trace-analysis", "atomic-file", "terminal-text"],
+        )
+    },
+    Rule {
+        never_reaches: &["hsa-intercept", "rocprof-tool"],
         ..product(
             "rocprof-cli",
             &[
@@ -174,6 +185,8 @@ pub const RULES: &[Rule] = &[
                 "rocprof-runner",
                 "rocprof-doctor",
                 "trace-analysis",
+                "run-diff",
+                "html-report",
                 "terminal-text",
             ],
         )
@@ -761,7 +774,7 @@ mod tests {
         assert_eq!(v.len(), 2, "{v:#?}");
         assert_eq!(
             v[0].message,
-            "`rocprof-cli` depends on `hsa-intercept`, which its rule does not allow (it may use: wsl-topology, trace-records, trace-export, pmc-dxg, att, rocprof-runner, rocprof-doctor, trace-analysis, terminal-text)"
+            "`rocprof-cli` depends on `hsa-intercept`, which its rule does not allow (it may use: wsl-topology, trace-records, trace-export, pmc-dxg, att, rocprof-runner, rocprof-doctor, trace-analysis, run-diff, html-report, terminal-text)"
         );
         assert_eq!(v[0].path, ["rocprof-cli", "hsa-intercept"]);
         assert_eq!(

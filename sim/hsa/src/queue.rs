@@ -457,7 +457,8 @@ fn dispatch(queue: &QueueInner, packet: &RawPacket, index: u64) {
         ctx: (&mut context as *mut RunContext).cast(),
         code_address: entry.code_address(),
     };
-    match queue.runtime.thunk.dispatch(queue.node, &request) {
+    let factor = wslsim_scenario::current().kernel_duration_factor(&entry.kernel.name);
+    match queue.runtime.thunk.dispatch(queue.node, &request, factor) {
         Ok(timing) => {
             if queue.profiling.load(Ordering::Acquire) {
                 signal::store_timestamps(p.completion_signal, &timing);

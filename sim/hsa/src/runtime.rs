@@ -32,6 +32,8 @@ type WallclockFn = unsafe extern "C" fn(u32, *mut u64) -> i32;
 type ClockCountersFn = unsafe extern "C" fn(u32, *mut HsaClockCounters) -> i32;
 type AbiCheckFn = unsafe extern "C" fn(*mut HsaStructureSizes) -> i32;
 type GpuDispatchFn = unsafe extern "C" fn(u32, *const WslsimDispatch, *mut WslsimTiming) -> i32;
+type GpuDispatchScaledFn =
+    unsafe extern "C" fn(u32, *const WslsimDispatch, f64, *mut WslsimTiming) -> i32;
 type GpuCopyFn =
     unsafe extern "C" fn(u32, *mut c_void, *const c_void, u64, *mut WslsimTiming) -> i32;
 type GpuPm4Fn = unsafe extern "C" fn(u32, *const u32, u32, *mut c_char, u32) -> i32;
@@ -50,6 +52,8 @@ pub struct Thunk {
     pub clock_counters: Option<ClockCountersFn>,
     pub abi_check: Option<AbiCheckFn>,
     pub gpu_dispatch: Option<GpuDispatchFn>,
+    /// `wslsim_gpu_dispatch_scaled`: a dispatch whose kernel `[kernel_duration]` scales.
+    pub gpu_dispatch_scaled: Option<GpuDispatchScaledFn>,
     pub gpu_copy: Option<GpuCopyFn>,
     pub gpu_pm4: Option<GpuPm4Fn>,
     pub gpu_ticks: Option<GpuTicksFn>,
@@ -87,8 +91,20 @@ impl Thunk {
         (gpu, monotonic_ns())
     }
 
-    /// Runs one kernel dispatch on the node ("the command processor").
-    pub fn dispatch(&self, node: u32, dispatch: &WslsimDispatch) -> Result<WslsimTiming, i32> {
+    /// Runs one kernel dispatch on the node ("the command processor"), its modelled duration
+    /// scaled by `factor` (the scenario's `[kernel_duration]`; 1 for most kernels).
+    pub fn dispatch(
+        &self,
+        node: u32,
+        dispatch: &WslsimDispatch,
+        factor: f64,
+    ) -> Result<WslsimTiming, i32> {
+        if let (Some(scaled), true) = (self.gpu_dispatch_scaled, factor != 1.0) {
+            let mut timing = WslsimTiming::default();
+            // SAFETY: documented export; both pointers are valid for the call.
+            let status = unsafe { scaled(node, dispatch, factor, &mut timing) };
+            return if status == 0 { Ok(timing) } else { Err(status) };
+        }
         if let Some(gpu_dispatch) = self.gpu_dispatch {
             let mut timing = WslsimTiming::default();
             // SAFETY: documented export; both pointers are valid for the call.
@@ -409,6 +425,7 @@ fn load_thunk() -> Result<Thunk, String> {
         clock_counters: resolve!(handle, c"hsaKmtGetClockCounters", ClockCountersFn),
         abi_check: resolve!(handle, c"DxgAbiCheck", AbiCheckFn),
         gpu_dispatch: resolve!(handle, c"wslsim_gpu_dispatch", GpuDispatchFn),
+        gpu_dispatch_scaled: resolve!(handle, c"wslsim_gpu_dispatch_scaled", GpuDispatchScaledFn),
         gpu_copy: resolve!(handle, c"wslsim_gpu_copy", GpuCopyFn),
         gpu_pm4: resolve!(handle, c"wslsim_gpu_pm4", GpuPm4Fn),
         gpu_ticks: resolve!(handle, c"wslsim_gpu_ticks", GpuTicksFn),

@@ -36,6 +36,10 @@ pub struct Scenario {
     pub runtime: crate::runtime::Runtime,
     /// Failures the simulated HSA runtime injects (`[faults]`).
     pub faults: Faults,
+    /// `[kernel_duration]`: kernels made slower (a factor above 1) or faster (below 1), by
+    /// symbol name (mangled, as the code object has it, or the name before the argument list:
+    /// `axpb`), so a change between two sets of runs can be made on purpose.
+    pub kernel_duration: BTreeMap<String, f64>,
 }
 
 /// `[faults]`: failures the simulated HSA runtime (`sim/hsa`) injects, so a tool's handling of
@@ -576,7 +580,19 @@ impl Scenario {
             counters: Default::default(),
             runtime: Default::default(),
             faults: Default::default(),
+            kernel_duration: BTreeMap::new(),
         }
+    }
+
+    /// The factor `[kernel_duration]` gives the kernel whose symbol is `symbol` (1 when it
+    /// names none): an entry under the mangled symbol wins over one under its plain name.
+    pub fn kernel_duration_factor(&self, symbol: &str) -> f64 {
+        if let Some(&f) = self.kernel_duration.get(symbol) {
+            return f;
+        }
+        plain_kernel_name(symbol)
+            .and_then(|plain| self.kernel_duration.get(plain).copied())
+            .unwrap_or(1.0)
     }
 
     /// A machine with no adapters and no GPU nodes (what a broken scenario file falls back to).
@@ -607,6 +623,18 @@ impl Scenario {
         let index = usize::try_from(node_id.checked_sub(1)?).ok()?;
         self.nodes.get(index)
     }
+}
+
+/// The identifier of an Itanium-mangled function name (`_Z4axpbPKfPfm` → `axpb`), or the part
+/// of a demangled name before its argument list (`axpb(float const*, …)` → `axpb`); `None` for
+/// a name that is neither.
+fn plain_kernel_name(symbol: &str) -> Option<&str> {
+    if let Some(rest) = symbol.strip_prefix("_Z") {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let length: usize = rest[..digits].parse().ok()?;
+        return rest.get(digits..digits + length);
+    }
+    symbol.split_once('(').map(|(name, _)| name)
 }
 
 impl Default for Scenario {

@@ -35,6 +35,7 @@ pub(crate) struct RawScenario {
     counters: Option<crate::gpu::Counters>,
     runtime: Option<crate::runtime::Runtime>,
     faults: Option<crate::model::Faults>,
+    kernel_duration: Option<BTreeMap<String, f64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -211,6 +212,16 @@ pub(crate) fn resolve(raw: RawScenario) -> Result<Scenario, String> {
     }
     if let Some(faults) = raw.faults {
         scenario.faults = faults;
+    }
+    if let Some(factors) = raw.kernel_duration {
+        for (name, &factor) in &factors {
+            if !(factor.is_finite() && factor > 0.0 && factor <= 1000.0) {
+                return Err(format!(
+                    "kernel_duration.{name}: {factor} is not a factor in (0, 1000]"
+                ));
+            }
+        }
+        scenario.kernel_duration = factors;
     }
     Ok(scenario)
 }

@@ -438,3 +438,22 @@ fn thunk_copies_are_checked() {
             .contains("cannot have copies")
     );
 }
+
+#[test]
+fn kernel_duration_factors_by_mangled_or_plain_name() {
+    let scenario = parse("[kernel_duration]\naxpb = 1.2\n\"_Z5scalePfm\" = 0.5\n");
+    assert_eq!(scenario.kernel_duration_factor("_Z4axpbPKfPfm"), 1.2);
+    assert_eq!(
+        scenario.kernel_duration_factor("axpb(float const*, float*, unsigned long)"),
+        1.2
+    );
+    assert_eq!(scenario.kernel_duration_factor("axpb"), 1.2);
+    assert_eq!(scenario.kernel_duration_factor("_Z5scalePfm"), 0.5);
+    assert_eq!(scenario.kernel_duration_factor("_Z10deep_scalePfm"), 1.0);
+    assert_eq!(scenario.kernel_duration_factor("_Zgarbage"), 1.0);
+    assert_eq!(Scenario::default().kernel_duration_factor("axpb"), 1.0);
+    for bad in ["0", "-1.0", "nan", "inf", "1e6"] {
+        let err = parse_err(&format!("[kernel_duration]\naxpb = {bad}\n"));
+        assert!(err.contains("kernel_duration.axpb"), "{bad}: {err}");
+    }
+}

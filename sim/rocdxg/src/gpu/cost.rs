@@ -157,6 +157,37 @@ impl DispatchCost {
     }
 }
 
+impl DispatchCost {
+    /// The cost of the same dispatch on a kernel `factor` times as slow: the duration and the
+    /// shader time scaled (a factor of 1, or one that is not a positive finite number, changes
+    /// nothing), the cycles the counters see following them; waves and instructions stay.
+    pub fn scaled(self, factor: f64) -> DispatchCost {
+        if factor == 1.0 || !factor.is_finite() || factor <= 0.0 {
+            return self;
+        }
+        let scale = |v: u64| ((v as f64) * factor).round().max(1.0) as u64;
+        let duration_ns = scale(self.duration_ns).min(MAX_DISPATCH_NS);
+        let ratio = duration_ns as f64 / self.duration_ns.max(1) as f64;
+        let follow = |v: u64| ((v as f64) * ratio).round() as u64;
+        let shader_cycles = scale(self.shader_cycles);
+        DispatchCost {
+            shader_cycles,
+            shader_ns: scale(self.shader_ns),
+            duration_ns,
+            activity: Activity {
+                elapsed_cycles: follow(self.activity.elapsed_cycles),
+                gui_active_cycles: follow(self.activity.gui_active_cycles),
+                cp_busy_cycles: follow(self.activity.cp_busy_cycles),
+                spi_busy_cycles: shader_cycles,
+                sq_busy_cycles: shader_cycles,
+                wave_cycles: scale(self.activity.wave_cycles),
+                ..self.activity
+            },
+            ..self
+        }
+    }
+}
+
 /// Modelled duration of an SDMA copy of `bytes`: overhead + bytes / bandwidth, ns.
 pub fn copy_ns(bytes: u64, knobs: &GpuKnobs) -> u64 {
     let transfer =

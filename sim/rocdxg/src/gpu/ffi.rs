@@ -129,6 +129,44 @@ pub unsafe extern "C" fn wslsim_gpu_dispatch(
     d: *const WslsimDispatch,
     out: *mut WslsimTiming,
 ) -> HsaKmtStatus {
+    // SAFETY: the caller's guarantees are this function's.
+    unsafe { dispatch_export(node, d, 1.0, out) }
+}
+
+/// [`wslsim_gpu_dispatch`] with the kernel's modelled duration scaled by `factor` (the
+/// scenario's `[kernel_duration]` entry for it; a factor that is not a positive finite number
+/// counts as 1). The call log names it `wslsim_gpu_dispatch`, with `factor=` when it is not 1.
+///
+/// # Safety
+///
+/// As [`wslsim_gpu_dispatch`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn wslsim_gpu_dispatch_scaled(
+    node: u32,
+    d: *const WslsimDispatch,
+    factor: f64,
+    out: *mut WslsimTiming,
+) -> HsaKmtStatus {
+    // SAFETY: the caller's guarantees are this function's.
+    unsafe { dispatch_export(node, d, factor, out) }
+}
+
+/// Both dispatch exports.
+///
+/// # Safety
+///
+/// As [`wslsim_gpu_dispatch`].
+unsafe fn dispatch_export(
+    node: u32,
+    d: *const WslsimDispatch,
+    factor: f64,
+    out: *mut WslsimTiming,
+) -> HsaKmtStatus {
+    let factor = if factor.is_finite() && factor > 0.0 {
+        factor
+    } else {
+        1.0
+    };
     export("wslsim_gpu_dispatch", || {
         if d.is_null() || out.is_null() {
             return (status::INVALID_PARAMETER, log_args!("node={node} null"));
@@ -136,8 +174,13 @@ pub unsafe extern "C" fn wslsim_gpu_dispatch(
         // SAFETY: non-null, and the caller guarantees it is readable; no alignment assumed.
         let descriptor = unsafe { d.read_unaligned() };
         let kernel = descriptor.kernel();
+        let scaled = if factor == 1.0 {
+            String::new()
+        } else {
+            format!(" factor={factor}")
+        };
         let args = log_args!(
-            "node={node} grid={} workgroup={} wave={}",
+            "node={node} grid={} workgroup={} wave={}{scaled}",
             dims(&kernel.grid),
             dims(&kernel.workgroup),
             kernel.wave_size
@@ -154,7 +197,7 @@ pub unsafe extern "C" fn wslsim_gpu_dispatch(
             }))
             .map_err(|_| ()),
         };
-        match target.dispatch_code(&kernel, descriptor.code_address, run) {
+        match target.dispatch_scaled(&kernel, descriptor.code_address, factor, run) {
             Ok(dispatched) => {
                 // SAFETY: non-null, and the caller guarantees it is writable; no alignment
                 // assumed.

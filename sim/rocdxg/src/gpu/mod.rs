@@ -263,11 +263,24 @@ impl NodeGpu {
         code_address: u64,
         run: impl FnOnce() -> Result<(), ()>,
     ) -> Result<Dispatched, DispatchError> {
+        self.dispatch_scaled(kernel, code_address, 1.0, run)
+    }
+
+    /// [`NodeGpu::dispatch_code`] with the modelled cost scaled by `factor` (the scenario's
+    /// `[kernel_duration]`: duration and the cycles the counters see, as a kernel that really
+    /// got slower or faster).
+    pub fn dispatch_scaled(
+        &self,
+        kernel: &Kernel,
+        code_address: u64,
+        factor: f64,
+        run: impl FnOnce() -> Result<(), ()>,
+    ) -> Result<Dispatched, DispatchError> {
         kernel.validate().map_err(DispatchError::Invalid)?;
         if self.reentered() {
             return Err(DispatchError::Reentered);
         }
-        let cost = DispatchCost::of(kernel, &self.geometry, &self.knobs);
+        let cost = DispatchCost::of(kernel, &self.geometry, &self.knobs).scaled(factor);
         let mut cp = lock(&self.cp);
         let index = cp.dispatches;
         let duration_ns = jittered(

@@ -87,3 +87,23 @@ fn durations_jitter_run_to_run_deterministically_per_seed() {
         "dispatches of one run all took {dispatches:?}"
     );
 }
+
+#[test]
+fn a_scaled_cost_scales_duration_and_the_cycles_counters_see() {
+    use crate::gpu::counters::Geometry;
+    let scenario = Scenario::default();
+    let geometry = Geometry::from_node(&scenario.nodes[0]);
+    let base =
+        crate::gpu::cost::DispatchCost::of(&Kernel::linear(262_144, 256), &geometry, &scenario.gpu);
+    assert_eq!(base.scaled(1.0), base);
+    assert_eq!(base.scaled(f64::NAN), base);
+    let slow = base.scaled(1.2);
+    let ratio = slow.duration_ns as f64 / base.duration_ns as f64;
+    assert!((ratio - 1.2).abs() < 1e-4, "{ratio}");
+    let cycles = slow.activity.elapsed_cycles as f64 / base.activity.elapsed_cycles as f64;
+    assert!((cycles - 1.2).abs() < 1e-3, "{cycles}");
+    assert_eq!(slow.waves, base.waves);
+    assert_eq!(slow.activity.waves, base.activity.waves);
+    let fast = base.scaled(0.5);
+    assert!(fast.duration_ns < base.duration_ns);
+}
