@@ -131,6 +131,8 @@ enum LogLevel {
     Config,
 }
 
+/// `tracing` output (the libraries' diagnostics) only under `--log-level`: by default every
+/// line rocprof prints is a notice, rendered as `rocprof: <level>: …`.
 fn init_logging(level: Option<LogLevel>, default: &str) {
     use tracing_subscriber::EnvFilter;
     let filter = match level {
@@ -166,11 +168,11 @@ fn run(args: Vec<OsString>) -> Result<ExitCode> {
                 avail::run(&a)
             }
             Command::Convert(a) => {
-                init_logging(cli.log_level, "warn");
+                init_logging(cli.log_level, "off");
                 convert::run(&a)
             }
             Command::Merge(a) => {
-                init_logging(cli.log_level, "warn");
+                init_logging(cli.log_level, "off");
                 convert::merge(&a.inputs, &a.output)
             }
             Command::Doctor(a) => {
@@ -178,7 +180,7 @@ fn run(args: Vec<OsString>) -> Result<ExitCode> {
                 doctor::run(&a)
             }
             Command::Analyze(a) => {
-                init_logging(cli.log_level, "warn");
+                init_logging(cli.log_level, "off");
                 analyze::run(&a)
             }
         }
@@ -211,7 +213,7 @@ fn run(args: Vec<OsString>) -> Result<ExitCode> {
             counters::run(&sampling, None, false, extra)?;
             return Ok(code);
         }
-        init_logging(cli.log_level, "warn");
+        init_logging(cli.log_level, "off");
         if matches!(cli.log_level, Some(LogLevel::Config)) {
             eprintln!("rocprof: config: {:#?}", cli.run);
         }

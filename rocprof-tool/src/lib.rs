@@ -28,8 +28,8 @@ use std::path::Path;
 use std::sync::OnceLock;
 use trace_records::OperationName;
 use trace_records::docs::{
-    AgentMapping, AgentsList, DiscoveryFacts, Document, DomainLibrary, ExitFacts, OmissionFact,
-    Runtime, RuntimeLibrary, TableReceived, ThunkFacts, WarningKind,
+    AgentMapping, AgentsList, DiscoveryFacts, Document, DomainLibrary, EnvValue, ExitFacts,
+    OmissionFact, Runtime, RuntimeLibrary, TableReceived, ThunkFacts, WarningKind,
 };
 use trace_records::log::FileHeader;
 
@@ -172,6 +172,10 @@ fn discovery_facts(d: &wsl_topology::Discovery, config: &Config) -> DiscoveryFac
             gpu_nodes: t.gpu_nodes,
         }),
         config: config.tracing,
+        vendor_packet: match std::env::var_os(wsl_topology::settings::ENV_VENDOR_PACKET) {
+            None => EnvValue::Unset,
+            Some(v) => EnvValue::Set(v.to_string_lossy().into_owned()),
+        },
     }
 }
 

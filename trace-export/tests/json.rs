@@ -279,6 +279,7 @@ fn synthetic() -> ProcessTrace {
             event: 4,
         }],
         output_bytes: 8,
+        proof: false,
     }));
     t.docs.add(Document::Discovery(DiscoveryFacts {
         config: TracingConfig {

@@ -114,6 +114,10 @@ pub struct CounterSetup {
     pub events: Vec<CounterEvent>,
     /// Bytes of each dispatch's counter output buffer.
     pub output_bytes: u32,
+    /// Whether each pass's start packet writes the proof word into the output buffer's last
+    /// slot (absent, so `false`, in logs of tools that wrote none).
+    #[serde(default)]
+    pub proof: bool,
 }
 
 /// What `rocprof` asks the tool to count (the value of [`crate::env::COUNTERS`]): one pass's
@@ -286,6 +290,22 @@ pub struct DiscoveryFacts {
     pub thunk: Option<ThunkFacts>,
     /// What was traced.
     pub config: TracingConfig,
+    /// `WSLKMT_VENDOR_PACKET` in the application's environment once discovery had run (after
+    /// the tool's own non-overwriting `1` on WSL): what the DXG thunk read.
+    pub vendor_packet: EnvValue,
+}
+
+/// An environment variable's value as a process saw it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EnvValue {
+    /// The log does not say (a tool that did not record it).
+    #[default]
+    NotRecorded,
+    /// The variable was not set.
+    Unset,
+    /// Its value (invalid UTF-8 replaced).
+    Set(String),
 }
 
 /// The pairing of agent records with HSA agents.

@@ -130,6 +130,7 @@ impl Counting {
                     agent_node_id: node,
                     events: self.setup_events.clone(),
                     output_bytes: kit.layout.output_bytes as u32,
+                    proof: kit.layout.proof_offset.is_some(),
                 })),
                 Err(why) => sink::warn(
                     WarningKind::Counters,

@@ -29,6 +29,11 @@ fn kit(trace: &ProcessTrace, plan: &CounterPlan, defs: &Definitions, node: u32) 
     let counters = defs.for_agent(agent);
     let events: Vec<(String, BaseEvent)> = setup.events.iter().map(BaseEvent::named).collect();
     let layout = pm4::build_pass(&Topology::of(agent)?, &events, 0, 0).ok()?;
+    let layout = if setup.proof {
+        layout
+    } else {
+        layout.without_proof()
+    };
     let programs = CounterPrograms::new(&counters, &plan.requested).ok()?;
     Some((counters, layout, programs))
 }
@@ -151,7 +156,7 @@ pub fn evaluate(trace: &ProcessTrace, plan: &CounterPlan, defs: &Definitions) ->
             dispatch,
             key,
             outcomes: outcomes.into_iter().map(|o| o.value).collect(),
-            raw_zero: decoded.iter().all(|c| c.values.iter().all(|&v| v == 0)),
+            raw_zero: !pm4::packets_ran(layout, &sample.output, &decoded),
         });
     }
     out.overlapped = overlapping(&trace.dispatches, &out.dispatches);
