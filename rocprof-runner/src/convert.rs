@@ -392,6 +392,9 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
             report.notice(Finding::Explanation { text: p }.into());
         }
     }
+    for (load, pids) in crate::findings::double_loads(&traces) {
+        report.notice(Finding::DoubleLoad { load, pids }.into());
+    }
     for text in crate::findings::after_run(&traces) {
         report.notice(Finding::AfterRun { text }.into());
     }

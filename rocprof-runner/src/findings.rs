@@ -42,6 +42,26 @@ pub fn after_run(traces: &[ProcessTrace]) -> Vec<String> {
     out
 }
 
+/// Every library mapped more than once, once with the processes it happened in (sorted).
+pub fn double_loads(traces: &[ProcessTrace]) -> Vec<(trace_records::docs::DoubleLoad, Vec<u32>)> {
+    let mut seen: Vec<(trace_records::docs::DoubleLoad, Vec<u32>)> = Vec::new();
+    for t in traces {
+        for d in &t.docs.double_loads {
+            match seen.iter_mut().find(|(s, _)| s == d) {
+                Some((_, pids)) => pids.push(t.pid),
+                None => seen.push((d.clone(), vec![t.pid])),
+            }
+        }
+    }
+    seen.into_iter()
+        .map(|(load, mut pids)| {
+            pids.sort_unstable();
+            pids.dedup();
+            (load, pids)
+        })
+        .collect()
+}
+
 /// What a process's strings that were cut to fit its log were: how many, and the longest.
 fn cut_strings(t: &ProcessTrace) -> Option<String> {
     let (&id, &longest) = t

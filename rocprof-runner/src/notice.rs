@@ -710,6 +710,14 @@ pub enum Finding {
         /// The line.
         text: String,
     },
+    /// A library mapped more than once in some processes (the tool's
+    /// [`trace_records::docs::DoubleLoad`] documents): a warning.
+    DoubleLoad {
+        /// The copies, and the `LD_PRELOAD` entry that caused them.
+        load: trace_records::docs::DoubleLoad,
+        /// The processes it happened in.
+        pids: Vec<u32>,
+    },
     /// A domain of a library this stack does not ship, asked for by name.
     Domain {
         /// What became of it.
@@ -721,7 +729,9 @@ impl Finding {
     fn level(&self) -> Level {
         match self {
             Self::Domain { .. } => Level::Note,
-            Self::Explanation { .. } | Self::AfterRun { .. } => Level::Warning,
+            Self::Explanation { .. } | Self::AfterRun { .. } | Self::DoubleLoad { .. } => {
+                Level::Warning
+            }
         }
     }
 }
@@ -731,6 +741,9 @@ impl fmt::Display for Finding {
         match self {
             Self::Explanation { text } | Self::AfterRun { text } | Self::Domain { text } => {
                 f.write_str(text)
+            }
+            Self::DoubleLoad { load, pids } => {
+                write!(f, "{}: {load}", crate::findings::processes(pids))
             }
         }
     }
