@@ -51,8 +51,13 @@ pub enum Discard {
     /// The dispatch ran and every GRBM counter it read was 0: a GRBM zero burst (they happen
     /// on the opening dispatches of a session, to all GRBM counters at once).
     GrbmZero,
-    /// The dispatch ran and SQ_WAVES read 0: an isolated SQ zero.
+    /// The dispatch ran and SQ_WAVES, this counter's only input, read 0: the zero as read. A
+    /// value whose every run is this kind is estimated as that 0, flagged ([`estimate`]): a
+    /// genuine zero and an isolated SQ zero read the same, and only other runs tell them apart.
     SqZero,
+    /// The dispatch ran and SQ_WAVES, one of this counter's inputs, read 0: its value (a ratio
+    /// per wave, say) is spoiled by the zero.
+    SqZeroInput,
     /// The dispatch started inside the opening window asked to be discarded
     /// ([`DispatchFacts::in_warmup`]).
     Warmup,
@@ -68,9 +73,10 @@ pub enum Discard {
 
 impl Discard {
     /// Every kind, in the order reports list them.
-    pub const ALL: [Discard; 5] = [
+    pub const ALL: [Discard; 6] = [
         Discard::GrbmZero,
         Discard::SqZero,
+        Discard::SqZeroInput,
         Discard::IsolatedZero,
         Discard::Warmup,
         Discard::NotFinite,
@@ -81,6 +87,7 @@ impl Discard {
         match self {
             Discard::GrbmZero => "grbm-zero",
             Discard::SqZero => "sq-zero",
+            Discard::SqZeroInput => "sq-zero-input",
             Discard::Warmup => "warmup",
             Discard::IsolatedZero => "isolated-zero",
             Discard::NotFinite => "not-finite",
@@ -94,7 +101,13 @@ impl Discard {
             Discard::GrbmZero => {
                 "every GRBM counter read 0 on a dispatch that ran (a GRBM zero burst)"
             }
-            Discard::SqZero => "SQ_WAVES read 0 on a dispatch that ran (an isolated SQ zero)",
+            Discard::SqZero => {
+                "SQ_WAVES read 0 on a dispatch that ran (an isolated SQ zero, or a genuine 0)"
+            }
+            Discard::SqZeroInput => {
+                "SQ_WAVES, an input of the counter, read 0 on a dispatch that ran (an isolated SQ \
+                 zero)"
+            }
             Discard::Warmup => "the dispatch started inside the warm-up window asked to be skipped",
             Discard::IsolatedZero => "this run read 0 while other runs of the dispatch did not",
             Discard::NotFinite => "the counter's expression did not give a finite number",
@@ -107,7 +120,7 @@ impl Discard {
     pub fn is_zero_read(&self) -> bool {
         matches!(
             self,
-            Discard::GrbmZero | Discard::SqZero | Discard::IsolatedZero
+            Discard::GrbmZero | Discard::SqZero | Discard::SqZeroInput | Discard::IsolatedZero
         )
     }
 }
@@ -181,6 +194,8 @@ struct Prepared {
     uses_grbm: bool,
     /// SQ_WAVES is an input.
     uses_sq_waves: bool,
+    /// SQ_WAVES is its only input: its value follows from SQ_WAVES alone.
+    only_sq_waves: bool,
 }
 
 /// The requested counters of an agent, each compiled on its own so that each knows which base
@@ -206,6 +221,7 @@ impl CounterPrograms {
                     name: name.clone(),
                     uses_grbm: inputs.iter().any(|i| i.event.block == Block::Grbm),
                     uses_sq_waves: inputs.iter().any(|i| i.name == SQ_WAVES),
+                    only_sq_waves: !inputs.is_empty() && inputs.iter().all(|i| i.name == SQ_WAVES),
                     program,
                 })
             })
@@ -236,7 +252,8 @@ impl CounterPrograms {
     /// missing an input is refused every time, not only when it is clean), then set aside:
     /// every counter under [`Discard::Warmup`]; a counter with a GRBM input (a GRBM base
     /// counter itself included) under [`Discard::GrbmZero`]; a counter with SQ_WAVES as input
-    /// under [`Discard::SqZero`]; a value that is not finite as [`Discard::NotFinite`].
+    /// under [`Discard::SqZero`] when SQ_WAVES is its only input (SQ_WAVES itself, a sum of
+    /// waves: its value is the zero as read), else under [`Discard::SqZeroInput`]; a value that is not finite as [`Discard::NotFinite`].
     ///
     /// # Errors
     ///
@@ -261,7 +278,11 @@ impl CounterPrograms {
                 } else if c.uses_grbm && has(Discard::GrbmZero) {
                     Err(Discard::GrbmZero)
                 } else if c.uses_sq_waves && has(Discard::SqZero) {
-                    Err(Discard::SqZero)
+                    Err(if c.only_sq_waves {
+                        Discard::SqZero
+                    } else {
+                        Discard::SqZeroInput
+                    })
                 } else if !total.is_finite() {
                     Err(Discard::NotFinite)
                 } else {
@@ -340,6 +361,11 @@ pub struct Estimate {
 /// [`Discard::NotFinite`]. Of the rest, a 0 is an [`Discard::IsolatedZero`] when some other
 /// usable run is not 0; when every usable run is 0, the zeros are used and the estimate is a
 /// genuine 0. Otherwise the estimate is the smallest non-zero value: the error only ever adds.
+///
+/// When no run is usable and every one was set aside as [`Discard::SqZero`] (the counter read
+/// 0 with SQ_WAVES, and the packets ran), the estimate is that 0 — min and max 0, no run used,
+/// the runs still listed as discarded: an [`unconfirmed_zero`], which a report flags with the
+/// advice to repeat the run, since an isolated zero and a genuine one read the same.
 pub fn estimate(samples: &[Result<f64, Discard>]) -> Estimate {
     let usable = |s: &Result<f64, Discard>| match s {
         Ok(v) if v.is_finite() => Some(*v),
@@ -364,6 +390,14 @@ pub fn estimate(samples: &[Result<f64, Discard>]) -> Estimate {
         (Some(lo), Some(hi)) if lo != 0.0 => Some((hi - lo) / lo.abs() * 100.0),
         _ => None,
     };
+    let only_sq_zeros = used.is_empty()
+        && !discarded.is_empty()
+        && discarded.iter().all(|(_, d)| *d == Discard::SqZero);
+    let (min, max) = if only_sq_zeros {
+        (Some(0.0), Some(0.0))
+    } else {
+        (min, max)
+    };
     Estimate {
         // Without zeros among the used values (they were set aside), the smallest used value
         // is the smallest non-zero one; with only zeros, it is 0.
@@ -376,6 +410,15 @@ pub fn estimate(samples: &[Result<f64, Discard>]) -> Estimate {
         zeros_discarded: discarded.iter().filter(|(_, d)| d.is_zero_read()).count(),
         discarded,
     }
+}
+
+/// Whether `e` is a zero no run confirms: every run read the counter 0 with SQ_WAVES 0 on a
+/// dispatch that ran ([`Discard::SqZero`]), so the estimate is 0 from no used run.
+pub fn unconfirmed_zero(e: &Estimate) -> bool {
+    e.estimate == Some(0.0)
+        && e.runs_used == 0
+        && !e.discarded.is_empty()
+        && e.discarded.iter().all(|(_, d)| *d == Discard::SqZero)
 }
 
 /// Runs that differ by more than this (in percent of the smallest) suggest that other GPU
@@ -496,6 +539,14 @@ pub enum Note {
         /// By kind, in [`Discard::ALL`]'s order (kinds without a run left out).
         kinds: Vec<DiscardCount>,
     },
+    /// Values written as 0 that no run confirms ([`unconfirmed_zero`]): SQ_WAVES read 0 on a
+    /// dispatch whose counter packets ran, in every run it had. A warning.
+    UnconfirmedZeros {
+        /// Such values.
+        values: usize,
+        /// The most runs any of them had.
+        runs: usize,
+    },
     /// Values whose runs spread by more than [`CONTAMINATION_SPREAD_PERCENT`] ([`contaminated`]):
     /// other GPU clients were probably counted too. A warning ([`Note::is_warning`]).
     Contaminated {
@@ -511,7 +562,10 @@ pub enum Note {
 impl Note {
     /// Whether the note warns (the values are less trustworthy than they look).
     pub fn is_warning(&self) -> bool {
-        matches!(self, Note::Contaminated { .. })
+        matches!(
+            self,
+            Note::Contaminated { .. } | Note::UnconfirmedZeros { .. }
+        )
     }
 
     /// The note as a report line: `warning: ` first when it warns.
@@ -564,6 +618,23 @@ impl fmt::Display for Note {
             Note::OtherDiscards { kinds } => {
                 write!(f, "other runs set aside ({})", join(kinds, "; "))
             }
+            Note::UnconfirmedZeros { values, runs } => write!(
+                f,
+                "{values} value{} written as 0 (flagged sq-zero in counter_hygiene.csv): \
+                 SQ_WAVES read 0 on {} whose counter packets ran, which is a genuine 0 or an \
+                 isolated SQ zero (WSL2 reads about 0.1 % of SQ read-backs as 0); {}",
+                plural(*values),
+                if *values == 1 {
+                    "a dispatch"
+                } else {
+                    "dispatches"
+                },
+                if *runs <= 1 {
+                    "repeat the run (--pmc-repeat 3) to tell them apart".to_owned()
+                } else {
+                    format!("every one of {runs} runs read it, so it is most likely genuine")
+                }
+            ),
             Note::Contaminated {
                 spoiled,
                 values,
@@ -586,7 +657,8 @@ impl fmt::Display for Note {
 /// What to say about `rows` (nothing when there are no rows), in this order: how many values
 /// were estimated from how many runs ([`Note::Estimated`], always), the runs set aside because
 /// something read 0 ([`Note::ZeroReads`]) and for other reasons ([`Note::OtherDiscards`]),
-/// each when there are any, and, when any value is [`contaminated`], the largest spreads
+/// each when there are any, the values written as a 0 no run confirms
+/// ([`Note::UnconfirmedZeros`]), and, when any value is [`contaminated`], the largest spreads
 /// ([`Note::Contaminated`]).
 pub fn notes(rows: &[HygieneRow]) -> Vec<Note> {
     let mut out = Vec::new();
@@ -605,14 +677,15 @@ pub fn notes(rows: &[HygieneRow]) -> Vec<Note> {
             .count(),
     });
 
+    // An unconfirmed zero's runs were not set aside: the value is written (said below).
+    let set_aside = || rows.iter().filter(|r| !unconfirmed_zero(&r.estimate));
     let counts = |zero_reads: bool| -> Vec<DiscardCount> {
         Discard::ALL
             .iter()
             .filter(|d| d.is_zero_read() == zero_reads)
             .map(|&kind| DiscardCount {
                 kind,
-                runs: rows
-                    .iter()
+                runs: set_aside()
                     .flat_map(|r| &r.estimate.discarded)
                     .filter(|(_, d)| *d == kind)
                     .count(),
@@ -620,7 +693,7 @@ pub fn notes(rows: &[HygieneRow]) -> Vec<Note> {
             .filter(|c| c.runs > 0)
             .collect()
     };
-    let total: usize = rows.iter().map(|r| r.estimate.zeros_discarded).sum();
+    let total: usize = set_aside().map(|r| r.estimate.zeros_discarded).sum();
     if total > 0 {
         out.push(Note::ZeroReads {
             total,
@@ -630,6 +703,21 @@ pub fn notes(rows: &[HygieneRow]) -> Vec<Note> {
     let others = counts(false);
     if !others.is_empty() {
         out.push(Note::OtherDiscards { kinds: others });
+    }
+
+    let unconfirmed: Vec<&HygieneRow> = rows
+        .iter()
+        .filter(|r| unconfirmed_zero(&r.estimate))
+        .collect();
+    if !unconfirmed.is_empty() {
+        out.push(Note::UnconfirmedZeros {
+            values: unconfirmed.len(),
+            runs: unconfirmed
+                .iter()
+                .map(|r| r.estimate.runs)
+                .max()
+                .unwrap_or(0),
+        });
     }
 
     let mut spoiled: Vec<&HygieneRow> = rows.iter().filter(|r| contaminated(&r.estimate)).collect();
@@ -913,6 +1001,7 @@ mod tests {
             [
                 "grbm-zero",
                 "sq-zero",
+                "sq-zero-input",
                 "isolated-zero",
                 "warmup",
                 "not-finite"
@@ -923,7 +1012,7 @@ mod tests {
             assert!(!d.reason().is_empty());
         }
         let zero: Vec<bool> = Discard::ALL.iter().map(Discard::is_zero_read).collect();
-        assert_eq!(zero, [true, true, true, false, false]);
+        assert_eq!(zero, [true, true, true, true, false, false]);
     }
 
     #[test]

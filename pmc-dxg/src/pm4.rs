@@ -5,7 +5,9 @@
 //! [`crate::plan`]). [`build_pass`] makes its three buffers:
 //!
 //! * **start**: wait for idle, reset the perfmon state, program every counter's select
-//!   register, enable compute counting, start counting, wait for idle;
+//!   register, enable compute counting, start counting, wait for idle — then one `WRITE_DATA`
+//!   of [`PROOF_WORD`] into the output buffer's last slot ([`PassBuffers::proof_offset`]): the
+//!   proof that the pass's packets ran, read back with the counters ([`packets_ran`]);
 //! * **stop**: freeze the counters;
 //! * **read**: sample, then copy every counter instance into the output buffer (GRBM: one
 //!   64-bit value; SQ: one 32-bit value per shader engine × shader array × WGP), then make the
@@ -94,6 +96,10 @@ pub mod packet {
     pub const WAIT_POLL_INTERVAL: u32 = 4;
     /// INDIRECT_BUFFER (4 dwords).
     pub const INDIRECT_BUFFER: u32 = packet3(0x3F, 2);
+    /// WRITE_DATA of one dword (5 dwords).
+    pub const WRITE_DATA_ONE: u32 = packet3(0x37, 3);
+    /// WRITE_DATA control: DST_SEL 5 (memory), WR_CONFIRM (b20).
+    pub const WRITE_MEMORY_CONFIRMED: u32 = (5 << 8) | (1 << 20);
     /// EVENT_WRITE body: CS_PARTIAL_FLUSH (7), EVENT_INDEX 4 (aqlprofile's WaitIdle).
     pub const CS_PARTIAL_FLUSH: u32 = 0x407;
     /// COPY_DATA control: SRC_SEL 0 (register), DST_SEL 2 (TC_L2 memory), 32-bit.
@@ -129,6 +135,25 @@ pub const HEADER_BARRIER: u16 = 0x0100;
 pub const AMD_AQL_FORMAT_PM4_IB: u16 = 1;
 /// The PM4-IB packet's `dw_count_remain`.
 pub const PM4_IB_DW_COUNT_REMAIN: u32 = 0xA;
+/// The word the start buffer writes into the output buffer's last slot: the proof that the
+/// pass's PM4 ran. A closed vendor-packet gate (`WSLKMT_VENDOR_PACKET` other than 1) drops the
+/// start packet with everything in it, so the slot stays 0; a dispatch whose counters read 0
+/// with the word present did have them counted (the doctor's self-test writes the same word).
+pub const PROOF_WORD: u32 = 0x5EED_CAFE;
+/// Dwords of the proof's `WRITE_DATA` at the end of the start buffer.
+pub const PROOF_DWORDS: usize = 5;
+
+/// A PM4 `WRITE_DATA` of `value` to memory at `address` (4-byte aligned), with write
+/// confirmation: what the start buffer ends with ([`PROOF_WORD`]) and the doctor's marker.
+pub const fn write_data(address: u64, value: u32) -> [u32; PROOF_DWORDS] {
+    [
+        packet::WRITE_DATA_ONE,
+        packet::WRITE_MEMORY_CONFIRMED,
+        (address as u32) & !3,
+        (address >> 32) as u32,
+        value,
+    ]
+}
 
 /// The gfx11 shader topology the SQ read walks: `se` × [`SA_PER_SE`] × `wgp_per_sa`
 /// instances.
@@ -209,8 +234,8 @@ impl Geometry {
         let ctrl2 = if sq > 0 { 3 } else { 0 };
         PassDwords {
             // flush, broadcast, reset, [CTRL2], per counter, broadcast, enable, reset, start,
-            // flush.
-            start: 2 + 3 + 3 + ctrl2 + 9 * sq + 6 * grbm + 3 + 3 + 3 + 3 + 2,
+            // flush, proof.
+            start: 2 + 3 + 3 + ctrl2 + 9 * sq + 6 * grbm + 3 + 3 + 3 + 3 + 2 + PROOF_DWORDS,
             stop: 3 + 3 + 2,
             // sample, broadcast, flush, per counter, broadcast, ACQUIRE_MEM.
             read: 3 + 3 + 2 + (3 + 9 * self.sq_samples()) * sq + 18 * grbm + 3 + 8,
@@ -299,8 +324,11 @@ pub struct PassBuffers {
     pub stop_offset: usize,
     /// Size of the command memory: the three parts, each 256-byte aligned.
     pub command_bytes: usize,
-    /// Size of the output buffer: 8 + 8 × samples.
+    /// Size of the output buffer: 8 × samples, then the proof's slot.
     pub output_bytes: usize,
+    /// Where in the output buffer the start buffer writes [`PROOF_WORD`] (its last slot);
+    /// `None` for a layout recorded by a tool that wrote no proof ([`PassBuffers::without_proof`]).
+    pub proof_offset: Option<usize>,
     /// Where the command memory lives.
     pub base_addr: u64,
     /// Where the output buffer lives.
@@ -346,6 +374,13 @@ impl PassBuffers {
             stop: pm4_ib_packet(HEADER_BARRIER, self.stop_addr(), self.stop.len() as u32, 0),
             read: pm4_ib_packet(HEADER_BARRIER, self.read_addr(), self.read.len() as u32, 0),
         }
+    }
+
+    /// This layout as a tool that wrote no proof word recorded it (an older record log): the
+    /// read-back is then judged by its values alone ([`packets_ran`]).
+    pub fn without_proof(mut self) -> PassBuffers {
+        self.proof_offset = None;
+        self
     }
 
     /// The bytes of the command memory (`command_bytes`, little-endian, padding zeroed), to be
@@ -503,13 +538,17 @@ pub fn build_pass(
     start.uconfig(reg::CP_PERFMON_CNTL, reg::PERFMON_RESET);
     start.uconfig(reg::CP_PERFMON_CNTL, reg::PERFMON_START);
     start.wait_idle();
+    let total_samples = sq * geometry.sq_samples() + grbm;
+    let proof_offset = SLOT_BYTES * total_samples;
+    start
+        .0
+        .extend_from_slice(&write_data(output_addr + proof_offset as u64, PROOF_WORD));
 
     let mut stop = Writer::with_capacity(sizes.stop);
     stop.broadcast();
     stop.uconfig(reg::CP_PERFMON_CNTL, reg::PERFMON_STOP);
     stop.wait_idle();
 
-    let total_samples = sq * geometry.sq_samples() + grbm;
     let mut samples = Vec::with_capacity(total_samples);
     let mut counters = Vec::with_capacity(events.len());
     let mut read = Writer::with_capacity(sizes.read);
@@ -572,7 +611,8 @@ pub fn build_pass(
     let stop_offset = align_up(start_offset + 4 * sizes.start);
     let command_bytes = align_up(stop_offset + 4 * sizes.stop);
     Ok(PassBuffers {
-        output_bytes: SLOT_BYTES + SLOT_BYTES * samples.len(),
+        output_bytes: proof_offset + SLOT_BYTES,
+        proof_offset: Some(proof_offset),
         start: start.0,
         stop: stop.0,
         read: read.0,
@@ -680,6 +720,20 @@ pub struct CounterValues {
     pub values: Vec<u64>,
     /// The instance of each value.
     pub instances: Vec<Instance>,
+}
+
+/// Whether the pass's packets ran for the dispatch whose output buffer is `output`: the start
+/// buffer's [`PROOF_WORD`] is in its slot. For a layout without the proof
+/// ([`PassBuffers::without_proof`]) only a value can tell: any counter of `decoded` above 0
+/// says they ran, all zeros say nothing either way and count as not run.
+pub fn packets_ran(buffers: &PassBuffers, output: &[u8], decoded: &[CounterValues]) -> bool {
+    match buffers.proof_offset {
+        Some(at) => output
+            .get(at..at + 4)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .is_some_and(|b| u32::from_le_bytes(b) == PROOF_WORD),
+        None => decoded.iter().any(|c| c.values.iter().any(|&v| v != 0)),
+    }
 }
 
 /// Decodes the output buffer of `buffers`' read into per-instance values per counter, in the

@@ -230,7 +230,15 @@ fn output(layout: &PassBuffers, reads: &Reads) -> Vec<u8> {
         };
         out[s.offset..s.offset + 8].copy_from_slice(&value.to_le_bytes());
     }
+    // The start packet ran: its proof word is in the last slot.
+    let at = layout.proof_offset.expect("the tool writes the proof");
+    out[at..at + 4].copy_from_slice(&pmc_dxg::pm4::PROOF_WORD.to_le_bytes());
     out
+}
+
+/// The output of a dispatch whose counter packets the thunk dropped: nothing written.
+fn dropped(layout: &PassBuffers) -> Vec<u8> {
+    vec![0u8; layout.output_bytes]
 }
 
 fn dispatch(id: u64, start: u64, end: u64) -> KernelDispatchRecord {
@@ -263,6 +271,7 @@ fn trace(plan: &CounterPlan, reads: &[Reads]) -> (ProcessTrace, PassBuffers) {
         events: plan.events.clone(),
         group: 0,
         output_bytes: layout.output_bytes as u32,
+        proof: true,
     });
     t.strings.insert(1, "vector_add".into());
     t.symbols.push(KernelSymbolRecord {
@@ -365,8 +374,14 @@ fn read_backs_are_evaluated_cleaned_and_become_records() {
         rows[2].estimate.estimate, None,
         "the burst's GPU_UTIL has no value"
     );
+    // The isolated SQ zero of the single run: written as the 0 it read, flagged.
+    assert_eq!(rows[5].counter, "SQ_WAVES");
+    assert_eq!(rows[5].estimate.estimate, Some(0.0));
+    assert!(pmc_dxg::hygiene::unconfirmed_zero(&rows[5].estimate));
+    assert_eq!(rows[5].estimate.discarded, [(0, Discard::SqZero)]);
     fill_records(&mut t, &eval, &rows);
-    assert_eq!(t.counters.len(), 4, "one record per value with an estimate");
+    assert_eq!(t.counters.len(), 5, "one record per value with an estimate");
+    assert_eq!((t.counters[4].dispatch_id, t.counters[4].value), (3, 0.0));
     let first = &t.counters[0];
     assert_eq!(
         (first.dispatch_id, first.correlation_id, first.value),
@@ -434,7 +449,12 @@ fn what_cannot_be_decoded_is_a_problem_and_all_zero_reads_are_noticed() {
         grbm_count: 0,
         grbm_gui_active: 0,
     };
-    let (mut t, _) = trace(&plan, &[zero(), zero(), zero()]);
+    let (mut t, layout) = trace(&plan, &[zero(), zero(), zero()]);
+    // Zeros with the proof word: the packets ran, so this is no gate's signature.
+    assert!(!all_zero(&[&evaluate(&t, &plan, &defs)]));
+    for s in &mut t.counter_samples {
+        s.output = dropped(&layout);
+    }
     t.counter_samples[1].output.truncate(8);
     t.counter_samples[2].header.agent_node_id = 9;
     let eval = evaluate(&t, &plan, &defs);
@@ -455,6 +475,21 @@ fn what_cannot_be_decoded_is_a_problem_and_all_zero_reads_are_noticed() {
     );
     assert!(eval.problems[1].to_string().contains("GPU node 9"));
     assert!(all_zero(&[&eval]), "the vendor-packet gate's signature");
+    // A log of a tool that wrote no proof: all-zero values are all there is to go by.
+    let (mut old, _) = trace(&plan, &[zero()]);
+    old.docs.counter_setups[0].proof = false;
+    assert!(all_zero(&[&evaluate(&old, &plan, &defs)]));
+    let (mut old, _) = trace(
+        &plan,
+        &[Reads {
+            sq_waves: 3,
+            grbm_count: 0,
+            grbm_gui_active: 0,
+        }],
+    );
+    old.docs.counter_setups[0].proof = false;
+    old.counter_samples[0].output[layout.proof_offset.unwrap()..].fill(0);
+    assert!(!all_zero(&[&evaluate(&old, &plan, &defs)]));
 
     // Without samples there is nothing to evaluate.
     t.counter_samples.clear();

@@ -5,6 +5,7 @@ use pmc_dxg::defs::{AgentCounters, BUILT_IN_YAML, Definitions};
 use pmc_dxg::expr::{Dim, Input};
 use pmc_dxg::hygiene::{
     CounterPrograms, Discard, DispatchFacts, Outcome, SQ_WAVES, contaminated, estimate,
+    unconfirmed_zero,
 };
 use pmc_dxg::pm4::{CounterValues, Instance};
 use pmc_dxg::{Block, Error};
@@ -174,7 +175,7 @@ fn an_sq_zero_discards_what_depends_on_sq_waves() {
         values(&got),
         [
             ("Wavefronts", Err(Discard::SqZero)),
-            ("VALUInsts", Err(Discard::SqZero)),
+            ("VALUInsts", Err(Discard::SqZeroInput)),
             ("GPU_UTIL", Ok(75.0)),
             ("MeanOccupancyPerActiveCU", Ok(1.0)),
         ]
@@ -308,11 +309,20 @@ proptest! {
             prop_assert_eq!(e.estimate, Some(0.0));
             prop_assert_eq!(e.runs_used, usable.len());
             prop_assert_eq!(e.spread_percent, None);
+        } else if samples.iter().all(|s| *s == Err(Discard::SqZero)) && !samples.is_empty() {
+            // Nothing usable but zeros read with SQ_WAVES: that 0, unconfirmed.
+            prop_assert_eq!(e.estimate, Some(0.0));
+            prop_assert!(unconfirmed_zero(&e));
+            prop_assert_eq!(e.runs_used, 0);
         } else {
             prop_assert_eq!(e.estimate, None);
             prop_assert_eq!((e.min, e.max, e.spread_percent), (None, None, None));
             prop_assert_eq!(e.runs_used, 0);
         }
+        prop_assert_eq!(
+            unconfirmed_zero(&e),
+            !samples.is_empty() && samples.iter().all(|s| *s == Err(Discard::SqZero))
+        );
         prop_assert!(e.spread_percent.is_none_or(|s| s >= 0.0));
         prop_assert!(!contaminated(&e) || e.runs_used >= 2);
     }
@@ -346,12 +356,17 @@ proptest! {
     }
 
     #[test]
-    fn every_run_discarded_gives_no_estimate(
+    fn every_run_discarded_gives_no_estimate_but_an_sq_zero_read_in_each(
         kinds in prop::collection::vec(prop::sample::select(Discard::ALL.to_vec()), 1..8),
     ) {
         let samples: Vec<Result<f64, Discard>> = kinds.iter().copied().map(Err).collect();
         let e = estimate(&samples);
-        prop_assert_eq!(e.estimate, None);
+        if kinds.iter().all(|k| *k == Discard::SqZero) {
+            prop_assert_eq!((e.estimate, e.min, e.max), (Some(0.0), Some(0.0), Some(0.0)));
+            prop_assert!(unconfirmed_zero(&e));
+        } else {
+            prop_assert_eq!(e.estimate, None);
+        }
         prop_assert_eq!(e.runs_used, 0);
         prop_assert_eq!(e.discarded.len(), kinds.len());
         prop_assert!(!contaminated(&e));

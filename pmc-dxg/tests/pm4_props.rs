@@ -138,15 +138,39 @@ fn check_buffers(case: &Case, buffers: &PassBuffers) -> Result<(), TestCaseError
     }
     prop_assert!(buffers.command_bytes >= end && buffers.command_bytes.is_multiple_of(256));
     prop_assert!(buffers.command_bytes < end + 256);
-    // Every buffer is whole type-3 packets of the opcodes the builder uses.
+    // Every buffer is whole type-3 packets of the opcodes the builder uses; the start ends
+    // with the proof: one WRITE_DATA of the proof word into the output's last slot.
     for buffer in [&buffers.start, &buffers.stop, &buffers.read] {
-        for (op, _) in packets(buffer).map_err(TestCaseError::fail)? {
+        let parsed = packets(buffer).map_err(TestCaseError::fail)?;
+        for (k, (op, body)) in parsed.iter().enumerate() {
+            if *op == 0x37 {
+                prop_assert!(std::ptr::eq(buffer, &buffers.start) && k == parsed.len() - 1);
+                let at = case.out + 8 * samples as u64;
+                prop_assert_eq!(
+                    body.to_vec(),
+                    vec![
+                        5 << 8 | 1 << 20,
+                        at as u32,
+                        (at >> 32) as u32,
+                        pmc_dxg::pm4::PROOF_WORD
+                    ]
+                );
+                prop_assert_eq!(buffers.proof_offset, Some(8 * samples));
+                continue;
+            }
             prop_assert!(
-                [0x79, 0x76, 0x46, 0x40, 0x58].contains(&op),
+                [0x79, 0x76, 0x46, 0x40, 0x58].contains(op),
                 "opcode {op:#x}"
             );
         }
     }
+    prop_assert_eq!(
+        packets(&buffers.start)
+            .map_err(TestCaseError::fail)?
+            .last()
+            .map(|p| p.0),
+        Some(0x37)
+    );
     // The read: every COPY_DATA lands inside the output buffer, once each; ACQUIRE_MEM last.
     let read = packets(&buffers.read).map_err(TestCaseError::fail)?;
     let mut destinations = HashSet::new();

@@ -68,7 +68,29 @@ enum Req {
     Grbm(u32, u32),
 }
 
+/// aqlprofile's start sequence, then the proof: WRITE_DATA (DST_SEL 5, WR_CONFIRM) of
+/// 0x5EEDCAFE into the output's slot after the samples (`OUT` + 8 × samples on the 890M).
 fn expected_start(requests: &[Req]) -> Vec<u32> {
+    let samples: u64 = requests
+        .iter()
+        .map(|r| match r {
+            Req::Sq(..) => INDICES_890M.len() as u64,
+            Req::Grbm(..) => 1,
+        })
+        .sum();
+    let mut dwords = aqlprofile_start(requests);
+    let proof = OUT + 8 * samples;
+    dwords.extend([
+        0xC003_3700,
+        0x10_0500,
+        proof as u32,
+        (proof >> 32) as u32,
+        0x5EED_CAFE,
+    ]);
+    dwords
+}
+
+fn aqlprofile_start(requests: &[Req]) -> Vec<u32> {
     let mut dwords = wait_idle();
     dwords.extend(broadcast());
     dwords.extend(uconfig(0x1808, 0));
@@ -185,7 +207,15 @@ fn sq_waves_is_exactly_the_verified_sequence() {
         0xC0017900, 0x1808, 0x1, //
         0xC0004600, 0x407,
     ];
-    assert_dwords("start", &buffers.start, &start);
+    // aqlprofile's sequence, exactly, then this project's proof of execution: WRITE_DATA of
+    // 0x5EEDCAFE into the slot after the 8 samples (OUT + 64).
+    assert_dwords("start", &buffers.start[..34], &start);
+    assert_dwords(
+        "start's proof",
+        &buffers.start[34..],
+        &[0xC0033700, 0x100500, 0x34567908, 0x7F12, 0x5EEDCAFE],
+    );
+    assert_eq!(buffers.proof_offset, Some(64));
     assert_dwords("stop", &buffers.stop, &STOP);
     // Read: sample + broadcast + flush, the counter's broadcast, 8 × (index, COPY LO),
     // broadcast, ACQUIRE_MEM over 64 data bytes at OUT (S = ((0xC8 + 64) >> 8) + 1 − 0 = 2).
@@ -237,7 +267,7 @@ fn four_counter_set_follows_the_rules() {
     assert_dwords("read", &buffers.read, &expected_read(&requests, OUT));
     assert_eq!(
         (buffers.start.len(), buffers.read.len(), buffers.stop.len()),
-        (55, 205, 8)
+        (60, 205, 8)
     );
     // 8 + 8 × 18 samples; SQ_WAVES at 0–56, SQ_BUSY_CYCLES at 64–120, GRBM at 128 and 136.
     assert_eq!(buffers.output_bytes, 152);
@@ -398,7 +428,7 @@ fn the_aql_packets_carry_the_buffers() {
         u32::from_le_bytes(packet[4 * i..4 * i + 4].try_into().unwrap())
     };
     for (packet, header, offset, dwords) in [
-        (&packets.start, 0x0000_u16, 1024_u64, 55_u32),
+        (&packets.start, 0x0000_u16, 1024_u64, 60_u32),
         (&packets.stop, 0x0100, 1280, 8),
         (&packets.read, 0x0100, 0, 205),
     ] {

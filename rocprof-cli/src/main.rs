@@ -125,6 +125,8 @@ struct MergeArgs {
 
 use input::LogLevel;
 
+/// `tracing` output (the libraries' diagnostics) only under `--log-level`: by default every
+/// line rocprof prints is a notice, rendered as `rocprof: <level>: …`.
 fn init_logging(level: Option<LogLevel>, default: &str) {
     use tracing_subscriber::EnvFilter;
     let filter = match level {
@@ -160,11 +162,11 @@ fn run(args: Vec<OsString>) -> Result<ExitCode> {
                 avail::run(&a)
             }
             Command::Convert(a) => {
-                init_logging(cli.log_level, "warn");
+                init_logging(cli.log_level, "off");
                 convert::run(&a)
             }
             Command::Merge(a) => {
-                init_logging(cli.log_level, "warn");
+                init_logging(cli.log_level, "off");
                 convert::merge(&a.inputs, &a.output)
             }
             Command::Doctor(a) => {
@@ -172,11 +174,11 @@ fn run(args: Vec<OsString>) -> Result<ExitCode> {
                 doctor::run(&a)
             }
             Command::Analyze(a) => {
-                init_logging(cli.log_level, "warn");
+                init_logging(cli.log_level, "off");
                 analyze::run(&a)
             }
             Command::Diff(a) => {
-                init_logging(cli.log_level, "warn");
+                init_logging(cli.log_level, "off");
                 diff::run(&a)
             }
         }
@@ -214,7 +216,7 @@ fn run(args: Vec<OsString>) -> Result<ExitCode> {
                 return Ok(code);
             }
         } else {
-            init_logging(cli.log_level, "warn");
+            init_logging(cli.log_level, "off");
         }
         if matches!(cli.log_level, Some(LogLevel::Config)) {
             eprintln!("rocprof: config: {:#?}", cli.run);

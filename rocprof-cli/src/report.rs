@@ -26,7 +26,6 @@ fn prefix(level: Level) -> &'static str {
         Level::Error => "error: ",
         Level::Warning => "warning: ",
         Level::Note => "note: ",
-        Level::Counters => "counters: ",
         Level::Info => "",
         Level::Echo => "echo: ",
     }

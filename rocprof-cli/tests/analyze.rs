@@ -336,7 +336,7 @@ fn a_kept_record_directory_is_analysed_with_its_read_backs() {
             .unwrap()
     };
     assert_eq!(waves(1), 8192.0);
-    assert_eq!(waves(2), 199_397.0);
+    assert_eq!(waves(2), 22_302.0);
     assert!(kept[0].is_dir(), "analyze only reads a record directory");
 }
 

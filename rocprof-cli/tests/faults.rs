@@ -234,8 +234,8 @@ fn unreadable_times_lose_only_their_records() {
 
 #[test]
 fn the_loss_line_parser_reads_counts_and_causes() {
-    let said = "rocprof: lost 16 records (copy-untraced): they were ...\n\
-                rocprof: lost 1 record (dispatch-time): they were ...\n";
+    let said = "rocprof: warning: lost 16 records (copy-untraced): they were ...\n\
+                rocprof: warning: lost 1 record (dispatch-time): they were ...\n";
     assert_eq!(reported_loss(said, "copy-untraced"), Some(16));
     assert_eq!(reported_loss(said, "dispatch-time"), Some(1));
     assert_eq!(reported_loss(said, "unfinished"), None);

@@ -369,3 +369,56 @@ fn the_profiler_refuses_to_enumerate_after_the_late_attach_marker() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The seed's double load in run mode: `LD_PRELOAD` of the thunk by absolute path makes the
+/// loader map a second copy for the runtime's and the profiler's `librocdxg.so`. The tool sees
+/// both in the loader's list and says so in the application at start (once); after the run
+/// `rocprof` names both paths, the `LD_PRELOAD` entry that caused it and the fix. Preloading
+/// by bare name maps one copy and says nothing.
+#[test]
+fn a_thunk_preloaded_by_path_is_said_in_run_mode_with_both_copies_and_the_fix() {
+    let tmp = scratch("mismatched-pair", "double-load");
+    let copy = tmp.join("librocdxg.so.1.2.0");
+    std::fs::copy(exe_dir().join("sim/lib/librocdxg.so.1.2.0"), &copy).unwrap();
+    let run = |tag: &str, preload: &str| -> Output {
+        let dir = tmp.join(tag);
+        rocprof(&tmp)
+            .env("LD_PRELOAD", preload)
+            .env("WSLSIM_SEED", "5")
+            .args(["--sim", "--kernel-trace", "-d"])
+            .arg(&dir)
+            .args(["-o", "run", "--"])
+            .arg(reference_workload())
+            .output()
+            .unwrap()
+    };
+    let by_path = run("by-path", copy.to_str().unwrap());
+    let err = stderr(&by_path);
+    let in_app: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("rocprof-tool: warning: 2 copies of librocdxg.so"))
+        .collect();
+    assert_eq!(in_app.len(), 1, "one warning in the application:\n{err}");
+    let after: Vec<&str> = err
+        .lines()
+        .filter(|l| {
+            l.starts_with("rocprof: warning: process") && l.contains("2 copies of librocdxg.so")
+        })
+        .collect();
+    assert_eq!(after.len(), 1, "one line after the run:\n{err}");
+    let line = after[0];
+    for needed in [
+        copy.to_str().unwrap(),
+        "sim/lib/librocdxg.so",
+        &format!("LD_PRELOAD={} caused it", copy.display()),
+        "preload it by bare name (LD_PRELOAD=librocdxg.so) or not at all",
+    ] {
+        assert!(line.contains(needed), "{needed:?} missing from {line}");
+    }
+    assert_no_tracing(&err);
+
+    let by_name = run("by-name", "librocdxg.so");
+    let err = stderr(&by_name);
+    assert!(by_name.status.success(), "{err}");
+    assert!(!err.contains("copies of"), "{err}");
+}

@@ -39,7 +39,7 @@ const BY_ID: [&str; 4] = [
 /// waves, which also fill GRBM_GUI_ACTIVE up to GRBM_COUNT and add SQ busy cycles.
 const SEED5: [[u64; 4]; 8] = [
     [219_301, 216_401, 1_638_400, 8_192],
-    [219_301, 219_301, 1_754_408, 199_397],
+    [219_301, 219_301, 1_754_408, 22_302],
     [219_301, 216_401, 1_638_400, 8_192],
     [219_301, 216_401, 1_638_400, 8_192],
     [219_301, 219_301, 1_754_408, 47_267],
@@ -224,7 +224,7 @@ fn one_group_is_one_pass_with_a_row_per_dispatch_and_counter() {
     }
     let err = r.stderr();
     assert!(
-        err.contains("rocprof: counters: 32 dispatch-counter values estimated from 1 run\n"),
+        err.contains("rocprof: note: 32 dispatch-counter values estimated from 1 run\n"),
         "{err}"
     );
     assert!(!err.contains("warning"), "{err}");
@@ -459,7 +459,7 @@ fn repeats_keep_the_smallest_value_of_all_runs() {
     );
     let err = r.stderr();
     assert!(
-        err.contains("rocprof: counters: 1 dispatch-counter value estimated from 10 runs\n"),
+        err.contains("rocprof: note: 1 dispatch-counter value estimated from 10 runs\n"),
         "{err}"
     );
     // Any contamination is a burst of thousands of waves: far above the 5 % warning.
@@ -628,20 +628,20 @@ fn a_grbm_zero_burst_drops_grbm_values_and_a_warmup_discard_drops_all() {
     let n = flagged.len();
     assert!(
         err.contains(&format!(
-            "rocprof: counters: 16 dispatch-counter values from 1 run: {} estimated, {n} with no \
+            "rocprof: note: 16 dispatch-counter values from 1 run: {} estimated, {n} with no \
              usable run",
             16 - n
         )),
         "{err}"
     );
     assert!(
-        err.contains(&format!("rocprof: counters: {n} zero read"))
+        err.contains(&format!("rocprof: note: {n} zero read"))
             && err.contains(&format!("({n} grbm-zero: ")),
         "{err}"
     );
     let advice = err
         .lines()
-        .find(|l| l.starts_with("rocprof: counters: GRBM counters read 0"))
+        .find(|l| l.starts_with("rocprof: warning: GRBM counters read 0"))
         .unwrap_or_else(|| panic!("no GRBM advice: {err}"));
     assert!(advice.contains("--pmc-discard-warmup 300"), "{advice}");
 
@@ -705,7 +705,7 @@ fn a_grbm_zero_burst_drops_grbm_values_and_a_warmup_discard_drops_all() {
     let err = w.stderr();
     assert!(
         err.contains(&format!(
-            "rocprof: counters: other runs set aside ({warm} warmup: "
+            "rocprof: note: other runs set aside ({warm} warmup: "
         )),
         "{err}"
     );
@@ -746,11 +746,14 @@ fn a_closed_vendor_packet_gate_is_warned_about_before_and_explained_after() {
     };
     let before = at("rocprof: warning: WSLKMT_VENDOR_PACKET=0");
     let ran = at("vector-add: grid=262144");
-    let after = at("every hardware counter read 0");
+    let after = at("rocprof: warning: the counter packets did not run on any counted dispatch");
     assert!(before < ran && ran < after, "{both}");
     let after_line = &both[after..];
     let after_line = after_line.lines().next().unwrap();
-    assert!(after_line.contains("WSLKMT_VENDOR_PACKET"), "{after_line}");
+    assert!(
+        after_line.contains("WSLKMT_VENDOR_PACKET was 0 in the application's environment"),
+        "the value the application saw, as the tool recorded it: {after_line}"
+    );
     assert!(!both.contains("dispatch-counter value"), "{both}");
 
     assert_eq!(
@@ -951,7 +954,7 @@ fn kernel_filters_choose_the_counted_dispatches() {
     );
     assert!(excluded.rows_in("", "counter_hygiene").is_empty());
     assert!(
-        !excluded.stderr().contains("rocprof: counters:"),
+        !excluded.stderr().contains("dispatch-counter value"),
         "{}",
         excluded.stderr()
     );
@@ -996,4 +999,71 @@ fn a_suggested_split_keeps_derived_counters() {
         "{}",
         r.stderr()
     );
+}
+
+/// Seed 678's one dispatch reads SQ_WAVES 0 although its counter packets ran (an isolated SQ
+/// zero of the simulated GPU): the proof word the start packet writes is in the read-back, so
+/// rocprof writes the row with its 0, flags it sq-zero in counter_hygiene.csv and advises a
+/// repeat — never the vendor-packet gate's explanation.
+#[test]
+fn an_isolated_zero_with_the_proof_word_is_a_flagged_row_not_the_gate() {
+    let tmp = scratch("pmc", "seed-678");
+    let dir = tmp.join("out");
+    let out = rocprof(&tmp)
+        .env_remove("ROCPROFILER_METRICS_PATH")
+        .env_remove("WSLKMT_VENDOR_PACKET")
+        .env("WSLSIM_SEED", "678")
+        .args(["--sim", "--pmc", "SQ_WAVES", "-d"])
+        .arg(&dir)
+        .args(["-o", "run", "--"])
+        .arg(workload("vector-add"))
+        .args(["1048576", "256"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("did not run"), "no gate explanation: {err}");
+    assert!(!err.contains("WSLKMT_VENDOR_PACKET"), "{err}");
+    let rows = read_rows(&dir.join("run_counter_collection.csv")).unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}\n{err}");
+    assert_eq!(rows[0]["Counter_Name"], "SQ_WAVES");
+    assert_eq!(rows[0]["Counter_Value"].parse::<f64>().unwrap(), 0.0);
+    let hygiene = read_rows(&dir.join("run_counter_hygiene.csv")).unwrap();
+    assert_eq!(hygiene.len(), 1, "{hygiene:?}");
+    assert_eq!(hygiene[0]["Discarded"], "run 1: sq-zero");
+    assert_eq!(hygiene[0]["Estimate"].parse::<f64>().unwrap(), 0.0);
+    assert!(
+        err.contains("rocprof: warning: 1 value written as 0 (flagged sq-zero")
+            && err.contains("--pmc-repeat"),
+        "{err}"
+    );
+}
+
+/// One voice: a discovery setting that is wrong (the CLI discovers the GPUs for the counter
+/// plan) is said once, as `rocprof: warning: …`, never as a `tracing` line (` WARN …`), which
+/// appears only under `--log-level`.
+#[test]
+fn a_setting_problem_is_one_warning_in_rocprofs_voice() {
+    let r = profile(
+        "force-gfx",
+        &["--pmc", "SQ_WAVES"],
+        "vector-add",
+        &[SEED, ("ROCPROFILER_FORCE_GFX", "gfxZZ")],
+    );
+    let err = r.stderr();
+    assert!(r.out.status.success(), "{err}");
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("ROCPROFILER_FORCE_GFX"))
+        .collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(said[0].starts_with("rocprof: warning: "), "{err}");
+    assert_no_tracing(&err);
+    for line in err.lines().filter(|l| l.starts_with("rocprof: ")) {
+        let rest = &line["rocprof: ".len()..];
+        assert!(
+            !rest.starts_with("counters:") && !rest.starts_with("warning ("),
+            "a second voice: {line}"
+        );
+    }
 }

@@ -15,8 +15,9 @@ pub const SCHEMA: &str = "rocprof-selftest/1";
 pub const DEFAULT_RUNTIME: &str = "libhsa-runtime64.so.1";
 
 /// The value the marker packet (a PM4 `WRITE_DATA` in a vendor PM4-IB packet) writes (the
-/// program's; `rocprof` reads only the verdict).
-pub const MARKER_VALUE: u32 = 0x5EED_CAFE;
+/// program's; `rocprof` reads only the verdict): the word every counter pass's start packet
+/// writes as its proof of execution.
+pub const MARKER_VALUE: u32 = pmc_dxg::pm4::PROOF_WORD;
 
 /// What the self-test is asked to do.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -404,6 +404,9 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
             report.notice(Finding::Explanation { text: p }.into());
         }
     }
+    for (load, pids) in crate::findings::double_loads(&traces) {
+        report.notice(Finding::DoubleLoad { load, pids }.into());
+    }
     for text in crate::findings::after_run(&traces) {
         report.notice(Finding::AfterRun { text }.into());
     }
@@ -587,10 +590,15 @@ pub(crate) fn counter_values(
     let every: Vec<&pmc_dxg::collection::Evaluation> =
         evals.iter().chain(others.iter().flatten()).collect();
     if pmc_dxg::collection::all_zero(&every) {
-        let gate = std::env::var("WSLKMT_VENDOR_PACKET")
-            .ok()
-            .filter(|v| v != "1");
-        report.notice(CounterNotice::AllZero { gate }.into());
+        // The value the application saw; a process that did not record it says nothing.
+        let vendor_packet = traces
+            .iter()
+            .chain(other_runs.iter().flatten())
+            .filter_map(|t| t.docs.discovery.as_ref())
+            .map(|d| d.vendor_packet.clone())
+            .find(|v| *v != trace_records::docs::EnvValue::NotRecorded)
+            .unwrap_or_default();
+        report.notice(CounterNotice::PacketsNotRun { vendor_packet }.into());
         traces.iter_mut().for_each(|t| t.counters.clear());
         return Vec::new();
     }

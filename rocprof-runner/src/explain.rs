@@ -103,7 +103,7 @@ pub fn untraced_pids(dir: &Path) -> Untraced {
 /// The warning for an `untraced.pids` longer than [`UNTRACED_READ_LIMIT`].
 fn untraced_capped(size: u64) -> String {
     format!(
-        "warning: the record directory's {} holds {size} bytes, more than the {UNTRACED_READ_LIMIT} bytes that list every possible process id; only the first {UNTRACED_READ_LIMIT} bytes were read (the file was not written by rocprof alone)",
+        "the record directory's {} holds {size} bytes, more than the {UNTRACED_READ_LIMIT} bytes that list every possible process id; only the first {UNTRACED_READ_LIMIT} bytes were read (the file was not written by rocprof alone)",
         trace_records::env::UNTRACED_PIDS
     )
 }
@@ -183,12 +183,11 @@ pub fn explain_with(
     }
     if logs.is_empty() && !untraced.is_empty() {
         let n = untraced.len();
-        let which = if n == 1 {
-            "the application's process".to_owned()
+        out.push(if n == 1 {
+            "nothing was recorded: the profiler ran in the application's process, but it loaded no ROCm runtime (libhsa-runtime64 or libamdhip64), so it did not use an AMD GPU through ROCm".to_owned()
         } else {
-            format!("any of the application's {n} processes")
-        };
-        out.push(format!("nothing was recorded: the profiler ran in {which}, but none loaded a ROCm runtime (libhsa-runtime64 or libamdhip64), so nothing used an AMD GPU through ROCm"));
+            format!("nothing was recorded: the profiler ran in each of the application's {n} processes, but none of them loaded a ROCm runtime (libhsa-runtime64 or libamdhip64), so none used an AMD GPU through ROCm")
+        });
         return out;
     }
     if logs.is_empty() {
@@ -201,8 +200,10 @@ pub fn explain_with(
     let unreadable = logs.len().saturating_sub(traces.len());
     if unreadable > 0 {
         out.push(format!(
-            "{unreadable} of {} record log(s) could not be read (the reason is above); what those processes recorded is missing because of that, not because of the runtime",
-            logs.len()
+            "{unreadable} of {} record {} could not be read (the reason is above); what {} recorded is missing because of that, not because of the runtime",
+            logs.len(),
+            if logs.len() == 1 { "log" } else { "logs" },
+            if unreadable == 1 { "its process" } else { "those processes" }
         ));
         if traces.is_empty() {
             return out;
@@ -578,8 +579,8 @@ mod tests {
         let out = explain_with(&sys(), &OK, &[], &[], &vec![7, 8].into(), |_| None);
         assert_eq!(out.len(), 1, "{out:?}");
         assert!(
-            out[0].contains("any of the application's 2 processes")
-                && out[0].contains("none loaded a ROCm runtime"),
+            out[0].contains("each of the application's 2 processes, but none of them loaded")
+                && out[0].contains("loaded a ROCm runtime"),
             "{out:?}"
         );
     }
@@ -590,7 +591,7 @@ mod tests {
         let out = explain_with(&sys(), &OK, &[], &two[..1], &none(), |_| None);
         assert_eq!(out.len(), 1, "{out:?}");
         assert!(
-            out[0].starts_with("1 of 1 record log(s) could not be read"),
+            out[0].starts_with("1 of 1 record log could not be read"),
             "{out:?}"
         );
         let out = explain_with(&sys(), &OK, &[trace(&[WSL])], &two, &none(), |_| None);
@@ -734,9 +735,7 @@ mod tests {
         assert_eq!(u.capped, Some(1 << 30));
         let out = explain_with(&sys(), &OK, &[], &[], &u, |_| None);
         assert!(
-            out[0].starts_with(
-                "warning: the record directory's untraced.pids holds 1073741824 bytes"
-            ),
+            out[0].starts_with("the record directory's untraced.pids holds 1073741824 bytes"),
             "{out:?}"
         );
         assert!(

@@ -36,10 +36,30 @@ pub fn after_run(traces: &[ProcessTrace]) -> Vec<String> {
     for (message, mut pids) in warnings {
         pids.sort_unstable();
         pids.dedup();
-        out.push(format!("warning ({}): {message}", processes(&pids)));
+        out.push(format!("{}: {message}", processes(&pids)));
     }
     out.extend(loss_lines(traces));
     out
+}
+
+/// Every library mapped more than once, once with the processes it happened in (sorted).
+pub fn double_loads(traces: &[ProcessTrace]) -> Vec<(trace_records::docs::DoubleLoad, Vec<u32>)> {
+    let mut seen: Vec<(trace_records::docs::DoubleLoad, Vec<u32>)> = Vec::new();
+    for t in traces {
+        for d in &t.docs.double_loads {
+            match seen.iter_mut().find(|(s, _)| s == d) {
+                Some((_, pids)) => pids.push(t.pid),
+                None => seen.push((d.clone(), vec![t.pid])),
+            }
+        }
+    }
+    seen.into_iter()
+        .map(|(load, mut pids)| {
+            pids.sort_unstable();
+            pids.dedup();
+            (load, pids)
+        })
+        .collect()
 }
 
 /// What a process's strings that were cut to fit its log were: how many, and the longest.
@@ -161,15 +181,12 @@ mod tests {
         assert_eq!(
             lines,
             vec![
-                "warning (processes 10 and 11): GPU node 2 cannot be profiled",
-                "warning (process 12): other"
+                "processes 10 and 11: GPU node 2 cannot be profiled",
+                "process 12: other"
             ]
         );
         let many: Vec<ProcessTrace> = (0..7).map(|p| trace(p, Some("w"), &[])).collect();
-        assert_eq!(
-            after_run(&many),
-            vec!["warning (processes 0, 1 and 5 others): w"]
-        );
+        assert_eq!(after_run(&many), vec!["processes 0, 1 and 5 others: w"]);
     }
 
     #[test]
@@ -191,14 +208,14 @@ mod tests {
         assert_eq!(
             lines,
             vec![format!(
-                "warning (process 5): a ROCTx marker message of 1048576 bytes was longer than one record-log entry holds and was cut to its first {MAX_CUT_STRING} bytes in every output"
+                "process 5: a ROCTx marker message of 1048576 bytes was longer than one record-log entry holds and was cut to its first {MAX_CUT_STRING} bytes in every output"
             )]
         );
         t.cut_strings.insert(4, 75_000);
         t.cut_strings.insert(6, 70 * 1024);
         let lines = after_run(&[t]);
         assert!(
-            lines[0].starts_with("warning (process 5): 3 strings were longer")
+            lines[0].starts_with("process 5: 3 strings were longer")
                 && lines[0].ends_with("the longest, a ROCTx marker message, had 1048576 bytes"),
             "{lines:?}"
         );

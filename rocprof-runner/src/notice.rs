@@ -36,8 +36,6 @@ pub enum Level {
     Warning,
     /// Something worth knowing (`rocprof: note: `).
     Note,
-    /// About the hardware counters (`rocprof: counters: `).
-    Counters,
     /// What was done, or where things are (`rocprof: `).
     Info,
     /// `--echo`: what the application is started with (`rocprof: echo: `).
@@ -469,10 +467,12 @@ pub enum CounterNotice {
         /// The dispatches.
         ids: Vec<u64>,
     },
-    /// Every counter read 0 on dispatches that ran.
-    AllZero {
-        /// `WSLKMT_VENDOR_PACKET` when it was set to something other than 1.
-        gate: Option<String>,
+    /// On no counted dispatch that ran did the counter packets run: the proof word the start
+    /// packet writes is missing from every read-back (in a log without the proof: every value
+    /// read 0).
+    PacketsNotRun {
+        /// `WSLKMT_VENDOR_PACKET` as the application saw it (the tool records it).
+        vendor_packet: trace_records::docs::EnvValue,
     },
     /// What the counter-hygiene report over every process has to say.
     Hygiene {
@@ -550,12 +550,13 @@ impl CounterNotice {
         match self {
             Self::NoValues { .. }
             | Self::Evaluation { .. }
-            | Self::AllZero { .. }
+            | Self::PacketsNotRun { .. }
             | Self::NothingSelected { .. }
             | Self::Lacking { .. }
             | Self::NoneCollected { .. } => Level::Warning,
             Self::Merged { .. } => Level::Note,
-            _ => Level::Counters,
+            Self::Hygiene { note } if !note.is_warning() => Level::Note,
+            Self::Hygiene { .. } | Self::Overlapped { .. } | Self::GrbmBurst => Level::Warning,
         }
     }
 }
@@ -688,25 +689,38 @@ impl fmt::Display for CounterNotice {
             }
             Self::Evaluation { problem } => f.write_str(problem),
             Self::Overlapped { pid, ids } => {
-                write!(f, "warning (process {pid}): {}", counted_overlaps(ids))
+                write!(f, "process {pid}: {}", counted_overlaps(ids))
             }
-            Self::AllZero { gate } => {
-                let why = match gate {
-                    Some(v) => format!(
-                        "WSLKMT_VENDOR_PACKET was {v} in the application's environment, so the DXG thunk \
-                         dropped the counter packets without an error"
+            Self::PacketsNotRun { vendor_packet } => {
+                use trace_records::docs::EnvValue;
+                let why = match vendor_packet {
+                    EnvValue::Set(v) if v == "1" => "although WSLKMT_VENDOR_PACKET was 1 in the \
+                         application's environment: the DXG thunk reads it once, when it \
+                         initialises, so it was probably set after that, or this thunk drops \
+                         vendor packets whatever it says"
+                        .to_owned(),
+                    EnvValue::Set(v) => format!(
+                        "WSLKMT_VENDOR_PACKET was {} in the application's environment, so the DXG \
+                         thunk dropped them without an error (it honours vendor packets only if \
+                         the variable is 1)",
+                        terminal_text::escape(v)
                     ),
-                    None => "the counter packets did not reach the GPU: the DXG thunk honours vendor (PM4) \
-                             packets only if WSLKMT_VENDOR_PACKET=1 when it loads"
-                        .into(),
+                    EnvValue::Unset => "WSLKMT_VENDOR_PACKET was unset in the application's \
+                         environment, so the DXG thunk dropped them without an error (it honours \
+                         vendor packets only if the variable is 1)"
+                        .to_owned(),
+                    EnvValue::NotRecorded => "the DXG thunk honours vendor (PM4) packets only if \
+                         WSLKMT_VENDOR_PACKET=1 when it loads"
+                        .to_owned(),
                 };
                 write!(
                     f,
-                    "every hardware counter read 0 on dispatches that ran: {why}. No counter values are \
-                     written (they would all be 0); run again with WSLKMT_VENDOR_PACKET=1 (or unset)"
+                    "the counter packets did not run on any counted dispatch (no read-back holds \
+                     the word their start packet writes): {why}. No counter values are written \
+                     (there are none); run again with WSLKMT_VENDOR_PACKET=1 (or unset)"
                 )
             }
-            Self::Hygiene { note } => f.write_str(&note.line()),
+            Self::Hygiene { note } => write!(f, "{note}"),
             Self::Merged { pass, repeated } => merged_text(f, *pass, repeated),
             Self::NothingSelected {
                 include,
@@ -736,15 +750,24 @@ impl fmt::Display for CounterNotice {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Finding {
-    /// Why something asked for is missing ([`crate::explain`]).
+    /// Why something asked for is missing ([`crate::explain`]): a warning.
     Explanation {
-        /// The paragraph (it starts with its own `warning: ` or `note: `).
+        /// The paragraph.
         text: String,
     },
-    /// The tool's warnings and the losses per cause ([`crate::findings`]).
+    /// The tool's warnings (with the processes they came from) and the losses per cause
+    /// ([`crate::findings`]): a warning.
     AfterRun {
-        /// The line (it starts with its own `warning: ` or `note: `).
+        /// The line.
         text: String,
+    },
+    /// A library mapped more than once in some processes (the tool's
+    /// [`trace_records::docs::DoubleLoad`] documents): a warning.
+    DoubleLoad {
+        /// The copies, and the `LD_PRELOAD` entry that caused them.
+        load: trace_records::docs::DoubleLoad,
+        /// The processes it happened in.
+        pids: Vec<u32>,
     },
     /// A domain of a library this stack does not ship, asked for by name.
     Domain {
@@ -757,7 +780,9 @@ impl Finding {
     fn level(&self) -> Level {
         match self {
             Self::Domain { .. } => Level::Note,
-            _ => Level::Info,
+            Self::Explanation { .. } | Self::AfterRun { .. } | Self::DoubleLoad { .. } => {
+                Level::Warning
+            }
         }
     }
 }
@@ -767,6 +792,9 @@ impl fmt::Display for Finding {
         match self {
             Self::Explanation { text } | Self::AfterRun { text } | Self::Domain { text } => {
                 f.write_str(text)
+            }
+            Self::DoubleLoad { load, pids } => {
+                write!(f, "{}: {load}", crate::findings::processes(pids))
             }
         }
     }

@@ -28,8 +28,9 @@ use std::path::Path;
 use std::sync::OnceLock;
 use trace_records::OperationName;
 use trace_records::docs::{
-    AgentMapping, AgentsList, DiscoveryFacts, Document, DomainLibrary, ExitFacts, OmissionFact,
-    Runtime, RuntimeLibrary, TableReceived, ThunkFacts, WarningKind,
+    AgentMapping, AgentsList, CopiedLibrary, DiscoveryFacts, Document, DomainLibrary, DoubleLoad,
+    EnvValue, ExitFacts, OmissionFact, Runtime, RuntimeLibrary, TableReceived, ThunkFacts,
+    WarningKind,
 };
 use trace_records::log::FileHeader;
 
@@ -172,6 +173,10 @@ fn discovery_facts(d: &wsl_topology::Discovery, config: &Config) -> DiscoveryFac
             gpu_nodes: t.gpu_nodes,
         }),
         config: config.tracing,
+        vendor_packet: match std::env::var_os(wsl_topology::settings::ENV_VENDOR_PACKET) {
+            None => EnvValue::Unset,
+            Some(v) => EnvValue::Set(v.to_string_lossy().into_owned()),
+        },
     }
 }
 
@@ -192,6 +197,9 @@ fn init(config: Config) {
     }
     wrap::use_api_tracer();
     wrap::capture_arguments(config.api_arguments);
+    // Discovery has loaded the thunk (reusing the runtime's copy when there is one): a second
+    // copy is mapped by now if an LD_PRELOAD by path caused one.
+    check_double_loads();
     let agents = discovery.agents().to_vec();
     sink::emit_doc(&Document::Agents(AgentsList { agents }));
     sink::emit_doc(&Document::Discovery(discovery_facts(&discovery, &config)));
@@ -395,6 +403,8 @@ extern "C" fn at_exit() {
             );
         }
         if STATE.get().is_some() {
+            // A runtime loaded later may have brought its own copy.
+            check_double_loads();
             let (runtimes_loaded, domain_libraries_loaded) = loaded_libraries();
             sink::emit_doc(&Document::Exit(ExitFacts {
                 runtimes_loaded,
@@ -403,6 +413,84 @@ extern "C" fn at_exit() {
         }
         sink::seal_all();
     });
+}
+
+/// Says each library mapped more than once, once per process: a document for `rocprof` and
+/// one warning on the application's stderr (the run may fail before anything else is said).
+fn check_double_loads() {
+    static SAID: std::sync::Mutex<Vec<DoubleLoad>> = std::sync::Mutex::new(Vec::new());
+    let preload = std::env::var("LD_PRELOAD").unwrap_or_default();
+    for (library, paths) in mapped_copies() {
+        if paths.len() < 2 {
+            continue;
+        }
+        let d = DoubleLoad {
+            preload: preload_by_path(&preload, &paths),
+            library,
+            paths,
+        };
+        let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+        if said.contains(&d) {
+            continue;
+        }
+        sink::emit_doc(&Document::DoubleLoad(d.clone()));
+        say(&d.to_string());
+        said.push(d);
+    }
+}
+
+/// The `LD_PRELOAD` entry (colons or blanks separate them, as for glibc) that names one of
+/// `paths` by path: the same string, or the same file.
+fn preload_by_path(preload: &str, paths: &[String]) -> Option<String> {
+    let same = |a: &str, b: &str| {
+        a == b
+            || matches!(
+                (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+                (Ok(x), Ok(y)) if x == y
+            )
+    };
+    preload
+        .split([':', ' ', '\t'])
+        .filter(|e| e.contains('/'))
+        .find(|e| paths.iter().any(|p| same(e, p)))
+        .map(str::to_owned)
+}
+
+/// Every mapped copy of the thunk and of the HSA runtime, by library, from the loader's list
+/// of loaded objects (each entry is a distinct object: the loader maps one file once).
+fn mapped_copies() -> Vec<(CopiedLibrary, Vec<String>)> {
+    type Found = Vec<(CopiedLibrary, Vec<String>)>;
+    let mut found: Found = Vec::new();
+    unsafe extern "C" fn visit(
+        info: *mut libc::dl_phdr_info,
+        _: usize,
+        data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: the loader passes a valid info whose dlpi_name is null or a C string; `data`
+        // is the Vec passed below.
+        unsafe {
+            let found = &mut *data.cast::<Found>();
+            let name = (*info).dlpi_name;
+            if !name.is_null() {
+                let name = CStr::from_ptr(name).to_bytes();
+                if let Some(lib) = CopiedLibrary::of_path(name) {
+                    let path = String::from_utf8_lossy(name).into_owned();
+                    match found.iter_mut().find(|(l, _)| *l == lib) {
+                        Some((_, paths)) => {
+                            if !paths.contains(&path) {
+                                paths.push(path);
+                            }
+                        }
+                        None => found.push((lib, vec![path])),
+                    }
+                }
+            }
+        }
+        0
+    }
+    // SAFETY: the callback only reads loader data and writes `found`, which outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(visit), (&raw mut found).cast()) };
+    found
 }
 
 /// Which ROCm runtimes, and which libraries of other tracing domains, are mapped into the

@@ -299,7 +299,13 @@ fn read_record_dir(path: &Path) -> Result<Input, Error> {
     }
     let every: Vec<&pmc::Evaluation> = evaluations.iter().collect();
     if pmc::all_zero(&every) {
-        missing.push(CounterNotice::AllZero { gate: None }.to_string());
+        let vendor_packet = traces
+            .iter()
+            .filter_map(|t| t.docs.discovery.as_ref())
+            .map(|d| d.vendor_packet.clone())
+            .find(|v| *v != trace_records::docs::EnvValue::NotRecorded)
+            .unwrap_or_default();
+        missing.push(CounterNotice::PacketsNotRun { vendor_packet }.to_string());
     }
     if manifest.counters.is_some() && traces.iter().all(|t| t.counter_samples.is_empty()) {
         missing.push("counters were asked for, but no counter read-back was recorded".into());

@@ -280,6 +280,7 @@ fn synthetic() -> ProcessTrace {
         }],
         group: 0,
         output_bytes: 8,
+        proof: false,
     }));
     t.docs.add(Document::Discovery(DiscoveryFacts {
         config: TracingConfig {

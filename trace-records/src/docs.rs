@@ -26,6 +26,55 @@ pub enum Document {
     CodeObject(CodeObjectSaved),
     /// One traced dispatch's thread-trace data, saved per shader engine.
     ThreadTrace(ThreadTraceCaptured),
+    /// Several copies of one library mapped into the process (the loader's list).
+    DoubleLoad(DoubleLoad),
+}
+
+/// The libraries of which two mapped copies break a run (each copy keeps its own state).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CopiedLibrary {
+    /// The DXG thunk, `librocdxg.so`.
+    Thunk,
+    /// The HSA runtime, `libhsa-runtime64.so`.
+    Hsa,
+}
+
+impl CopiedLibrary {
+    /// Every library, with the file-name stem it is recognised by.
+    pub const ALL: [(CopiedLibrary, &'static str); 2] = [
+        (CopiedLibrary::Thunk, "librocdxg.so"),
+        (CopiedLibrary::Hsa, "libhsa-runtime64.so"),
+    ];
+
+    /// The name the runtime and the profiler ask the loader for.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            CopiedLibrary::Thunk => "librocdxg.so",
+            CopiedLibrary::Hsa => "libhsa-runtime64.so",
+        }
+    }
+
+    /// The library whose stem the final component of `path` starts with.
+    pub fn of_path(path: &[u8]) -> Option<CopiedLibrary> {
+        let name = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
+        Self::ALL
+            .into_iter()
+            .find(|(_, stem)| name.starts_with(stem.as_bytes()))
+            .map(|(lib, _)| lib)
+    }
+}
+
+/// Two or more mapped copies of one library, from the loader's list of loaded objects
+/// (`dl_iterate_phdr`), with the `LD_PRELOAD` entry that names one of them by path.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct DoubleLoad {
+    /// Which library.
+    pub library: CopiedLibrary,
+    /// Each copy's path as the loader registered it, in the loader's order.
+    pub paths: Vec<String>,
+    /// The `LD_PRELOAD` entry that preloads one of the copies by path, if one does.
+    pub preload: Option<String>,
 }
 
 /// What `rocprof` asks the tool to trace (the value of [`crate::env::THREAD_TRACE`]), checked
@@ -117,6 +166,10 @@ pub struct CounterSetup {
     /// Which of the agent's multiplexed groups this is (0 without multiplexing).
     #[serde(default)]
     pub group: u32,
+    /// Whether each pass's start packet writes the proof word into the output buffer's last
+    /// slot (absent, so `false`, in logs of tools that wrote none).
+    #[serde(default)]
+    pub proof: bool,
 }
 
 /// What `rocprof` asks the tool to count (the value of [`crate::env::COUNTERS`]): one pass's
@@ -307,6 +360,22 @@ pub struct DiscoveryFacts {
     pub thunk: Option<ThunkFacts>,
     /// What was traced.
     pub config: TracingConfig,
+    /// `WSLKMT_VENDOR_PACKET` in the application's environment once discovery had run (after
+    /// the tool's own non-overwriting `1` on WSL): what the DXG thunk read.
+    pub vendor_packet: EnvValue,
+}
+
+/// An environment variable's value as a process saw it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EnvValue {
+    /// The log does not say (a tool that did not record it).
+    #[default]
+    NotRecorded,
+    /// The variable was not set.
+    Unset,
+    /// Its value (invalid UTF-8 replaced).
+    Set(String),
 }
 
 /// The pairing of agent records with HSA agents.
@@ -494,6 +563,36 @@ pub struct ToolWarning {
     pub message: String,
 }
 
+/// What the copies mean and what to do, in the words `rocprof doctor` uses: `2 copies of
+/// librocdxg.so are mapped (A, B): … LD_PRELOAD=A …; preload it by bare name …`.
+impl std::fmt::Display for DoubleLoad {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = self.library.file_name();
+        write!(
+            f,
+            "{} copies of {name} are mapped ({}): each keeps its own state, so the HSA runtime \
+             and the profiler do not share one",
+            self.paths.len(),
+            self.paths.join(", ")
+        )?;
+        match &self.preload {
+            Some(entry) => write!(
+                f,
+                "; LD_PRELOAD={entry} caused it: glibc registers a preloaded object under the \
+                 path it was given and under its SONAME, a request for {name} matches neither, \
+                 and the loader searches the path and maps another copy; preload it by bare \
+                 name (LD_PRELOAD={name}) or not at all (put a directory holding a {name} \
+                 symlink to it first on LD_LIBRARY_PATH)"
+            ),
+            None => write!(
+                f,
+                "; the application or its libraries load {name} from more than one place \
+                 (an RPATH, a dlopen by path); keep one copy on the loader's path"
+            ),
+        }
+    }
+}
+
 /// The documents of a log, sorted by kind.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Documents {
@@ -515,6 +614,8 @@ pub struct Documents {
     pub code_objects: Vec<CodeObjectSaved>,
     /// Every traced dispatch.
     pub thread_traces: Vec<ThreadTraceCaptured>,
+    /// Libraries mapped more than once (each distinct set once).
+    pub double_loads: Vec<DoubleLoad>,
 }
 
 impl Documents {
@@ -536,6 +637,11 @@ impl Documents {
             Document::CounterSetup(c) => self.counter_setups.push(c),
             Document::CodeObject(c) => self.code_objects.push(c),
             Document::ThreadTrace(t) => self.thread_traces.push(t),
+            Document::DoubleLoad(d) => {
+                if !self.double_loads.contains(&d) {
+                    self.double_loads.push(d);
+                }
+            }
         }
     }
 

@@ -175,6 +175,7 @@ impl Counting {
                     events: g.setup_events.clone(),
                     output_bytes: kit.layout.output_bytes as u32,
                     group: group as u32,
+                    proof: kit.layout.proof_offset.is_some(),
                 })),
                 Err(why) => sink::warn(
                     WarningKind::Counters,

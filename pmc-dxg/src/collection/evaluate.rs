@@ -42,6 +42,11 @@ fn kit(
     let counters = defs.for_agent(agent);
     let events: Vec<(String, BaseEvent)> = setup.events.iter().map(BaseEvent::named).collect();
     let layout = pm4::build_pass(&Topology::of(agent)?, &events, 0, 0).ok()?;
+    let layout = if setup.proof {
+        layout
+    } else {
+        layout.without_proof()
+    };
     let names = plan.requested_by(node, group)?;
     let programs = CounterPrograms::new(&counters, names).ok()?;
     let at = plan
@@ -173,7 +178,7 @@ pub fn evaluate(trace: &ProcessTrace, plan: &CounterPlan, defs: &Definitions) ->
                 .iter()
                 .map(|k| k.map_or(Err(Discard::OtherGroup), |k| outcomes[k].value))
                 .collect(),
-            raw_zero: decoded.iter().all(|c| c.values.iter().all(|&v| v == 0)),
+            raw_zero: !pm4::packets_ran(layout, &sample.output, &decoded),
         });
     }
     out.overlapped = overlapping(&trace.dispatches, &out.dispatches);

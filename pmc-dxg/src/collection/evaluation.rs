@@ -17,7 +17,8 @@ pub struct Counted {
     pub key: DispatchKey,
     /// One outcome per requested counter, in request order.
     pub outcomes: Vec<Result<f64, Discard>>,
-    /// Whether every value its read-back holds is 0.
+    /// Whether nothing shows that its pass's packets ran ([`crate::pm4::packets_ran`]): the
+    /// proof word is missing (or, in a log without the proof, every value read back is 0).
     pub raw_zero: bool,
 }
 
@@ -87,9 +88,10 @@ pub struct Evaluation {
     pub overlapped: Vec<u64>,
 }
 
-/// Whether every value read back was zero on every dispatch that ran (and some did): what a
+/// Whether no dispatch that ran (and some did) shows that its counter packets ran: what a
 /// closed vendor-packet gate (`WSLKMT_VENDOR_PACKET=0`) looks like, since the thunk then drops
-/// the PM4 packets without an error.
+/// the PM4 packets without an error. A read-back with the proof word is never counted here,
+/// whatever its values: a zero there is a zero the hygiene rules judge.
 pub fn all_zero(evals: &[&Evaluation]) -> bool {
     let ran = || {
         evals

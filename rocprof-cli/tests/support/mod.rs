@@ -134,7 +134,23 @@ pub fn sim_run(
         .envs(env.iter().copied())
         .output()
         .unwrap();
+    if !options.iter().any(|o| o.starts_with("--log-level")) {
+        assert_no_tracing(&stderr(&out));
+    }
     Run { out, tmp, dir }
+}
+
+/// One voice: without `--log-level`, no line of `rocprof`'s is `tracing` output (` WARN `,
+/// ` ERROR `, ` INFO `); every diagnostic is a notice (`rocprof: warning: …`).
+pub fn assert_no_tracing(stderr: &str) {
+    for line in stderr.lines() {
+        assert!(
+            ![" WARN ", " ERROR ", " INFO "]
+                .iter()
+                .any(|t| line.starts_with(t.trim_start()) || line.contains(t)),
+            "a tracing line in the default output: {line:?}\n{stderr}"
+        );
+    }
 }
 
 /// The seed's reference workload (8 iterations of a kernel, with ROCTx ranges).

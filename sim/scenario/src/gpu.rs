@@ -70,6 +70,15 @@ pub struct Counters {
     /// Log-normal sigma of the burst size (the tail's weight).
     #[serde(deserialize_with = "non_negative")]
     pub contamination_sigma: f64,
+    /// Share of the foreign bursts that are small (a desktop compositor's frame rather than
+    /// another application's kernels): the seed's smallest contaminated value is 11 % above
+    /// the truth, which a burst of the big size alone never gives.
+    #[serde(deserialize_with = "probability")]
+    pub contamination_small_share: f64,
+    /// Median size of a small burst, in waves (log-normal with the same sigma, not scaled by
+    /// the window).
+    #[serde(deserialize_with = "positive")]
+    pub contamination_small_median_waves: f64,
     /// Probability that a session suffers a GRBM zero burst from its first counted dispatch,
     /// averaged over wall-clock time (the probability of one moment drifts around it).
     #[serde(deserialize_with = "probability")]
@@ -107,6 +116,8 @@ impl Default for Counters {
             contamination_median_waves: 60_000.0,
             contamination_size_exponent: 0.15,
             contamination_sigma: 0.7,
+            contamination_small_share: 0.2,
+            contamination_small_median_waves: 3_000.0,
             grbm_zero_session_probability: 0.031,
             grbm_zero_peak_probability: 0.1,
             grbm_drift_minutes: 10.0,

@@ -213,13 +213,7 @@ fn exercise(rt: &hsa::Runtime, request: &Request, agents: &[hsa::AgentInfo], out
 
     // The marker: WRITE_DATA (DST_SEL 5 memory, WR_CONFIRM) of MARKER_VALUE.
     let target = memory.addr() + MARKER_TARGET as u64;
-    let write_data = [
-        pm4::packet::packet3(0x37, 3),
-        (5 << 8) | (1 << 20),
-        target as u32,
-        (target >> 32) as u32,
-        protocol::MARKER_VALUE,
-    ];
+    let write_data = pm4::write_data(target, protocol::MARKER_VALUE);
     let bytes: Vec<u8> = write_data.iter().flat_map(|d| d.to_le_bytes()).collect();
     memory.write(0, &bytes);
 

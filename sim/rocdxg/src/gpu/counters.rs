@@ -254,6 +254,7 @@ const STREAM_SESSION: u64 = 1;
 const STREAM_CONTAMINATION: u64 = 2;
 const STREAM_SQ_ZERO: u64 = 3;
 const STREAM_DRIFT_TIME: u64 = 4;
+const STREAM_SMALL_BURSTS: u64 = 5;
 
 /// The knobs of [`Session`], sanitised from `[counters]`.
 #[derive(Clone, Debug, PartialEq)]
@@ -268,6 +269,10 @@ pub struct Knobs {
     pub contamination_size_exponent: f64,
     /// Log-normal sigma of the burst size.
     pub contamination_sigma: f64,
+    /// Share of the bursts that are small.
+    pub small_share: f64,
+    /// Median small burst, waves.
+    pub small_median: f64,
     /// Probability of a GRBM zero burst per session, averaged over wall-clock time.
     pub grbm_probability: f64,
     /// The highest probability the drift reaches.
@@ -302,6 +307,8 @@ impl Knobs {
             contamination_median: counters.contamination_median_waves.max(1.0),
             contamination_size_exponent: finite(counters.contamination_size_exponent),
             contamination_sigma: finite(counters.contamination_sigma),
+            small_share: clamp(counters.contamination_small_share),
+            small_median: counters.contamination_small_median_waves.max(1.0),
             grbm_probability: clamp(counters.grbm_zero_session_probability),
             grbm_peak_probability: clamp(counters.grbm_zero_peak_probability),
             drift_knot_s: finite(counters.grbm_drift_minutes) * 60.0,
@@ -368,6 +375,8 @@ pub struct Faults {
 pub struct Session {
     knobs: Knobs,
     contamination: Rng,
+    /// Which bursts are small (its own stream, so the other draws of a seed stay as they are).
+    small_bursts: Rng,
     sq_zero: Rng,
     burst_probability: f64,
     burst_ns: Option<u64>,
@@ -395,6 +404,7 @@ impl Session {
             .then(|| burst_duration(&knobs, &mut session_rng));
         Session {
             contamination: Rng::stream(seed, base | STREAM_CONTAMINATION),
+            small_bursts: Rng::stream(seed, base | STREAM_SMALL_BURSTS),
             sq_zero: Rng::stream(seed, base | STREAM_SQ_ZERO),
             knobs,
             burst_probability,
@@ -431,7 +441,9 @@ impl Session {
 
     /// Foreign waves landing in `window_ns` of modelled counting window: a Poisson number of
     /// bursts, each log-normal in size, both parameters from the window length
-    /// ([`Session::contamination_for`]). Never negative; zero for a clean stretch.
+    /// ([`Session::contamination_for`]); a share of them ([`Knobs::small_share`]) is small,
+    /// log-normal around [`Knobs::small_median`] whatever the window. Never negative; zero
+    /// for a clean stretch.
     pub fn foreign_waves(&mut self, window_ns: u64) -> u64 {
         let (lambda, median) = self.contamination_for(window_ns);
         let bursts = self.contamination.poisson(lambda);
@@ -446,7 +458,10 @@ impl Session {
         }
         (0..bursts)
             .map(|_| {
-                let waves = self.contamination.lognormal(median, sigma).round();
+                let mut waves = self.contamination.lognormal(median, sigma).round();
+                if self.small_bursts.chance(self.knobs.small_share) {
+                    waves = (waves * self.knobs.small_median / median).round();
+                }
                 if waves < 1.0 {
                     1
                 } else {
