@@ -7,7 +7,8 @@
 //! Each writing thread owns one [`Chunk`] at a time and fills it without locks or system calls.
 //! A background thread (`rocprof-log`, every signal blocked) does all the file work: it keeps
 //! chunks allocated ahead of the writers (`fallocate`, so a write into the mapping can never
-//! fault for lack of space), maps them with every page touched in advance, and unmaps segments
+//! fault for lack of space), maps them with every page made present and writable in advance
+//! (`MADV_POPULATE_WRITE`), and unmaps segments
 //! whose chunks are all sealed (so the process's memory stays bounded however long it runs).
 //! When the file system is full the log stops growing: [`LogFile::take`] fails, the caller
 //! counts the loss, one warning goes to the application's stderr, and growth is retried every
@@ -424,7 +425,14 @@ impl LogFile {
         if base == libc::MAP_FAILED {
             return Err(errno());
         }
-        // Touch every page now, on this thread, so writers never take the page faults.
+        // Make every page present and writable now, on this thread, so writers never take the
+        // page faults: with one `madvise(MADV_POPULATE_WRITE)` (Linux 5.14; the kernel faults
+        // the whole range in as if each page were written, without an exception per page), or,
+        // where the kernel refuses it, by touching each page.
+        // SAFETY: advises on the range just mapped; no memory is passed.
+        if unsafe { libc::madvise(base, len, libc::MADV_POPULATE_WRITE) } == 0 {
+            return Ok(base as usize);
+        }
         let page = 4096;
         for at in (0..len).step_by(page) {
             // SAFETY: `at` lies inside the mapping just created; the byte is zero (the range
