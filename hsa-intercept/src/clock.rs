@@ -8,7 +8,7 @@
 //! epoch never moves time backwards. Without an invariant TSC, `clock_gettime` is used.
 
 use std::sync::Once;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// One calibration: time = `ns0 + (tsc − tsc0) · scale`, `scale` in ns per tick as 32.32 fixed
@@ -23,15 +23,30 @@ struct Epoch {
 /// and never retries. A slot is rewritten only 256 publications (about 13 s) after it was
 /// published, far longer than any reader holds an index.
 const RING: usize = 256;
-static EPOCHS: [Epoch; RING] = [const {
-    Epoch {
-        tsc0: AtomicU64::new(0),
-        ns0: AtomicU64::new(0),
-        scale: AtomicU64::new(0),
-    }
-}; RING];
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static USE_TSC: AtomicBool = AtomicBool::new(false);
+
+/// The published index and the ring in one static: the tool is a shared object and
+/// [`now_ns`] is inlined into other crates, so each static it reads costs a GOT load; one
+/// static and an index that also says whether the TSC is in use ([`NO_TSC`]) make that one
+/// GOT load and one flag-free check per clock read.
+struct Clock {
+    /// Index of the current epoch, or [`NO_TSC`] while the TSC is not used.
+    current: AtomicUsize,
+    epochs: [Epoch; RING],
+}
+
+/// `Clock::current` before the TSC was calibrated, or when it is not used.
+const NO_TSC: usize = usize::MAX;
+
+static CLOCK: Clock = Clock {
+    current: AtomicUsize::new(NO_TSC),
+    epochs: [const {
+        Epoch {
+            tsc0: AtomicU64::new(0),
+            ns0: AtomicU64::new(0),
+            scale: AtomicU64::new(0),
+        }
+    }; RING],
+};
 static START: Once = Once::new();
 
 /// `CLOCK_MONOTONIC` in nanoseconds, from the kernel.
@@ -55,10 +70,11 @@ fn tsc() -> u64 {
 /// The host timeline now.
 #[inline]
 pub fn now_ns() -> u64 {
-    if !USE_TSC.load(Ordering::Relaxed) {
+    let current = CLOCK.current.load(Ordering::Acquire);
+    if current == NO_TSC {
         return monotonic_ns();
     }
-    let e = &EPOCHS[CURRENT.load(Ordering::Acquire) % RING];
+    let e = &CLOCK.epochs[current % RING];
     let (tsc0, ns0, scale) = (
         e.tsc0.load(Ordering::Relaxed),
         e.ns0.load(Ordering::Relaxed),
@@ -87,13 +103,19 @@ fn sample() -> (u64, u64) {
     (best.1, best.2)
 }
 
+/// Publishes an epoch (the first one turns the TSC clock on).
 fn publish(tsc0: u64, ns0: u64, scale: u64) {
-    let next = (CURRENT.load(Ordering::Relaxed) + 1) % RING;
-    let e = &EPOCHS[next];
+    let current = CLOCK.current.load(Ordering::Relaxed);
+    let next = if current == NO_TSC {
+        0
+    } else {
+        (current + 1) % RING
+    };
+    let e = &CLOCK.epochs[next];
     e.tsc0.store(tsc0, Ordering::Relaxed);
     e.ns0.store(ns0, Ordering::Relaxed);
     e.scale.store(scale, Ordering::Relaxed);
-    CURRENT.store(next, Ordering::Release);
+    CLOCK.current.store(next, Ordering::Release);
 }
 
 fn invariant_tsc() -> bool {
@@ -107,7 +129,7 @@ fn invariant_tsc() -> bool {
 
 /// In a forked child: the recalibration thread did not survive the fork; start another one.
 pub fn restart_after_fork() {
-    if USE_TSC.load(Ordering::Acquire) {
+    if CLOCK.current.load(Ordering::Acquire) != NO_TSC {
         let (t, n) = sample();
         spawn_recalibration(t, n.max(now_ns()));
     }
@@ -129,7 +151,6 @@ pub fn start() {
         }
         let scale = ((u128::from(n2 - n1) << 32) / u128::from(t2 - t1)) as u64;
         publish(t2, n2, scale);
-        USE_TSC.store(true, Ordering::Release);
         spawn_recalibration(t2, n2);
     });
 }

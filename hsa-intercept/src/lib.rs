@@ -18,6 +18,7 @@ pub mod regions;
 pub mod scope;
 pub mod sink;
 pub mod tables;
+mod thread_slot;
 pub mod thread_trace;
 pub mod tracer;
 pub mod wrap;

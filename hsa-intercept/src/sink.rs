@@ -8,7 +8,9 @@
 
 use record_log::{Chunk, LogFile};
 use std::cell::{Cell, UnsafeCell};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering, compiler_fence, fence};
+use std::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU8, AtomicU64, Ordering, compiler_fence, fence,
+};
 use std::sync::{Arc, Mutex, OnceLock};
 use trace_records::OperationName;
 use trace_records::docs::Document;
@@ -35,16 +37,15 @@ impl ThreadBuffer {
     #[inline]
     fn owner_with<R>(&self, f: impl FnOnce(&mut Option<Chunk>) -> R) -> Option<R> {
         for _ in 0..2 {
-            if FROZEN.load(Ordering::Acquire) && !wait_unfrozen() {
-                return None;
-            }
+            // No check before the announcement: an owner that announces while appends are
+            // frozen sees it just below and withdraws (the sealer waits for that).
             self.busy.store(true, Ordering::Relaxed);
-            if ASYMMETRIC.load(Ordering::Relaxed) {
+            if MODE.load(Ordering::Relaxed) & ASYMMETRIC != 0 {
                 compiler_fence(Ordering::SeqCst);
             } else {
                 fence(Ordering::SeqCst);
             }
-            if FROZEN.load(Ordering::Acquire) {
+            if MODE.load(Ordering::Acquire) & FROZEN != 0 {
                 self.busy.store(false, Ordering::Release);
                 if !wait_unfrozen() {
                     return None;
@@ -74,25 +75,30 @@ impl ThreadBuffer {
     }
 }
 
-static FROZEN: AtomicBool = AtomicBool::new(false);
+/// How appends run, in one static (the traced path reads it twice; one static is one GOT
+/// load in the tool's shared object): [`FROZEN`] while a sealer works, [`ASYMMETRIC`] once
+/// the process registered for expedited `membarrier`.
+static MODE: AtomicU8 = AtomicU8::new(0);
+/// [`MODE`] bit: appends are frozen.
+const FROZEN: u8 = 1;
+/// [`MODE`] bit: appends use a compiler fence only (the sealer issues `membarrier`).
+const ASYMMETRIC: u8 = 2;
 
 /// Waits (spinning, bounded) until appends are unfrozen; `false` if they stay frozen.
 #[cold]
 fn wait_unfrozen() -> bool {
     for _ in 0..1_000_000 {
-        if !FROZEN.load(Ordering::Acquire) {
+        if MODE.load(Ordering::Acquire) & FROZEN == 0 {
             return true;
         }
         std::hint::spin_loop();
     }
     false
 }
-static ASYMMETRIC: AtomicBool = AtomicBool::new(false);
 
 /// Stops all appends and makes every announced one visible (see [`ThreadBuffer::owner_with`]).
 fn freeze() {
-    FROZEN.store(true, Ordering::Relaxed);
-    if ASYMMETRIC.load(Ordering::Relaxed) {
+    if MODE.fetch_or(FROZEN, Ordering::Relaxed) & ASYMMETRIC != 0 {
         // SAFETY: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) takes no pointers; the process
         // registered for it before ASYMMETRIC was set.
         unsafe { libc::syscall(libc::SYS_membarrier, 8, 0, 0) };
@@ -105,7 +111,7 @@ fn freeze() {
 fn register_membarrier() {
     // SAFETY: membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) takes no pointers.
     if unsafe { libc::syscall(libc::SYS_membarrier, 16, 0, 0) } == 0 {
-        ASYMMETRIC.store(true, Ordering::Relaxed);
+        MODE.fetch_or(ASYMMETRIC, Ordering::Relaxed);
     }
 }
 
@@ -218,35 +224,46 @@ pub fn lost(cause: LossCause, n: u64) {
 
 /// This thread's buffer as cached by a caller that keeps its own thread-local state (saves a
 /// thread-local lookup per record on the traced path).
+///
+/// It names the sink the buffer belongs to by the sink's address: sinks are leaked, never
+/// freed, so an address is never reused and comparing it with [`CURRENT`] is the generation
+/// check, one load less than reading the sink's generation.
 #[derive(Debug, Clone, Copy)]
 pub struct Local {
     buffer: *const ThreadBuffer,
-    generation: u64,
+    sink: *const Sink,
 }
 
 impl Local {
     /// No buffer yet.
     pub const EMPTY: Local = Local {
         buffer: std::ptr::null(),
-        generation: 0,
+        sink: std::ptr::null(),
     };
 }
 
 /// [`emit`] through a cached [`Local`] (filled on first use).
 #[inline]
 pub fn emit_cached<R: FixedRecord>(local: &mut Local, record: &R) {
-    let Some(sink) = current() else {
+    let p = CURRENT.load(Ordering::Acquire);
+    if p.is_null() {
         lost(LossCause::NoBuffer, 1);
         return;
-    };
-    if local.buffer.is_null() || local.generation != sink.generation {
+    }
+    // SAFETY: sinks are leaked once published and never freed.
+    let sink = unsafe { &*p };
+    if local.buffer.is_null() || !std::ptr::eq(local.sink, p) {
         // Slow path (first record of the thread, or a new sink): `emit` finds or creates the
-        // thread's buffer, which is then cached.
+        // thread's buffer, which is then cached (if it belongs to this sink).
         emit(record);
         if let Ok((tb, generation)) = LOCAL.try_with(Cell::get) {
             *local = Local {
                 buffer: tb,
-                generation,
+                sink: if generation == sink.generation {
+                    p
+                } else {
+                    std::ptr::null()
+                },
             };
         }
         return;
@@ -480,5 +497,5 @@ pub fn seal_all() {
             }
         });
     }
-    FROZEN.store(false, Ordering::Release);
+    MODE.fetch_and(!FROZEN, Ordering::Release);
 }

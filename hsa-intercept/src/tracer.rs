@@ -77,11 +77,20 @@ thread_local! {
 
 /// Runs `f` on this thread's call state (`None` once the thread's locals are gone). `f` must not
 /// call back into anything that uses the call state; every caller below is a leaf.
+/// The thread's state is found through an initial-exec TLS pointer ([`crate::thread_slot`]),
+/// set on the thread's first use, so the traced path makes no `__tls_get_addr` call.
 #[inline]
 fn with_stack<R>(f: impl FnOnce(&mut CallStack) -> R) -> Option<R> {
-    // SAFETY: the state is thread-local and the callers never nest (see above), so this is the
-    // only reference to it while `f` runs.
-    STACK.try_with(|s| f(unsafe { &mut *s.get() })).ok()
+    let mut s = crate::thread_slot::get().cast::<CallStack>();
+    if s.is_null() {
+        s = STACK.try_with(UnsafeCell::get).ok()?;
+        crate::thread_slot::set(s.cast());
+    }
+    // SAFETY: `s` is this thread's `STACK` (the slot is per thread and set only here; the
+    // thread-local has no destructor, so it lives as long as the thread, and a forked child's
+    // thread keeps it at the same address); the callers never nest (see above), so this is
+    // the only reference to it while `f` runs.
+    Some(f(unsafe { &mut *s }))
 }
 
 /// The calling thread's OS id (cached).
