@@ -245,6 +245,20 @@ impl Local {
 /// [`emit`] through a cached [`Local`] (filled on first use).
 #[inline]
 pub fn emit_cached<R: FixedRecord>(local: &mut Local, record: &R) {
+    append_cached(local, |c| c.push(record));
+}
+
+/// Appends one variable-length trace entry (`tag`, the concatenation of `parts`) through a
+/// cached [`Local`], as [`emit_cached`] does for fixed records.
+pub fn emit_parts_cached(local: &mut Local, tag: trace_records::Tag, parts: &[&[u8]]) {
+    append_cached(local, |c| c.push_parts(tag, parts));
+}
+
+/// Appends one trace entry with `push` through a cached [`Local`]: the thread's buffer as
+/// cached when it belongs to the current sink, else (the thread's first entry, or a new sink)
+/// found or created and then cached.
+#[inline]
+fn append_cached(local: &mut Local, push: impl Fn(&mut Chunk) -> bool) {
     let p = CURRENT.load(Ordering::Acquire);
     if p.is_null() {
         lost(LossCause::NoBuffer, 1);
@@ -253,9 +267,7 @@ pub fn emit_cached<R: FixedRecord>(local: &mut Local, record: &R) {
     // SAFETY: sinks are leaked once published and never freed.
     let sink = unsafe { &*p };
     if local.buffer.is_null() || !std::ptr::eq(local.sink, p) {
-        // Slow path (first record of the thread, or a new sink): `emit` finds or creates the
-        // thread's buffer, which is then cached (if it belongs to this sink).
-        emit(record);
+        with_local(true, |sink, c| push_or_replace(sink, c, true, &push));
         if let Ok((tb, generation)) = LOCAL.try_with(Cell::get) {
             *local = Local {
                 buffer: tb,
@@ -270,34 +282,7 @@ pub fn emit_cached<R: FixedRecord>(local: &mut Local, record: &R) {
     }
     // SAFETY: the registry owns the buffer and never drops it.
     let tb = unsafe { &*local.buffer };
-    let done = tb.owner_with(|c| push_or_replace(sink, c, true, |c| c.push(record)));
-    if done.is_none() {
-        sink.log.lost(LossCause::NoBuffer, 1);
-    }
-}
-
-/// Appends one variable-length trace entry (`tag`, the concatenation of `parts`) through a
-/// cached [`Local`], as [`emit_cached`] does for fixed records.
-pub fn emit_parts_cached(local: &mut Local, tag: trace_records::Tag, parts: &[&[u8]]) {
-    let Some(sink) = current() else {
-        lost(LossCause::NoBuffer, 1);
-        return;
-    };
-    if local.buffer.is_null() || local.generation != sink.generation {
-        with_local(true, |sink, c| {
-            push_or_replace(sink, c, true, |c| c.push_parts(tag, parts))
-        });
-        if let Ok((tb, generation)) = LOCAL.try_with(Cell::get) {
-            *local = Local {
-                buffer: tb,
-                generation,
-            };
-        }
-        return;
-    }
-    // SAFETY: the registry owns the buffer and never drops it.
-    let tb = unsafe { &*local.buffer };
-    let done = tb.owner_with(|c| push_or_replace(sink, c, true, |c| c.push_parts(tag, parts)));
+    let done = tb.owner_with(|c| push_or_replace(sink, c, true, &push));
     if done.is_none() {
         sink.log.lost(LossCause::NoBuffer, 1);
     }
