@@ -19,6 +19,14 @@ pub fn stats_without_tracing() -> String {
 }
 
 /// `-f json` and friends.
+/// A merge input that is a format word: `-f` takes one word per occurrence there.
+pub fn format_as_input(word: &str) -> String {
+    format!(
+        "merge input '{word}' does not exist and is a format name: give several formats as \
+         one comma-separated word or repeat the option (`-f csv,{word}` or `-f csv -f {word}`)"
+    )
+}
+
 pub fn format_not_supported(f: &str) -> String {
     format!(
         "--output-format {f} is not supported yet by this rocprof; use csv, json, pftrace or rocpd"

@@ -68,47 +68,157 @@ pub fn write_rocpd(path: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) ->
 fn write_file(temp: &Path, run: &RunInfo, processes: &[ProcessView<'_>]) -> Result<(), String> {
     let sql = |e: rusqlite::Error| e.to_string();
     let mut conn = rusqlite::Connection::open(temp).map_err(sql)?;
-    // The file is private until renamed and discarded on any failure, so it needs no journal
-    // and no syncing. Rows go in in dependency order (every row after the rows it names), but
-    // SQLite does not look every reference up as it goes: that costs a cursor per key per row
-    // and halves the rate. The references are checked once each process is written instead.
-    conn.execute_batch(
-        "PRAGMA journal_mode = OFF;
-         PRAGMA synchronous = OFF;
-         PRAGMA locking_mode = EXCLUSIVE;
-         PRAGMA cache_size = -65536;
-         PRAGMA foreign_keys = OFF;",
-    )
-    .map_err(sql)?;
+    conn.execute_batch(PRIVATE_FILE).map_err(sql)?;
     let host = rows::Host::read(run);
     let tx = conn.transaction().map_err(sql)?;
     let mut suffixes: Vec<String> = Vec::with_capacity(processes.len());
     for p in processes {
-        let (start, _) = rows::process_span(p);
-        let mut guid = guid::process_guid(
-            &host.machine_id,
-            p.trace.pid,
-            p.trace.ppid,
-            p.trace.image,
-            start,
-        );
-        // Two processes of one file never share tables, however alike they are.
-        let mut salt = 0u32;
-        while suffixes.contains(&guid::suffix(&guid)) {
-            salt += 1;
-            let machine = format!("{}#{salt}", host.machine_id);
-            guid = guid::process_guid(&machine, p.trace.pid, p.trace.ppid, p.trace.image, start);
-        }
-        let suffix = guid::suffix(&guid);
-        schema::create_tables(&tx, &suffix, &guid).map_err(sql)?;
-        rows::write_process(&tx, &suffix, p, run, &host).map_err(sql)?;
-        check_references(&tx, &suffix, cfg!(debug_assertions))?;
-        suffixes.push(suffix);
+        add_process(&tx, &host, run, &mut suffixes, p)?;
     }
     schema::create_plain_views(&tx, &suffixes).map_err(sql)?;
     views::create_views(&tx).map_err(sql)?;
     tx.commit().map_err(sql)?;
     conn.close().map_err(|(_, e)| sql(e))
+}
+
+/// The pragmas of a file private until renamed and discarded on any failure: no journal and
+/// no syncing. Rows go in in dependency order (every row after the rows it names), but SQLite
+/// does not look every reference up as it goes: that costs a cursor per key per row and halves
+/// the rate. The references are checked once each process is written instead.
+const PRIVATE_FILE: &str = "PRAGMA journal_mode = OFF;
+     PRAGMA synchronous = OFF;
+     PRAGMA locking_mode = EXCLUSIVE;
+     PRAGMA cache_size = -65536;
+     PRAGMA foreign_keys = OFF;";
+
+/// Writes one process's tables and rows under a guid no earlier process of the file has;
+/// its suffix joins `suffixes`.
+fn add_process(
+    conn: &rusqlite::Connection,
+    host: &rows::Host,
+    run: &RunInfo,
+    suffixes: &mut Vec<String>,
+    p: &ProcessView<'_>,
+) -> Result<(), String> {
+    let sql = |e: rusqlite::Error| e.to_string();
+    let (start, _) = rows::process_span(p);
+    let mut guid = guid::process_guid(
+        &host.machine_id,
+        p.trace.pid,
+        p.trace.ppid,
+        p.trace.image,
+        start,
+    );
+    // Two processes of one file never share tables, however alike they are.
+    let mut salt = 0u32;
+    while suffixes.contains(&guid::suffix(&guid)) {
+        salt += 1;
+        let machine = format!("{}#{salt}", host.machine_id);
+        guid = guid::process_guid(&machine, p.trace.pid, p.trace.ppid, p.trace.image, start);
+    }
+    let suffix = guid::suffix(&guid);
+    schema::create_tables(conn, &suffix, &guid).map_err(sql)?;
+    rows::write_process(conn, &suffix, p, run, host).map_err(sql)?;
+    check_references(conn, &suffix, cfg!(debug_assertions))?;
+    suffixes.push(suffix);
+    Ok(())
+}
+
+/// A rocpd file written one process at a time (a merge's: each input read, written and
+/// dropped before the next), with the layout [`write_rocpd`] gives a file of several processes.
+/// The file is built beside `path` and replaces it only at [`RocpdWriter::finish`]; dropped
+/// unfinished, it leaves nothing.
+pub struct RocpdWriter {
+    path: std::path::PathBuf,
+    temp: std::path::PathBuf,
+    conn: Option<rusqlite::Connection>,
+    host: rows::Host,
+    run: RunInfo,
+    suffixes: Vec<String>,
+}
+
+impl RocpdWriter {
+    /// Starts the file for `path` (its directory created if need be).
+    pub fn create(path: &Path, run: &RunInfo) -> Result<Self, Error> {
+        let fail = |message: String| Error::Format {
+            path: path.to_owned(),
+            message,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(Error::io(path))?;
+        }
+        let mut name = path.file_name().unwrap_or_default().to_owned();
+        name.push(format!(".partial-{}", std::process::id()));
+        let temp = path.with_file_name(name);
+        let _ = std::fs::remove_file(&temp);
+        let conn = rusqlite::Connection::open(&temp).map_err(|e| fail(e.to_string()))?;
+        conn.execute_batch(PRIVATE_FILE)
+            .and_then(|()| conn.execute_batch("BEGIN"))
+            .map_err(|e| fail(e.to_string()))?;
+        Ok(Self {
+            path: path.to_owned(),
+            temp,
+            conn: Some(conn),
+            host: rows::Host::read(run),
+            run: run.clone(),
+            suffixes: Vec::new(),
+        })
+    }
+
+    /// Adds one process (its own guid, tables and metadata).
+    pub fn add(&mut self, process: &ProcessView<'_>) -> Result<(), Error> {
+        let conn = self
+            .conn
+            .as_ref()
+            .ok_or_else(|| self.fail("finished".into()))?;
+        add_process(conn, &self.host, &self.run, &mut self.suffixes, process)
+            .and_then(|()| process.check().map_err(|e| e.to_string()))
+            .map_err(|m| self.fail(m))
+    }
+
+    /// The processes added so far.
+    pub fn processes(&self) -> usize {
+        self.suffixes.len()
+    }
+
+    /// Creates the views over every process added, commits and puts the file in place.
+    pub fn finish(mut self) -> Result<(), Error> {
+        if self.suffixes.is_empty() {
+            return Err(self.fail("no process to write".into()));
+        }
+        let conn = self
+            .conn
+            .take()
+            .ok_or_else(|| self.fail("finished".into()))?;
+        let sql = |e: rusqlite::Error| e.to_string();
+        let built = schema::create_plain_views(&conn, &self.suffixes)
+            .and_then(|()| views::create_views(&conn))
+            .and_then(|()| conn.execute_batch("COMMIT"))
+            .map_err(sql)
+            .and_then(|()| conn.close().map_err(|(_, e)| sql(e)))
+            .map_err(|m| self.fail(m))
+            .and_then(|()| std::fs::rename(&self.temp, &self.path).map_err(Error::io(&self.path)));
+        if built.is_err() {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+        built
+    }
+
+    fn fail(&self, message: String) -> Error {
+        Error::Format {
+            path: self.path.clone(),
+            message,
+        }
+    }
+}
+
+impl Drop for RocpdWriter {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            drop(conn);
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
 }
 
 /// Checks that the references of one process's tables resolve (`PRAGMA foreign_key_check`):

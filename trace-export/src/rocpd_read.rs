@@ -215,7 +215,8 @@ struct Reader<'a> {
     pid: i64,
     trace: ProcessTrace,
     interned: HashMap<String, StringId>,
-    operations: HashMap<(u8, String), u16>,
+    /// Per domain, the operation id of each name.
+    operations: HashMap<u8, HashMap<String, u16>>,
     /// The correlation id of each event ([`Reader::stacks`]), read once per process.
     correlations: HashMap<i64, u64>,
 }
@@ -236,16 +237,12 @@ impl<'a> Reader<'a> {
     }
 
     fn operation(&mut self, domain: ApiDomain, name: &str) -> u16 {
-        let key = (domain as u8, name.to_owned());
-        if let Some(&op) = self.operations.get(&key) {
+        let names = self.operations.entry(domain as u8).or_default();
+        if let Some(&op) = names.get(name) {
             return op;
         }
-        let op = self
-            .operations
-            .keys()
-            .filter(|(d, _)| *d == domain as u8)
-            .count() as u16;
-        self.operations.insert(key, op);
+        let op = names.len() as u16;
+        names.insert(name.to_owned(), op);
         let id = self.intern(name);
         self.trace.operations.insert((domain as u8, op), id);
         op
@@ -311,15 +308,20 @@ impl<'a> Reader<'a> {
             "ORDER BY start, id",
             |r| Ok((int(r, 0), int(r, 1), int(r, 2), int(r, 3), int(r, 4))),
         )?;
-        let events: HashMap<i64, (String, i64, String)> = self
+        // Only marker events carry a message: the others' extdata is not read.
+        let strings = self.strings;
+        let events: HashMap<i64, (&str, i64, Option<String>)> = self
             .select(
                 "rocpd_event",
                 "id, category_id, stack_id, extdata",
                 "",
-                |r| Ok((int(r, 0), (int(r, 1), int(r, 2), text(r, 3)))),
+                |r| {
+                    let category = strings.get(&int(r, 1)).map_or("", String::as_str);
+                    let marker = matches!(category, "MARKER_CORE_RANGE_API" | "MARKER_CORE_API");
+                    Ok((int(r, 0), (category, int(r, 2), marker.then(|| text(r, 3)))))
+                },
             )?
             .into_iter()
-            .map(|(id, (cat, stack, extdata))| (id, (self.string(cat).to_owned(), stack, extdata)))
             .collect();
         let samples = self.select(
             "rocpd_sample",
@@ -335,13 +337,13 @@ impl<'a> Reader<'a> {
             .collect();
         let sample_names = self.sample_names()?;
         // (start, end, tid, name, event, whether it is a sample).
-        let mut calls: Vec<(i64, i64, i64, String, i64, bool)> = regions
+        let mut calls: Vec<(i64, i64, i64, &str, i64, bool)> = regions
             .into_iter()
-            .map(|(s, e, tid, name, ev)| (s, e, tid, self.string(name).to_owned(), ev, false))
+            .map(|(s, e, tid, name, ev)| (s, e, tid, self.string(name), ev, false))
             .collect();
         for (ts, track, ev) in samples {
             let tid = tracks.get(&track).map_or(0, |t| t.0);
-            let name = sample_names.get(&ev).cloned().unwrap_or_default();
+            let name = sample_names.get(&ev).map_or("", String::as_str);
             calls.push((ts, ts, tid, name, ev, true));
         }
         let mut api = Vec::with_capacity(calls.len());
@@ -351,20 +353,18 @@ impl<'a> Reader<'a> {
             };
             let correlation = self.correlations.get(&ev).copied().unwrap_or(ev as u64);
             // Only marker events carry a message (the HIP and HSA calls' JSON is not parsed).
-            let message = matches!(
-                category.as_str(),
-                "MARKER_CORE_RANGE_API" | "MARKER_CORE_API"
-            )
-            .then(|| serde_json::from_str::<serde_json::Value>(extdata).ok())
-            .flatten()
-            .and_then(|v| v.get("message")?.as_str().map(str::to_owned));
+            let message = extdata
+                .as_deref()
+                .and_then(|e| serde_json::from_str::<serde_json::Value>(e).ok())
+                .and_then(|v| v.get("message")?.as_str().map(str::to_owned));
             // ROCTx records: this project's category, or upstream's marker category with the
             // message in the event (its other marker-domain calls stay calls).
+            let category = *category;
             let marker = category == "MARKER_CORE_RANGE_API"
                 || (category == "MARKER_CORE_API" && message.is_some());
             if marker {
-                let kind = marker_kind(&name, sample);
-                let message = self.intern(&message.unwrap_or_else(|| name.clone()));
+                let kind = marker_kind(name, sample);
+                let message = self.intern(&message.unwrap_or_else(|| name.to_owned()));
                 self.trace.markers.push(MarkerRecord {
                     correlation_id: correlation,
                     start: start as u64,
@@ -377,7 +377,7 @@ impl<'a> Reader<'a> {
                 continue;
             }
             let Some(d) = domain(category) else { continue };
-            let operation = self.operation(d, &name);
+            let operation = self.operation(d, name);
             api.push(ApiRecord {
                 correlation_id: correlation,
                 start: start as u64,
@@ -395,9 +395,16 @@ impl<'a> Reader<'a> {
     /// A sample's call name: upstream's `samples` view takes it from the event's `extdata`
     /// (`name`) or the track; this reads `extdata.name`, then the track's name.
     fn sample_names(&self) -> rusqlite::Result<HashMap<i64, String>> {
-        let events = self.select("rocpd_event", "id, extdata", "", |r| {
-            Ok((int(r, 0), text(r, 1)))
-        })?;
+        // Only the samples' events (a superset: the subquery is over every process).
+        if !has(self.db, "rocpd_sample") {
+            return Ok(HashMap::new());
+        }
+        let events = self.select(
+            "rocpd_event",
+            "id, extdata",
+            "AND id IN (SELECT event_id FROM rocpd_sample)",
+            |r| Ok((int(r, 0), text(r, 1))),
+        )?;
         Ok(events
             .into_iter()
             .filter_map(|(id, extdata)| {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod baseline;
+mod merge_bench;
 mod modules;
 mod pm4_dump;
 mod tidy;
@@ -530,6 +531,8 @@ fn bench() -> Result<()> {
         let (_, peak) = rss(Some(&format!("--hsa-trace -f {format}")))?;
         memory.push_str(&format!("; with -f {format} {peak} KiB"));
     }
+    eprintln!("bench: rocpd read-back and merges (issue 28)");
+    let merges = merge_bench::bench(&bin, &out_dir.join("merge"))?;
     let _ = std::fs::remove_dir_all(&out_dir);
     eprintln!("bench: record log write, read and CSV throughput");
     let csv = example_output("trace-export", "log_throughput")?;
@@ -582,6 +585,12 @@ fn bench() -> Result<()> {
     }
     println!();
     println!("{memory}");
+    println!();
+    println!("| merge (issue 28) | wall | rate | rocprof peak RSS |");
+    println!("|---|---|---|---|");
+    for m in &merges {
+        println!("{m}");
+    }
     println!();
     println!("{startup}");
     println!();
