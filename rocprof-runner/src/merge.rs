@@ -136,7 +136,12 @@ impl Writers<'_> {
 
     /// Writes one input's processes (CSV per process, the process into the one database) and
     /// keeps them only if a whole-file format needs them.
-    fn add(&mut self, mut traces: Vec<ProcessTrace>, report: &mut dyn Report) -> Result<(), Error> {
+    fn add(
+        &mut self,
+        mut traces: Vec<ProcessTrace>,
+        in_rocpd: bool,
+        report: &mut dyn Report,
+    ) -> Result<(), Error> {
         let settings = self.settings;
         order_processes(&mut traces);
         for t in traces.iter_mut() {
@@ -144,7 +149,7 @@ impl Writers<'_> {
             // which the demangler leaves as they are).
             rename_kernels(t, !settings.mangled_kernels, settings.truncate_kernels);
             trace_export::rename::apply(t, settings.kernel_rename);
-            if !self.pids.insert(t.pid) {
+            if !in_rocpd && !self.pids.insert(t.pid) {
                 report.notice(EndNotice::MergeSamePid { pid: t.pid }.into());
             }
         }
@@ -167,7 +172,7 @@ impl Writers<'_> {
                     Err(e) => self.failure(&e, report),
                 }
             }
-            if settings.formats.contains(&OutputFormat::Rocpd) && !self.rocpd_failed {
+            if settings.formats.contains(&OutputFormat::Rocpd) && !self.rocpd_failed && !in_rocpd {
                 let prefix = outputs::prefix_for(settings, &ctx)?;
                 let result = self.rocpd_add(&prefix, &ProcessView::new(t, &labels));
                 if let Err(e) = result {
@@ -176,7 +181,9 @@ impl Writers<'_> {
                     self.failure(&e, report);
                 }
             }
-            self.processes += 1;
+            if !in_rocpd {
+                self.processes += 1;
+            }
         }
         if settings
             .formats
@@ -188,12 +195,67 @@ impl Writers<'_> {
         Ok(())
     }
 
+    /// The one database of `-f rocpd` copies a database input's tables as they are (every
+    /// row, in bounded memory) when it has this writer's schema; the processes copied, or
+    /// `None` when the input has to be read and rewritten.
+    fn rocpd_copy(
+        &mut self,
+        path: &Path,
+        report: &mut dyn Report,
+    ) -> Result<Option<Vec<(u32, u32, u64)>>, Error> {
+        if !self.settings.formats.contains(&OutputFormat::Rocpd) || self.rocpd_failed {
+            return Ok(None);
+        }
+        // A file that is no readable database with a process is left to the reader, which
+        // says what is wrong with it.
+        let Some((pid, ppid)) = trace_export::rocpd_read::first_process(path) else {
+            return Ok(None);
+        };
+        if self.rocpd.is_none() {
+            // The file is named after the first process (as when it is written from records).
+            let ctx = Context::new(self.launch, pid, ppid);
+            let prefix = outputs::prefix_for(self.settings, &ctx)?;
+            if let Err(e) = self.rocpd_open(&prefix) {
+                self.rocpd_failed = true;
+                self.failure(&e, report);
+                return Ok(None);
+            }
+        }
+        let Some((_, w)) = self.rocpd.as_mut() else {
+            return Ok(None);
+        };
+        match w.copy_from(path) {
+            Ok(Some(copied)) => {
+                for &(pid, _, _) in &copied {
+                    if !self.pids.insert(pid) {
+                        report.notice(EndNotice::MergeSamePid { pid }.into());
+                    }
+                }
+                self.processes += copied.len();
+                Ok(Some(copied))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => {
+                self.rocpd = None;
+                self.rocpd_failed = true;
+                let e = write_failure(e, path);
+                self.failure(&e, report);
+                Ok(None)
+            }
+        }
+    }
+
+    fn rocpd_open(&mut self, prefix: &Path) -> Result<(), WriteFailure> {
+        let staged = self.placement.stage(prefix)?.file("results", "db");
+        let w = trace_export::rocpd::RocpdWriter::create(&staged, &self.run)
+            .map_err(|e| write_failure(e, prefix))?;
+        self.rocpd = Some((staged, w));
+        Ok(())
+    }
+
     fn rocpd_add(&mut self, prefix: &Path, view: &ProcessView<'_>) -> Result<(), WriteFailure> {
         if self.rocpd.is_none() {
-            let staged = self.placement.stage(prefix)?.file("results", "db");
-            let w = trace_export::rocpd::RocpdWriter::create(&staged, &self.run)
-                .map_err(|e| write_failure(e, prefix))?;
-            self.rocpd = Some((staged, w));
+            self.rocpd_open(prefix)?;
         }
         let Some((_, w)) = self.rocpd.as_mut() else {
             return Ok(());
@@ -253,23 +315,34 @@ pub fn merge(
         processes: 0,
     };
     let mut first: Option<(u32, u32)> = None;
+    let others = settings.formats.iter().any(|f| *f != OutputFormat::Rocpd);
     for (k, (input, path)) in inputs.iter().zip(&paths).enumerate() {
-        let read = read_input(path, report)?;
+        let copied = match path.is_dir() {
+            true => None,
+            false => w.rocpd_copy(path, report)?,
+        };
+        let traces = match (&copied, others) {
+            (Some(_), false) => Vec::new(),
+            _ => read_input(path, report)?.traces,
+        };
+        let processes = copied.as_ref().map_or(traces.len(), Vec::len);
         report.notice(
             EndNotice::MergeInput {
                 input: input.clone(),
-                processes: read.traces.len(),
+                processes,
             }
             .into(),
         );
         if first.is_none() {
-            first = read
-                .traces
-                .iter()
-                .min_by_key(|t| (t.created_ns, t.image))
-                .map(|t| (t.pid, t.ppid));
+            first = match &copied {
+                Some(c) => c.iter().min_by_key(|p| p.2).map(|p| (p.0, p.1)),
+                None => traces
+                    .iter()
+                    .min_by_key(|t| (t.created_ns, t.image))
+                    .map(|t| (t.pid, t.ppid)),
+            };
         }
-        w.add(read.traces, report)?;
+        w.add(traces, copied.is_some(), report)?;
         progress.merge_progress(MergeProgress {
             inputs_done: k + 1,
             inputs: inputs.len(),

@@ -176,6 +176,32 @@ impl RocpdWriter {
             .map_err(|m| self.fail(m))
     }
 
+    /// Copies every process of the rocpd database at `db` table by table (SQLite to SQLite:
+    /// every row as it is, in bounded memory), when each of its processes has exactly the
+    /// tables this writer writes and a guid suffix no process of the file has yet; returns
+    /// (pid, ppid, init) of each process copied, or `None` (nothing copied) when the file is
+    /// not such a file — the caller then reads it and adds its processes.
+    pub fn copy_from(&mut self, db: &Path) -> Result<Option<Vec<(u32, u32, u64)>>, Error> {
+        let conn = self
+            .conn
+            .as_ref()
+            .ok_or_else(|| self.fail("finished".into()))?;
+        let result = copy_file(conn, db, &self.suffixes);
+        // ATTACH needs no open transaction: the copy ran between two.
+        let _ = conn.execute_batch("BEGIN");
+        match result {
+            Ok(Some((suffixes, processes))) => {
+                self.suffixes.extend(suffixes);
+                Ok(Some(processes))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => Err(Error::Format {
+                path: db.to_owned(),
+                message: e.to_string(),
+            }),
+        }
+    }
+
     /// The processes added so far.
     pub fn processes(&self) -> usize {
         self.suffixes.len()
@@ -210,6 +236,122 @@ impl RocpdWriter {
             message,
         }
     }
+}
+
+/// [`RocpdWriter::copy_from`]'s work, with the writer's transaction committed: the suffixes
+/// and processes copied, or `None`.
+#[allow(clippy::type_complexity)]
+fn copy_file(
+    conn: &rusqlite::Connection,
+    db: &Path,
+    taken: &[String],
+) -> rusqlite::Result<Option<(Vec<String>, Vec<(u32, u32, u64)>)>> {
+    conn.execute_batch("COMMIT")?;
+    conn.execute("ATTACH DATABASE ?1 AS src", [db.to_string_lossy().as_ref()])?;
+    let copied = copy_attached(conn, taken);
+    let copied = match copied {
+        Ok(Some(c)) => conn.execute_batch("COMMIT").map(|()| Some(c)),
+        other => {
+            let _ = conn.execute_batch("ROLLBACK");
+            other
+        }
+    };
+    conn.execute_batch("DETACH DATABASE src")?;
+    copied
+}
+
+#[allow(clippy::type_complexity)]
+fn copy_attached(
+    conn: &rusqlite::Connection,
+    taken: &[String],
+) -> rusqlite::Result<Option<(Vec<String>, Vec<(u32, u32, u64)>)>> {
+    let prefix = "rocpd_metadata";
+    let suffixes: Vec<String> = {
+        let mut stmt = conn.prepare(
+            "SELECT substr(name, ?1) FROM src.sqlite_master WHERE type = 'table' \
+             AND substr(name, 1, ?2) = ?3 ORDER BY name",
+        )?;
+        let it = stmt.query_map(
+            rusqlite::params![prefix.len() + 1, prefix.len(), prefix],
+            |r| r.get(0),
+        )?;
+        it.collect::<rusqlite::Result<_>>()?
+    };
+    if suffixes.is_empty() {
+        return Ok(None);
+    }
+    // Check every process first: all or nothing.
+    let mut plan = Vec::new();
+    for suffix in &suffixes {
+        if taken.contains(suffix) || suffixes.iter().filter(|s| *s == suffix).count() > 1 {
+            return Ok(None);
+        }
+        let guid: Option<String> = conn
+            .query_row(
+                &format!("SELECT value FROM src.\"{prefix}{suffix}\" WHERE tag = 'guid'"),
+                [],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(guid) = guid else { return Ok(None) };
+        let mem = rusqlite::Connection::open_in_memory()?;
+        schema::create_tables(&mem, suffix, &guid)?;
+        let expected: Vec<(String, String)> = {
+            let mut stmt = mem.prepare(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'table' \
+                 AND name <> 'sqlite_sequence' ORDER BY rowid",
+            )?;
+            let it = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            it.collect::<rusqlite::Result<_>>()?
+        };
+        let theirs: i64 = conn.query_row(
+            "SELECT COUNT(*) FROM src.sqlite_master WHERE type = 'table' \
+             AND substr(name, -length(?1)) = ?1",
+            [suffix],
+            |r| r.get(0),
+        )?;
+        if theirs as usize != expected.len() {
+            return Ok(None);
+        }
+        for (name, sql) in &expected {
+            let found: Option<String> = conn
+                .query_row(
+                    "SELECT sql FROM src.sqlite_master WHERE type = 'table' AND name = ?1",
+                    [name],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            if found.as_deref() != Some(sql.as_str()) {
+                return Ok(None);
+            }
+        }
+        plan.push((suffix.clone(), guid, expected));
+    }
+    conn.execute_batch("BEGIN")?;
+    let mut processes = Vec::new();
+    for (suffix, guid, tables) in &plan {
+        schema::create_tables(conn, suffix, guid)?;
+        conn.execute_batch(&format!("DELETE FROM main.\"{prefix}{suffix}\""))?;
+        for (name, _) in tables {
+            conn.execute_batch(&format!(
+                "INSERT INTO main.\"{name}\" SELECT * FROM src.\"{name}\""
+            ))?;
+        }
+        let mut stmt = conn.prepare(&format!(
+            "SELECT pid, ppid, init FROM main.\"rocpd_info_process{suffix}\" ORDER BY id"
+        ))?;
+        let it = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, Option<i64>>(0)?.unwrap_or(0) as u32,
+                r.get::<_, Option<i64>>(1)?.unwrap_or(0) as u32,
+                r.get::<_, Option<i64>>(2)?.unwrap_or(0) as u64,
+            ))
+        })?;
+        for p in it {
+            processes.push(p?);
+        }
+    }
+    Ok(Some((plan.into_iter().map(|p| p.0).collect(), processes)))
 }
 
 impl Drop for RocpdWriter {

@@ -133,6 +133,21 @@ pub fn read(path: &Path) -> Result<Vec<ProcessTrace>, Error> {
     Ok(out)
 }
 
+/// The (pid, ppid) of a database's earliest started process, if it is a rocpd database with
+/// one (a merge names its one database after it).
+pub fn first_process(path: &Path) -> Option<(u32, u32)> {
+    let db = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;
+    if !has(&db, "rocpd_info_process") {
+        return None;
+    }
+    db.query_row(
+        "SELECT pid, ppid FROM rocpd_info_process ORDER BY init, id LIMIT 1",
+        [],
+        |r| Ok((int(r, 0) as u32, int(r, 1) as u32)),
+    )
+    .ok()
+}
+
 fn has(db: &Connection, name: &str) -> bool {
     db.query_row(
         "SELECT COUNT(*) FROM sqlite_master WHERE name = ?1",

@@ -927,3 +927,44 @@ fn a_file_written_process_by_process_is_the_file_written_at_once() {
     names.sort();
     assert_eq!(names, ["parts_results.db", "whole_results.db"]);
 }
+
+/// Databases of this writer's schema are copied table by table into a merged file: the result
+/// is the file written from the records, view for view; a file whose processes the merged file
+/// has already (the same input twice) or that is not such a database is left to the caller.
+#[test]
+fn databases_are_copied_into_a_merged_file_row_for_row() {
+    let dir = scratch("copy");
+    let (a, b) = (
+        sample_trace(4242, 1_000_000_000),
+        sample_trace(4343, 2_000_000_000),
+    );
+    let (fa, fb) = (dir.join("a_results.db"), dir.join("b_results.db"));
+    write(&fa, &[&a]);
+    write(&fb, &[&b]);
+    let whole = dir.join("whole_results.db");
+    write(&whole, &[&a, &b]);
+    let merged = dir.join("merged_results.db");
+    let mut w = rocpd::RocpdWriter::create(&merged, &run()).unwrap();
+    let got = w.copy_from(&fa).unwrap().expect("copied");
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].0, 4242);
+    assert!(w.copy_from(&fb).unwrap().is_some());
+    assert!(w.copy_from(&fa).unwrap().is_none(), "its guid is taken");
+    let text = dir.join("notes.db");
+    std::fs::write(&text, b"").unwrap();
+    assert!(w.copy_from(&text).unwrap().is_none(), "no rocpd tables");
+    assert_eq!(w.processes(), 2);
+    w.finish().unwrap();
+    let (x, y) = (open(&whole), open(&merged));
+    let views = strings(
+        &x,
+        "SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name",
+    );
+    for v in &views {
+        let sql = format!("SELECT * FROM \"{v}\"");
+        let (mut p, mut q) = (rows(&x, &sql), rows(&y, &sql));
+        p.sort();
+        q.sort();
+        assert_eq!(p, q, "{v}");
+    }
+}

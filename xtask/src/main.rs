@@ -30,8 +30,11 @@ cargo xtask <command>
   bench      release build, then: added cost per traced HSA / HIP call and kernel dispatch
              (max-rate loops traced vs untraced, interleaved, medians of 5), peak memory over
              10 M traced calls, log-to-CSV throughput, cost of a host timestamp, counter pass
-             planning and derived-counter evaluation, and (with valgrind) instructions per
-             traced call
+             planning and derived-counter evaluation, the merge figures (as --merge), and (with
+             valgrind) instructions per traced call
+  bench --merge
+             release build, then only the merge figures (rocpd read-back, 8 × 1 M calls merged
+             into CSV and into one rocpd, peak memory for 1, 8 and 64 inputs)
   bench --baseline REV
              the max-rate loops of this tree and of revision REV (built in release under
              target/baseline, cached), interleaved round by round in one session: added wall
@@ -77,7 +80,23 @@ fn main() -> Result<()> {
                 Some(rev) => baseline::bench(rev),
                 None => bail!("--baseline needs a revision: cargo xtask bench --baseline REV"),
             },
-            Some(other) => bail!("unknown bench argument {other:?} (only --baseline REV)"),
+            Some("--merge") => {
+                run(cargo().args(["build", "--release", "--workspace"]))?;
+                let bin = stage(&target_dir().join("release"))?;
+                let scratch = std::env::temp_dir()
+                    .join(format!("rocprof-bench-merge-{}", std::process::id()));
+                let lines = merge_bench::bench(&bin, &scratch);
+                let _ = std::fs::remove_dir_all(&scratch);
+                println!("| merge (issue 28) | wall | rate | rocprof peak RSS |");
+                println!("|---|---|---|---|");
+                for l in lines? {
+                    println!("{l}");
+                }
+                Ok(())
+            }
+            Some(other) => {
+                bail!("unknown bench argument {other:?} (only --baseline REV or --merge)")
+            }
         },
         Some("callgrind") => callgrind(),
         Some("demo") => demo(),
