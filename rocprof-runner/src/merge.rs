@@ -202,7 +202,7 @@ impl Writers<'_> {
         &mut self,
         path: &Path,
         report: &mut dyn Report,
-    ) -> Result<Option<Vec<(u32, u32, u64)>>, Error> {
+    ) -> Result<Option<Vec<trace_export::rocpd::CopiedProcess>>, Error> {
         if !self.settings.formats.contains(&OutputFormat::Rocpd) || self.rocpd_failed {
             return Ok(None);
         }
@@ -226,9 +226,9 @@ impl Writers<'_> {
         };
         match w.copy_from(path) {
             Ok(Some(copied)) => {
-                for &(pid, _, _) in &copied {
-                    if !self.pids.insert(pid) {
-                        report.notice(EndNotice::MergeSamePid { pid }.into());
+                for p in &copied {
+                    if !self.pids.insert(p.pid) {
+                        report.notice(EndNotice::MergeSamePid { pid: p.pid }.into());
                     }
                 }
                 self.processes += copied.len();
@@ -335,7 +335,7 @@ pub fn merge(
         );
         if first.is_none() {
             first = match &copied {
-                Some(c) => c.iter().min_by_key(|p| p.2).map(|p| (p.0, p.1)),
+                Some(c) => c.iter().min_by_key(|p| p.init_ns).map(|p| (p.pid, p.ppid)),
                 None => traces
                     .iter()
                     .min_by_key(|t| (t.created_ns, t.image))

@@ -179,9 +179,9 @@ impl RocpdWriter {
     /// Copies every process of the rocpd database at `db` table by table (SQLite to SQLite:
     /// every row as it is, in bounded memory), when each of its processes has exactly the
     /// tables this writer writes and a guid suffix no process of the file has yet; returns
-    /// (pid, ppid, init) of each process copied, or `None` (nothing copied) when the file is
+    /// each process copied, or `None` (nothing copied) when the file is
     /// not such a file — the caller then reads it and adds its processes.
-    pub fn copy_from(&mut self, db: &Path) -> Result<Option<Vec<(u32, u32, u64)>>, Error> {
+    pub fn copy_from(&mut self, db: &Path) -> Result<Option<Vec<CopiedProcess>>, Error> {
         let conn = self
             .conn
             .as_ref()
@@ -238,14 +238,27 @@ impl RocpdWriter {
     }
 }
 
+/// A process [`RocpdWriter::copy_from`] copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopiedProcess {
+    /// Its pid.
+    pub pid: u32,
+    /// Its parent's.
+    pub ppid: u32,
+    /// When it started (`init`, ns).
+    pub init_ns: u64,
+}
+
+/// The guid suffixes and the processes of one file copied.
+type Copied = (Vec<String>, Vec<CopiedProcess>);
+
 /// [`RocpdWriter::copy_from`]'s work, with the writer's transaction committed: the suffixes
 /// and processes copied, or `None`.
-#[allow(clippy::type_complexity)]
 fn copy_file(
     conn: &rusqlite::Connection,
     db: &Path,
     taken: &[String],
-) -> rusqlite::Result<Option<(Vec<String>, Vec<(u32, u32, u64)>)>> {
+) -> rusqlite::Result<Option<Copied>> {
     conn.execute_batch("COMMIT")?;
     conn.execute("ATTACH DATABASE ?1 AS src", [db.to_string_lossy().as_ref()])?;
     let copied = copy_attached(conn, taken);
@@ -260,11 +273,10 @@ fn copy_file(
     copied
 }
 
-#[allow(clippy::type_complexity)]
 fn copy_attached(
     conn: &rusqlite::Connection,
     taken: &[String],
-) -> rusqlite::Result<Option<(Vec<String>, Vec<(u32, u32, u64)>)>> {
+) -> rusqlite::Result<Option<Copied>> {
     let prefix = "rocpd_metadata";
     let suffixes: Vec<String> = {
         let mut stmt = conn.prepare(
@@ -341,11 +353,11 @@ fn copy_attached(
             "SELECT pid, ppid, init FROM main.\"rocpd_info_process{suffix}\" ORDER BY id"
         ))?;
         let it = stmt.query_map([], |r| {
-            Ok((
-                r.get::<_, Option<i64>>(0)?.unwrap_or(0) as u32,
-                r.get::<_, Option<i64>>(1)?.unwrap_or(0) as u32,
-                r.get::<_, Option<i64>>(2)?.unwrap_or(0) as u64,
-            ))
+            Ok(CopiedProcess {
+                pid: r.get::<_, Option<i64>>(0)?.unwrap_or(0) as u32,
+                ppid: r.get::<_, Option<i64>>(1)?.unwrap_or(0) as u32,
+                init_ns: r.get::<_, Option<i64>>(2)?.unwrap_or(0) as u64,
+            })
         })?;
         for p in it {
             processes.push(p?);

@@ -947,7 +947,7 @@ fn databases_are_copied_into_a_merged_file_row_for_row() {
     let mut w = rocpd::RocpdWriter::create(&merged, &run()).unwrap();
     let got = w.copy_from(&fa).unwrap().expect("copied");
     assert_eq!(got.len(), 1);
-    assert_eq!(got[0].0, 4242);
+    assert_eq!(got[0].pid, 4242);
     assert!(w.copy_from(&fb).unwrap().is_some());
     assert!(w.copy_from(&fa).unwrap().is_none(), "its guid is taken");
     let text = dir.join("notes.db");
