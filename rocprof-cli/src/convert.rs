@@ -63,6 +63,12 @@ fn list_kept() -> ExitCode {
 /// `merged`.
 pub fn merge(inputs: &[PathBuf], output: &OutputOptions) -> Result<ExitCode> {
     let cwd = std::env::current_dir().map_err(rocprof_runner::Error::WorkingDirectory)?;
+    if let Some(word) = inputs.iter().find_map(|i| {
+        let w = i.to_str()?;
+        (!cwd.join(i).exists() && crate::outputs::is_format_word(w)).then_some(w)
+    }) {
+        anyhow::bail!(messages::format_as_input(word));
+    }
     for w in output.check_for_conversion().map_err(|e| anyhow!(e))? {
         crate::report::warn(&w);
     }
@@ -70,12 +76,52 @@ pub fn merge(inputs: &[PathBuf], output: &OutputOptions) -> Result<ExitCode> {
     if output.output_file.is_none() {
         settings.file = rocprof_runner::merge::DEFAULT_MERGED.into();
     }
-    Ok(rocprof_runner::merge::merge(
-        inputs,
-        &cwd,
-        &settings,
-        &mut Terminal,
-    )?)
+    let shown = std::cell::Cell::new(false);
+    let mut progress = MergeProgressLine {
+        terminal: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        shown: &shown,
+    };
+    let mut report = ClearingProgress(&shown);
+    let code = rocprof_runner::merge::merge(inputs, &cwd, &settings, &mut report, &mut progress);
+    ClearingProgress(&shown).clear();
+    Ok(code?)
+}
+
+/// A merge's progress on one line of stderr, only on a terminal and once it takes longer
+/// than a second; the notices clear it first.
+struct MergeProgressLine<'a> {
+    terminal: bool,
+    shown: &'a std::cell::Cell<bool>,
+}
+
+impl rocprof_runner::merge::Progress for MergeProgressLine<'_> {
+    fn merge_progress(&mut self, p: rocprof_runner::merge::MergeProgress) {
+        if self.terminal && p.elapsed.as_secs() >= 1 {
+            eprint!(
+                "\r\x1b[Krocprof: merging: {}/{} inputs, {} processes",
+                p.inputs_done, p.inputs, p.processes
+            );
+            self.shown.set(true);
+        }
+    }
+}
+
+/// The terminal's report, clearing the progress line before each notice.
+struct ClearingProgress<'a>(&'a std::cell::Cell<bool>);
+
+impl ClearingProgress<'_> {
+    fn clear(&self) {
+        if self.0.replace(false) {
+            eprint!("\r\x1b[K");
+        }
+    }
+}
+
+impl rocprof_runner::notice::Report for ClearingProgress<'_> {
+    fn notice(&mut self, notice: rocprof_runner::notice::Notice) {
+        self.clear();
+        Terminal.notice(notice);
+    }
 }
 
 /// `rocprof convert <record-dir>…`.

@@ -123,6 +123,20 @@ struct MergeArgs {
     output: outputs::OutputOptions,
 }
 
+/// The multi-value output options of `convert` and `merge` take one word per occurrence
+/// (`-f csv,rocpd` or `-f csv -f rocpd`), so that they never swallow the positional inputs
+/// that follow them; run mode keeps rocprofv3's space-separated lists (its application comes
+/// only after `--`).
+fn one_value_per_option(cmd: clap::Command) -> clap::Command {
+    cmd.mut_subcommands(|c| match c.get_name() {
+        "convert" | "merge" => c.mut_args(|a| match a.get_id().as_str() {
+            "output_format" | "summary_groups" => a.num_args(1),
+            _ => a,
+        }),
+        _ => c,
+    })
+}
+
 use input::LogLevel;
 
 /// `tracing` output (the libraries' diagnostics) only under `--log-level`: by default every
@@ -151,7 +165,10 @@ fn init_logging(level: Option<LogLevel>, default: &str) {
 
 fn run(args: Vec<OsString>) -> Result<ExitCode> {
     if names_subcommand(&args) {
-        let cli = Cli::parse_from(args);
+        let matches =
+            one_value_per_option(<Cli as clap::CommandFactory>::command()).get_matches_from(args);
+        let cli =
+            <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
         if cli.sim {
             sim::enter()?;
         }

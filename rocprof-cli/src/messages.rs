@@ -18,6 +18,14 @@ pub fn stats_without_tracing() -> String {
     "--stats and --summary need a tracing option (e.g. --sys-trace or --kernel-trace)".into()
 }
 
+/// A merge input that is a format word: `-f` takes one word per occurrence there.
+pub fn format_as_input(word: &str) -> String {
+    format!(
+        "merge input '{word}' does not exist and is a format name: give several formats as \
+         one comma-separated word or repeat the option (`-f csv,{word}` or `-f csv -f {word}`)"
+    )
+}
+
 /// `-f xml`.
 pub fn format_unknown(f: &str) -> String {
     format!(

@@ -107,6 +107,12 @@ pub struct OutputOptions {
     pub perfetto_buffer_fill_policy: Option<FillPolicy>,
 }
 
+/// Whether `word` names an output format (known to this rocprof or not yet supported).
+pub fn is_format_word(word: &str) -> bool {
+    let w = word.to_ascii_lowercase();
+    ["csv", "json", "pftrace", "rocpd", "otf2"].contains(&w.as_str())
+}
+
 impl OutputOptions {
     /// The formats asked for (csv when none), or what is wrong with them.
     pub fn formats(&self) -> Result<Vec<OutputFormat>, String> {

@@ -171,3 +171,138 @@ fn inputs_of_the_wrong_kind_are_refused_with_the_reason() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("after -i only"), "{}", stderr(&o));
 }
+
+/// Two runs' databases, `a/a_results.db` and `b/b_results.db`.
+fn two_databases(tmp: &Path) -> [std::path::PathBuf; 2] {
+    ["a", "b"].map(|n| {
+        let o = rocprof(tmp)
+            .args(["--sim", "--kernel-trace", "-f", "rocpd", "-d"])
+            .arg(tmp.join(n))
+            .args(["-o", n, "--"])
+            .arg(workload("vector-add"))
+            .output()
+            .unwrap();
+        ok(&o);
+        tmp.join(n).join(format!("{n}_results.db"))
+    })
+}
+
+#[test]
+fn formats_are_one_word_per_option_and_never_swallow_the_inputs() {
+    let tmp = scratch("merge", "formats");
+    let [a, b] = two_databases(&tmp);
+    // Comma-separated and repeated, before the inputs (where `-f` used to take them all).
+    let lists: [&[&str]; 2] = [&["-f", "rocpd,csv"], &["-f", "csv", "-f", "rocpd"]];
+    for (k, formats) in lists.into_iter().enumerate() {
+        let out = tmp.join(format!("out{k}"));
+        let o = rocprof(&tmp)
+            .arg("merge")
+            .arg("-d")
+            .arg(&out)
+            .args(["-o", "m"])
+            .args(formats)
+            .arg(&a)
+            .arg(&b)
+            .output()
+            .unwrap();
+        let err = ok(&o);
+        assert!(err.contains("merged 2 input(s), 2 process(es)"), "{err}");
+        assert!(out.join("m_results.db").is_file(), "{formats:?}: {err}");
+        let csvs = std::fs::read_dir(&out)
+            .unwrap()
+            .filter(|e| {
+                let e = e.as_ref().unwrap();
+                e.file_name()
+                    .to_string_lossy()
+                    .ends_with("_kernel_trace.csv")
+            })
+            .count();
+        assert_eq!(csvs, 2, "{formats:?}: CSV per process");
+    }
+    // `convert -i` alike, the formats first.
+    let out = tmp.join("conv");
+    let o = rocprof(&tmp)
+        .args(["convert", "-f", "csv,rocpd", "-d"])
+        .arg(&out)
+        .arg("-i")
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    let err = ok(&o);
+    assert!(err.contains("merged 2 input(s)"), "{err}");
+    assert!(out.join("merged_results.db").is_file(), "{err}");
+    // A space-separated list: the second word is an input, and the error says how to write it.
+    let o = rocprof(&tmp)
+        .args(["merge", "-f", "csv", "json"])
+        .arg(&a)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("'json'"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("-f csv,json"), "{}", stderr(&o));
+    // An unknown format is named.
+    let o = rocprof(&tmp)
+        .args(["merge", "-f", "csv,xml"])
+        .arg(&a)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("unknown --output-format 'xml'"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn summary_groups_take_one_regex_each_before_the_inputs() {
+    let tmp = scratch("merge", "groups");
+    let [a, b] = two_databases(&tmp);
+    let out = tmp.join("out");
+    let o = rocprof(&tmp)
+        .arg("merge")
+        .args(["--stats", "-S", "--summary-output-file", "sum"])
+        .args([
+            "--summary-groups",
+            "KERNEL_DISPATCH",
+            "--summary-groups",
+            "MEMORY_COPY",
+        ])
+        .arg("-d")
+        .arg(&out)
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    let err = ok(&o);
+    assert!(err.contains("merged 2 input(s), 2 process(es)"), "{err}");
+}
+
+#[test]
+fn run_mode_takes_formats_comma_separated_or_repeated() {
+    let tmp = scratch("merge", "runformats");
+    for (k, formats) in [&["-f", "csv,rocpd"][..], &["-f", "csv", "-f", "rocpd"]]
+        .into_iter()
+        .enumerate()
+    {
+        let out = tmp.join(format!("r{k}"));
+        let o = rocprof(&tmp)
+            .args(["--sim", "--kernel-trace"])
+            .args(formats)
+            .args(["--pmc", "SQ_WAVES,GRBM_COUNT", "-d"])
+            .arg(&out)
+            .args(["-o", "r", "--"])
+            .arg(workload("vector-add"))
+            .output()
+            .unwrap();
+        ok(&o);
+        assert!(out.join("r_results.db").is_file(), "{formats:?}");
+        assert!(out.join("r_kernel_trace.csv").is_file(), "{formats:?}");
+        let counters = std::fs::read_to_string(out.join("r_counter_collection.csv")).unwrap();
+        assert!(
+            counters.contains("SQ_WAVES") && counters.contains("GRBM_COUNT"),
+            "one --pmc with a comma list is one pass: {counters}"
+        );
+    }
+}

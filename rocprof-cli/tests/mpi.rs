@@ -226,3 +226,122 @@ fn only_the_selected_ranks_are_profiled() {
     );
     assert!(!out.exists(), "no rank was profiled: {err}");
 }
+
+/// The row count of every plain `rocpd_*` view of a database (Python's sqlite3), and whether
+/// upstream's data and summary views answer on it.
+fn view_counts(db: &Path) -> serde_json::Value {
+    let script = "import sqlite3,sys,json\n\
+c=sqlite3.connect(sys.argv[1])\n\
+names=[r[0] for r in c.execute(\"SELECT name FROM sqlite_master WHERE type='view' ORDER BY name\")]\n\
+print(json.dumps({n: c.execute('SELECT COUNT(*) FROM \"%s\"' % n).fetchone()[0] for n in names}))\n";
+    let o = Command::new(python())
+        .args(["-c", script])
+        .arg(db)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}: {}", db.display(), stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// `rocprof analyze --json` of some inputs: each process's pid and timeline verdicts.
+fn verdicts(
+    tmp: &Path,
+    inputs: &[std::path::PathBuf],
+) -> std::collections::BTreeMap<u64, serde_json::Value> {
+    let o = rocprof(tmp)
+        .args(["analyze", "--json"])
+        .args(inputs)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut out = std::collections::BTreeMap::new();
+    for input in r["inputs"].as_array().unwrap() {
+        for p in input["processes"].as_array().unwrap() {
+            out.insert(p["pid"].as_u64().unwrap(), p["timeline"].clone());
+        }
+    }
+    out
+}
+
+/// Sixteen ranks (oversubscribed) each writing one database, merged into one: every view of
+/// the merged file has the sum of the inputs' rows (upstream's data and summary views included,
+/// so they work on it), every rank is its own process, and `rocprof analyze` gives every
+/// process the same verdicts in the merged file as in its own.
+#[test]
+fn sixteen_ranks_merge_into_one_database_table_by_table() {
+    const N: usize = 16;
+    let tmp = scratch("mpi", "sixteen");
+    let out = tmp.join("out");
+    let Some(o) = under_mpirun(
+        &tmp,
+        &["-np", &N.to_string()],
+        &["--sys-trace", "-f", "rocpd"],
+        &out,
+        "%rank%/run",
+    ) else {
+        return;
+    };
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let inputs: Vec<std::path::PathBuf> = (0..N)
+        .map(|r| out.join(r.to_string()).join("run_results.db"))
+        .collect();
+    let merged = tmp.join("merged");
+    let o = rocprof(&tmp)
+        .args(["merge", "-f", "rocpd", "-d"])
+        .arg(&merged)
+        .args(["-o", "all"])
+        .args(&inputs)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("merged {N} input(s), {N} process(es)")),
+        "{err}"
+    );
+    let db = merged.join("all_results.db");
+    let total = view_counts(&db);
+    let mut sum: std::collections::BTreeMap<String, u64> = Default::default();
+    for i in &inputs {
+        for (name, n) in view_counts(i).as_object().unwrap() {
+            // The summary views aggregate (one row per name, not per process).
+            *sum.entry(name.clone()).or_default() += n.as_u64().unwrap();
+        }
+    }
+    assert_eq!(processes_in(&db), N);
+    for table in [
+        "rocpd_info_process",
+        "rocpd_info_agent",
+        "rocpd_info_thread",
+        "rocpd_string",
+        "rocpd_region",
+        "rocpd_sample",
+        "rocpd_event",
+        "rocpd_kernel_dispatch",
+        "rocpd_memory_copy",
+        "rocpd_memory_allocate",
+        "rocpd_track",
+        "regions",
+        "kernels",
+        "memory_copies",
+    ] {
+        assert!(sum.contains_key(table), "{table} in every input: {sum:?}");
+        assert_eq!(total[table].as_u64(), Some(sum[table]), "{table}");
+    }
+    for (name, n) in &sum {
+        if name.starts_with("rocpd_") {
+            assert_eq!(total[name.as_str()].as_u64(), Some(*n), "{name}");
+        }
+    }
+    assert_eq!(total["kernels"].as_u64(), Some(8 * N as u64));
+    assert!(
+        total["top"].as_u64().unwrap() > 0,
+        "upstream's summary view answers"
+    );
+    let one = verdicts(&tmp, &[db]);
+    let each = verdicts(&tmp, &inputs);
+    assert_eq!(one.len(), N);
+    assert_eq!(one, each, "the same verdicts per process");
+}

@@ -10,7 +10,7 @@
 use crate::convert::{counter_values, order_processes, unique_prefix, write_failure};
 use crate::error::Error;
 use crate::notice::{EndNotice, OutputNotice, Report};
-use crate::outputs::{self, Placement};
+use crate::outputs::{self, Placement, WriteFailure};
 use crate::placeholders::Context;
 use crate::plan::{Launch, OutputFormat, OutputSettings};
 use crate::record_dir::RecordDir;
@@ -29,7 +29,6 @@ pub const DEFAULT_MERGED: &str = "merged";
 /// One input, read.
 struct Input {
     traces: Vec<ProcessTrace>,
-    launch: Option<Launch>,
 }
 
 /// Reads a record directory (without removing it): its logs, with the counters of its run
@@ -47,10 +46,12 @@ fn read_record_dir(path: &Path, report: &mut dyn Report) -> Result<Input, Error>
         }
         let _ = counter_values(&mut traces, &[], plan, report);
     }
-    Ok(Input {
-        traces,
-        launch: Some(manifest.launch),
-    })
+    Ok(Input { traces })
+}
+
+/// Whether `path` can be merged at all (checked for every input before anything is read).
+fn input_kind_known(path: &Path) -> bool {
+    path.is_dir() || path.extension().is_some_and(|e| e == "db")
 }
 
 fn read_input(path: &Path, report: &mut dyn Report) -> Result<Input, Error> {
@@ -62,109 +63,347 @@ fn read_input(path: &Path, report: &mut dyn Report) -> Result<Input, Error> {
             path: path.to_owned(),
             source,
         })?;
-        return Ok(Input {
-            traces,
-            launch: None,
-        });
+        return Ok(Input { traces });
     }
     Err(Error::MergeInputUnknown(path.to_owned()))
 }
 
-/// Merges `inputs` (relative to `cwd`) into the outputs `settings` ask for.
+/// How far a merge is, after each input (the CLI shows it once a merge takes longer than a
+/// second, on a terminal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MergeProgress {
+    /// Inputs read and written so far.
+    pub inputs_done: usize,
+    /// Inputs in all.
+    pub inputs: usize,
+    /// Processes written so far.
+    pub processes: usize,
+    /// Since the merge started.
+    pub elapsed: std::time::Duration,
+}
+
+/// Receives [`MergeProgress`] (a no-op by default).
+pub trait Progress {
+    /// One more input done.
+    fn merge_progress(&mut self, _progress: MergeProgress) {}
+}
+
+/// No progress shown.
+pub struct NoProgress;
+impl Progress for NoProgress {}
+
+/// The run facts of a merge: the first record directory's launch (its manifest only), else
+/// this process's.
+fn merge_launch(paths: &[PathBuf], cwd: &Path) -> Launch {
+    paths
+        .iter()
+        .filter(|p| p.is_dir())
+        .find_map(|p| RecordDir::open(p).ok().map(|(_, m)| m.launch))
+        .unwrap_or_else(|| Launch {
+            rocprof_pid: std::process::id(),
+            hostname: crate::launch::hostname(),
+            cwd: cwd.display().to_string(),
+            ..Launch::default()
+        })
+}
+
+/// The outputs of a merge as they are written.
+struct Writers<'a> {
+    settings: &'a OutputSettings,
+    launch: &'a Launch,
+    run: RunInfo,
+    placement: Placement,
+    written: Vec<PathBuf>,
+    failed: bool,
+    /// CSV prefixes taken.
+    used: HashSet<PathBuf>,
+    /// The pids seen.
+    pids: HashSet<u32>,
+    /// The one database, once the first process gave its prefix: (staged path, writer).
+    rocpd: Option<(PathBuf, trace_export::rocpd::RocpdWriter)>,
+    /// Writing the database failed (it is then left out).
+    rocpd_failed: bool,
+    /// The processes JSON and Perfetto need all at once (only when those are asked for).
+    whole: Vec<ProcessTrace>,
+    processes: usize,
+}
+
+impl Writers<'_> {
+    fn failure(&mut self, e: &WriteFailure, report: &mut dyn Report) {
+        report.notice(OutputNotice::failed(e));
+        self.failed = true;
+    }
+
+    /// Writes one input's processes (CSV per process, the process into the one database) and
+    /// keeps them only if a whole-file format needs them.
+    fn add(
+        &mut self,
+        mut traces: Vec<ProcessTrace>,
+        in_rocpd: bool,
+        report: &mut dyn Report,
+    ) -> Result<(), Error> {
+        let settings = self.settings;
+        order_processes(&mut traces);
+        for t in traces.iter_mut() {
+            // Kernel names as the merge's -M/-T ask (a database's are demangled already,
+            // which the demangler leaves as they are).
+            rename_kernels(t, !settings.mangled_kernels, settings.truncate_kernels);
+            trace_export::rename::apply(t, settings.kernel_rename);
+            if !in_rocpd && !self.pids.insert(t.pid) {
+                report.notice(EndNotice::MergeSamePid { pid: t.pid }.into());
+            }
+        }
+        for t in &traces {
+            let labels = AgentLabels::new(t.docs.agents().to_vec(), settings.agent_index.index());
+            let ctx = Context::new(self.launch, t.pid, t.ppid);
+            if settings.formats.contains(&OutputFormat::Csv) {
+                let prefix = unique_prefix(
+                    outputs::prefix_for(settings, &ctx)?,
+                    t.pid,
+                    &mut self.used,
+                    report,
+                );
+                let staged = self.placement.stage(&prefix).and_then(|staged| {
+                    write_csv(&staged, t, &labels, csv_selection(settings))
+                        .map_err(|e| write_failure(e, &prefix))
+                });
+                match staged.and_then(|files| self.placement.commit(&files)) {
+                    Ok(done) => self.written.extend(done),
+                    Err(e) => self.failure(&e, report),
+                }
+            }
+            if settings.formats.contains(&OutputFormat::Rocpd) && !self.rocpd_failed && !in_rocpd {
+                let prefix = outputs::prefix_for(settings, &ctx)?;
+                let result = self.rocpd_add(&prefix, &ProcessView::new(t, &labels));
+                if let Err(e) = result {
+                    self.rocpd = None;
+                    self.rocpd_failed = true;
+                    self.failure(&e, report);
+                }
+            }
+            if !in_rocpd {
+                self.processes += 1;
+            }
+        }
+        if settings.formats.iter().any(|f| {
+            matches!(
+                f,
+                OutputFormat::Json | OutputFormat::Pftrace | OutputFormat::Otf2
+            )
+        }) {
+            self.whole.extend(traces);
+        }
+        Ok(())
+    }
+
+    /// The one database of `-f rocpd` copies a database input's tables as they are (every
+    /// row, in bounded memory) when it has this writer's schema; the processes copied, or
+    /// `None` when the input has to be read and rewritten.
+    fn rocpd_copy(
+        &mut self,
+        path: &Path,
+        report: &mut dyn Report,
+    ) -> Result<Option<Vec<trace_export::rocpd::CopiedProcess>>, Error> {
+        if !self.settings.formats.contains(&OutputFormat::Rocpd) || self.rocpd_failed {
+            return Ok(None);
+        }
+        // A file that is no readable database with a process is left to the reader, which
+        // says what is wrong with it.
+        let Some((pid, ppid)) = trace_export::rocpd_read::first_process(path) else {
+            return Ok(None);
+        };
+        if self.rocpd.is_none() {
+            // The file is named after the first process (as when it is written from records).
+            let ctx = Context::new(self.launch, pid, ppid);
+            let prefix = outputs::prefix_for(self.settings, &ctx)?;
+            if let Err(e) = self.rocpd_open(&prefix) {
+                self.rocpd_failed = true;
+                self.failure(&e, report);
+                return Ok(None);
+            }
+        }
+        let Some((_, w)) = self.rocpd.as_mut() else {
+            return Ok(None);
+        };
+        match w.copy_from(path) {
+            Ok(Some(copied)) => {
+                for p in &copied {
+                    if !self.pids.insert(p.pid) {
+                        report.notice(EndNotice::MergeSamePid { pid: p.pid }.into());
+                    }
+                }
+                self.processes += copied.len();
+                Ok(Some(copied))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => {
+                self.rocpd = None;
+                self.rocpd_failed = true;
+                let e = write_failure(e, path);
+                self.failure(&e, report);
+                Ok(None)
+            }
+        }
+    }
+
+    fn rocpd_open(&mut self, prefix: &Path) -> Result<(), WriteFailure> {
+        let staged = self.placement.stage(prefix)?.file("results", "db");
+        let w = trace_export::rocpd::RocpdWriter::create(&staged, &self.run)
+            .map_err(|e| write_failure(e, prefix))?;
+        self.rocpd = Some((staged, w));
+        Ok(())
+    }
+
+    fn rocpd_add(&mut self, prefix: &Path, view: &ProcessView<'_>) -> Result<(), WriteFailure> {
+        if self.rocpd.is_none() {
+            self.rocpd_open(prefix)?;
+        }
+        let Some((_, w)) = self.rocpd.as_mut() else {
+            return Ok(());
+        };
+        w.add(view).map_err(|e| write_failure(e, prefix))
+    }
+}
+
+/// Every CSV file a merge can write.
+fn csv_selection(settings: &OutputSettings) -> CsvSelection {
+    CsvSelection {
+        hip: true,
+        hsa: true,
+        kernels: true,
+        copies: true,
+        markers: true,
+        allocations: true,
+        scratch: true,
+        counters: true,
+        stats: settings.stats,
+    }
+}
+
+/// Merges `inputs` (relative to `cwd`) into the outputs `settings` ask for, one input at a
+/// time: each is read, its processes written (CSV, the one database) and dropped before the
+/// next is read, so memory holds one input whatever their number — except for JSON and
+/// Perfetto, whose writers need every process at once.
 pub fn merge(
     inputs: &[PathBuf],
     cwd: &Path,
     settings: &OutputSettings,
     report: &mut dyn Report,
+    progress: &mut dyn Progress,
 ) -> Result<ExitCode, Error> {
-    let mut traces: Vec<ProcessTrace> = Vec::new();
-    let mut launch: Option<Launch> = None;
-    for input in inputs {
-        let read = read_input(&cwd.join(input), report)?;
+    let started = std::time::Instant::now();
+    let paths: Vec<PathBuf> = inputs.iter().map(|i| cwd.join(i)).collect();
+    if let Some(p) = paths.iter().find(|p| !input_kind_known(p)) {
+        return Err(Error::MergeInputUnknown(p.clone()));
+    }
+    let launch = merge_launch(&paths, cwd);
+    outputs::validate(settings, &launch)?;
+    let mut w = Writers {
+        settings,
+        launch: &launch,
+        run: RunInfo {
+            hostname: launch.hostname.clone(),
+            command: launch.argv.clone(),
+        },
+        placement: Placement::new(std::time::SystemTime::now()),
+        written: Vec::new(),
+        failed: false,
+        used: HashSet::new(),
+        pids: HashSet::new(),
+        rocpd: None,
+        rocpd_failed: false,
+        whole: Vec::new(),
+        processes: 0,
+    };
+    let mut first: Option<(u32, u32)> = None;
+    let others = settings.formats.iter().any(|f| *f != OutputFormat::Rocpd);
+    for (k, (input, path)) in inputs.iter().zip(&paths).enumerate() {
+        let copied = match path.is_dir() {
+            true => None,
+            false => w.rocpd_copy(path, report)?,
+        };
+        let traces = match (&copied, others) {
+            (Some(_), false) => Vec::new(),
+            _ => read_input(path, report)?.traces,
+        };
+        let processes = copied.as_ref().map_or(traces.len(), Vec::len);
         report.notice(
             EndNotice::MergeInput {
                 input: input.clone(),
-                processes: read.traces.len(),
+                processes,
             }
             .into(),
         );
-        traces.extend(read.traces);
-        if launch.is_none() {
-            launch = read.launch;
+        if first.is_none() {
+            first = match &copied {
+                Some(c) => c.iter().min_by_key(|p| p.init_ns).map(|p| (p.pid, p.ppid)),
+                None => traces
+                    .iter()
+                    .min_by_key(|t| (t.created_ns, t.image))
+                    .map(|t| (t.pid, t.ppid)),
+            };
         }
+        w.add(traces, copied.is_some(), report)?;
+        progress.merge_progress(MergeProgress {
+            inputs_done: k + 1,
+            inputs: inputs.len(),
+            processes: w.processes,
+            elapsed: started.elapsed(),
+        });
     }
-    if traces.is_empty() {
+    let Some((pid, ppid)) = first else {
         return Err(Error::MergeNothing);
-    }
-    order_processes(&mut traces);
-    // Kernel names as the merge's -M/-T ask (a database's are demangled already, which the
-    // demangler leaves as they are).
-    for t in traces.iter_mut() {
-        rename_kernels(t, !settings.mangled_kernels, settings.truncate_kernels);
-        trace_export::rename::apply(t, settings.kernel_rename);
-    }
-    let mut seen = HashSet::new();
-    for t in &traces {
-        if !seen.insert(t.pid) {
-            report.notice(EndNotice::MergeSamePid { pid: t.pid }.into());
+    };
+    if let Some((staged, writer)) = w.rocpd.take() {
+        let ctx = Context::new(&launch, pid, ppid);
+        let prefix = outputs::prefix_for(settings, &ctx)?;
+        let done = writer
+            .finish()
+            .map_err(|e| write_failure(e, &prefix))
+            .and_then(|()| w.placement.commit(&[staged]));
+        match done {
+            Ok(done) => w.written.extend(done),
+            Err(e) => w.failure(&e, report),
         }
     }
-    let launch = launch.unwrap_or_else(|| Launch {
-        rocprof_pid: std::process::id(),
-        hostname: crate::launch::hostname(),
-        cwd: cwd.display().to_string(),
-        ..Launch::default()
-    });
-    outputs::validate(settings, &launch)?;
-    let run = RunInfo {
-        hostname: launch.hostname.clone(),
-        command: launch.argv.clone(),
-    };
+    if !w.whole.is_empty() {
+        write_whole(&mut w, &launch, report)?;
+    }
+    let Writers {
+        placement,
+        written,
+        failed,
+        processes,
+        ..
+    } = w;
+    let _ = placement.finish();
+    report.notice(
+        EndNotice::Merged {
+            inputs: inputs.len(),
+            processes,
+            files: written.len(),
+            dir: written.first().and_then(|f| f.parent()).map(Path::to_owned),
+        }
+        .into(),
+    );
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// JSON and Perfetto: every process in one file, written from the processes kept.
+fn write_whole(w: &mut Writers<'_>, launch: &Launch, report: &mut dyn Report) -> Result<(), Error> {
+    let settings = w.settings;
+    let mut traces = std::mem::take(&mut w.whole);
+    order_processes(&mut traces);
     let labels: Vec<AgentLabels> = traces
         .iter()
         .map(|t| AgentLabels::new(t.docs.agents().to_vec(), settings.agent_index.index()))
         .collect();
-    let mut placement = Placement::new(std::time::SystemTime::now());
-    let mut written = Vec::new();
-    let mut failed = false;
-
-    // CSV: per process.
-    if settings.formats.contains(&OutputFormat::Csv) {
-        let csv = CsvSelection {
-            hip: true,
-            hsa: true,
-            kernels: true,
-            copies: true,
-            markers: true,
-            allocations: true,
-            scratch: true,
-            counters: true,
-            stats: settings.stats,
-        };
-        let mut used = HashSet::new();
-        for (t, l) in traces.iter().zip(&labels) {
-            let ctx = Context::new(&launch, t.pid, t.ppid);
-            let prefix = unique_prefix(
-                outputs::prefix_for(settings, &ctx)?,
-                t.pid,
-                &mut used,
-                report,
-            );
-            let staged = placement.stage(&prefix).and_then(|staged| {
-                write_csv(&staged, t, l, csv).map_err(|e| write_failure(e, &prefix))
-            });
-            match staged.and_then(|files| placement.commit(&files)) {
-                Ok(done) => written.extend(done),
-                Err(e) => {
-                    report.notice(OutputNotice::failed(&e));
-                    failed = true;
-                }
-            }
-        }
-    }
-    // The one-file formats: every process in one file.
     let first = &traces[0];
-    let ctx = Context::new(&launch, first.pid, first.ppid);
+    let ctx = Context::new(launch, first.pid, first.ppid);
     let prefix = outputs::prefix_for(settings, &ctx)?;
     let json = crate::convert::json_options(
         settings,
@@ -176,48 +415,38 @@ pub fn merge(
         .map(|(t, l)| ProcessView::new(t, l))
         .collect();
     for format in &settings.formats {
+        if !matches!(
+            format,
+            OutputFormat::Json | OutputFormat::Pftrace | OutputFormat::Otf2
+        ) {
+            continue;
+        }
         let Some((name, ext)) = format.results_file() else {
             continue;
         };
-        let staged = placement.stage(&prefix).and_then(|staged| {
+        let staged = w.placement.stage(&prefix).and_then(|staged| {
             let path = staged.file(name, ext);
             if *format == OutputFormat::Otf2 {
-                return crate::convert::write_otf2(&path, &run, &views, &prefix);
+                return crate::convert::write_otf2(&path, &w.run, &views, &prefix);
             }
             match format {
-                OutputFormat::Json => trace_export::json::write_json(&path, &run, &views, &json),
-                OutputFormat::Pftrace => {
+                OutputFormat::Json => trace_export::json::write_json(&path, &w.run, &views, &json),
+                _ => {
                     let o = crate::convert::perfetto_options(settings);
-                    trace_export::perfetto::write_perfetto(&path, &run, &views, &o)
-                        .map(|w| crate::convert::perfetto_notes(&w, &path, &o, report))
+                    trace_export::perfetto::write_perfetto(&path, &w.run, &views, &o)
+                        .map(|x| crate::convert::perfetto_notes(&x, &path, &o, report))
                 }
-                OutputFormat::Rocpd => trace_export::rocpd::write_rocpd(&path, &run, &views),
-                OutputFormat::Csv | OutputFormat::Otf2 => Ok(()),
             }
             .map_err(|e| write_failure(e, &prefix))?;
             Ok(vec![path])
         });
-        match staged.and_then(|files| placement.commit(&files)) {
-            Ok(done) => written.extend(done),
+        match staged.and_then(|files| w.placement.commit(&files)) {
+            Ok(done) => w.written.extend(done),
             Err(e) => {
                 report.notice(OutputNotice::failed(&e));
-                failed = true;
+                w.failed = true;
             }
         }
     }
-    let _ = placement.finish();
-    report.notice(
-        EndNotice::Merged {
-            inputs: inputs.len(),
-            processes: traces.len(),
-            files: written.len(),
-            dir: written.first().and_then(|f| f.parent()).map(Path::to_owned),
-        }
-        .into(),
-    );
-    Ok(if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(())
 }

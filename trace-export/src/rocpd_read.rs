@@ -21,6 +21,7 @@ use trace_records::ProcessTrace;
 use trace_records::agents::{Agent, AgentKind, GpuProperties};
 use trace_records::docs::{AgentsList, Document};
 use trace_records::record::*;
+use trace_records::records::RecordsBuilder;
 
 /// The key of an agent row's `extdata` under which this project's writer keeps the whole agent
 /// record.
@@ -135,6 +136,21 @@ pub fn read(path: &Path) -> Result<Vec<ProcessTrace>, Error> {
     Ok(out)
 }
 
+/// The (pid, ppid) of a database's earliest started process, if it is a rocpd database with
+/// one (a merge names its one database after it).
+pub fn first_process(path: &Path) -> Option<(u32, u32)> {
+    let db = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;
+    if !has(&db, "rocpd_info_process") {
+        return None;
+    }
+    db.query_row(
+        "SELECT pid, ppid FROM rocpd_info_process ORDER BY init, id LIMIT 1",
+        [],
+        |r| Ok((int(r, 0) as u32, int(r, 1) as u32)),
+    )
+    .ok()
+}
+
 fn has(db: &Connection, name: &str) -> bool {
     db.query_row(
         "SELECT COUNT(*) FROM sqlite_master WHERE name = ?1",
@@ -210,6 +226,48 @@ fn marker_kind(name: &str, sample: bool) -> MarkerKind {
     }
 }
 
+/// Per event id: its category and, for marker events, its `extdata`.
+type Events<'a> = HashMap<i64, (&'a str, Option<String>)>;
+
+/// A region or sample read back.
+struct Call {
+    start: i64,
+    end: i64,
+    tid: i64,
+    event: i64,
+    sample: bool,
+}
+
+/// `SELECT <columns> FROM <view>` for one process (its guid, and its pid where the view has
+/// one), each row to `f` as it comes; nothing when the file has no such view.
+fn each_row(
+    db: &Connection,
+    guid: &str,
+    pid: i64,
+    view: &str,
+    columns: &str,
+    tail: &str,
+    mut f: impl FnMut(&Row<'_>) -> rusqlite::Result<()>,
+) -> rusqlite::Result<()> {
+    if !has(db, view) {
+        return Ok(());
+    }
+    // Events, samples and counter values have no pid: their guid is the process's.
+    let by_pid = !matches!(view, "rocpd_event" | "rocpd_sample" | "rocpd_pmc_event");
+    let filter = if by_pid {
+        "guid = ?1 AND pid = ?2"
+    } else {
+        "guid = ?1 AND ?2 = ?2"
+    };
+    let sql = format!("SELECT {columns} FROM {view} WHERE {filter} {tail}");
+    let mut stmt = db.prepare(&sql)?;
+    let mut rows = stmt.query(rusqlite::params![guid, pid])?;
+    while let Some(r) = rows.next()? {
+        f(r)?;
+    }
+    Ok(())
+}
+
 struct Reader<'a> {
     db: &'a Connection,
     strings: &'a HashMap<i64, String>,
@@ -217,7 +275,8 @@ struct Reader<'a> {
     pid: i64,
     trace: ProcessTrace,
     interned: HashMap<String, StringId>,
-    operations: HashMap<(u8, String), u16>,
+    /// Per domain, the operation id of each name.
+    operations: HashMap<u8, HashMap<String, u16>>,
     /// The correlation id of each event ([`Reader::stacks`]), read once per process.
     correlations: HashMap<i64, u64>,
     /// The stack id of each event that has one: an API call's own id (every call has its own,
@@ -241,16 +300,12 @@ impl<'a> Reader<'a> {
     }
 
     fn operation(&mut self, domain: ApiDomain, name: &str) -> u16 {
-        let key = (domain as u8, name.to_owned());
-        if let Some(&op) = self.operations.get(&key) {
+        let names = self.operations.entry(domain as u8).or_default();
+        if let Some(&op) = names.get(name) {
             return op;
         }
-        let op = self
-            .operations
-            .keys()
-            .filter(|(d, _)| *d == domain as u8)
-            .count() as u16;
-        self.operations.insert(key, op);
+        let op = names.len() as u16;
+        names.insert(name.to_owned(), op);
         let id = self.intern(name);
         self.trace.operations.insert((domain as u8, op), id);
         op
@@ -263,22 +318,14 @@ impl<'a> Reader<'a> {
         view: &str,
         columns: &str,
         tail: &str,
-        f: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
+        mut f: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
     ) -> rusqlite::Result<Vec<T>> {
-        if !has(self.db, view) {
-            return Ok(Vec::new());
-        }
-        // Events, samples and counter values have no pid: their guid is the process's.
-        let by_pid = !matches!(view, "rocpd_event" | "rocpd_sample" | "rocpd_pmc_event");
-        let filter = if by_pid {
-            "guid = ?1 AND pid = ?2"
-        } else {
-            "guid = ?1 AND ?2 = ?2"
-        };
-        let sql = format!("SELECT {columns} FROM {view} WHERE {filter} {tail}");
-        let mut stmt = self.db.prepare(&sql)?;
-        let it = stmt.query_map(rusqlite::params![self.guid, self.pid], f)?;
-        it.collect()
+        let mut out = Vec::new();
+        each_row(self.db, &self.guid, self.pid, view, columns, tail, |r| {
+            out.push(f(r)?);
+            Ok(())
+        })?;
+        Ok(out)
     }
 
     fn agents(&mut self) -> rusqlite::Result<()> {
@@ -310,99 +357,130 @@ impl<'a> Reader<'a> {
 
     fn api(&mut self) -> rusqlite::Result<()> {
         // Regions, and samples (zero-length calls), with their event's category and ids.
-        let regions = self.select(
-            "rocpd_region",
-            "start, end, tid, name_id, event_id",
-            "ORDER BY start, id",
-            |r| Ok((int(r, 0), int(r, 1), int(r, 2), int(r, 3), int(r, 4))),
-        )?;
-        let events: HashMap<i64, (String, i64, String)> = self
+        // Only marker events carry a message: the others' extdata is not read.
+        let strings = self.strings;
+        let events: Events<'a> = self
             .select(
                 "rocpd_event",
                 "id, category_id, stack_id, extdata",
                 "",
-                |r| Ok((int(r, 0), (int(r, 1), int(r, 2), text(r, 3)))),
+                |r| {
+                    let category = strings.get(&int(r, 1)).map_or("", String::as_str);
+                    let marker = matches!(category, "MARKER_CORE_RANGE_API" | "MARKER_CORE_API");
+                    Ok((int(r, 0), (category, marker.then(|| text(r, 3)))))
+                },
             )?
             .into_iter()
-            .map(|(id, (cat, stack, extdata))| (id, (self.string(cat).to_owned(), stack, extdata)))
             .collect();
-        let samples = self.select(
-            "rocpd_sample",
-            "timestamp, track_id, event_id",
-            "ORDER BY timestamp, id",
-            |r| Ok((int(r, 0), int(r, 1), int(r, 2))),
-        )?;
-        let tracks: HashMap<i64, (i64, i64)> = self
-            .select("rocpd_track", "id, tid, name_id", "", |r| {
-                Ok((int(r, 0), (int(r, 1), int(r, 2))))
-            })?
+        let tracks: HashMap<i64, i64> = self
+            .select("rocpd_track", "id, tid", "", |r| Ok((int(r, 0), int(r, 1))))?
             .into_iter()
             .collect();
         let sample_names = self.sample_names()?;
-        // (start, end, tid, name, event, whether it is a sample).
-        let mut calls: Vec<(i64, i64, i64, String, i64, bool)> = regions
-            .into_iter()
-            .map(|(s, e, tid, name, ev)| (s, e, tid, self.string(name).to_owned(), ev, false))
-            .collect();
-        for (ts, track, ev) in samples {
-            let tid = tracks.get(&track).map_or(0, |t| t.0);
-            let name = sample_names.get(&ev).cloned().unwrap_or_default();
-            calls.push((ts, ts, tid, name, ev, true));
-        }
-        let mut api = Vec::with_capacity(calls.len());
-        for (start, end, tid, name, ev, sample) in calls {
-            let Some((category, _, extdata)) = events.get(&ev) else {
-                continue;
+        // The calls go straight from the rows into sorted runs (spilled past one run's
+        // worth), not into an intermediate list.
+        let mut api = RecordsBuilder::<ApiRecord>::new(std::env::temp_dir());
+        let (db, guid, pid) = (self.db, self.guid.clone(), self.pid);
+        let tail = "ORDER BY start, id";
+        let columns = "start, end, tid, name_id, event_id";
+        each_row(db, &guid, pid, "rocpd_region", columns, tail, |r| {
+            let name = strings.get(&int(r, 3)).map_or("", String::as_str);
+            let call = Call {
+                start: int(r, 0),
+                end: int(r, 1),
+                tid: int(r, 2),
+                event: int(r, 4),
+                sample: false,
             };
-            let correlation = self.correlations.get(&ev).copied().unwrap_or(ev as u64);
-            // Only marker events carry a message (the HIP and HSA calls' JSON is not parsed).
-            let message = matches!(
-                category.as_str(),
-                "MARKER_CORE_RANGE_API" | "MARKER_CORE_API"
-            )
-            .then(|| serde_json::from_str::<serde_json::Value>(extdata).ok())
-            .flatten()
-            .and_then(|v| v.get("message")?.as_str().map(str::to_owned));
-            // ROCTx records: this project's category, or upstream's marker category with the
-            // message in the event (its other marker-domain calls stay calls).
-            let marker = category == "MARKER_CORE_RANGE_API"
-                || (category == "MARKER_CORE_API" && message.is_some());
-            if marker {
-                let kind = marker_kind(&name, sample);
-                let message = self.intern(&message.unwrap_or_else(|| name.clone()));
-                self.trace.markers.push(MarkerRecord {
-                    correlation_id: correlation,
-                    start: start as u64,
-                    end: end as u64,
-                    message,
-                    thread_id: tid as u32,
-                    kind: kind as u8,
-                    reserved: [0; 7],
-                });
-                continue;
-            }
-            let Some(d) = domain(category) else { continue };
-            let operation = self.operation(d, &name);
-            api.push(ApiRecord {
-                correlation_id: self.own_ids.get(&ev).copied().unwrap_or(correlation),
-                start: start as u64,
-                end: end as u64,
-                thread_id: tid as u32,
-                operation,
-                domain: d as u8,
-                reserved: 0,
-            });
-        }
-        self.trace.api = api.into();
+            self.call(&events, &mut api, call, name);
+            Ok(())
+        })?;
+        let tail = "ORDER BY timestamp, id";
+        let columns = "timestamp, track_id, event_id";
+        each_row(db, &guid, pid, "rocpd_sample", columns, tail, |r| {
+            let event = int(r, 2);
+            let name = sample_names.get(&event).map_or("", String::as_str);
+            let call = Call {
+                start: int(r, 0),
+                end: int(r, 0),
+                tid: tracks.get(&int(r, 1)).copied().unwrap_or(0),
+                event,
+                sample: true,
+            };
+            self.call(&events, &mut api, call, name);
+            Ok(())
+        })?;
+        self.trace.api = api
+            .finish()
+            .map_err(|(e, _)| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
         Ok(())
+    }
+
+    /// One region or sample: a ROCTx record, an API call, or nothing (another category).
+    fn call(
+        &mut self,
+        events: &Events<'_>,
+        api: &mut RecordsBuilder<ApiRecord>,
+        c: Call,
+        name: &str,
+    ) {
+        let Some((category, extdata)) = events.get(&c.event) else {
+            return;
+        };
+        let correlation = self
+            .correlations
+            .get(&c.event)
+            .copied()
+            .unwrap_or(c.event as u64);
+        let message = extdata
+            .as_deref()
+            .and_then(|e| serde_json::from_str::<serde_json::Value>(e).ok())
+            .and_then(|v| v.get("message")?.as_str().map(str::to_owned));
+        // ROCTx records: this project's category, or upstream's marker category with the
+        // message in the event (its other marker-domain calls stay calls).
+        let category = *category;
+        let marker = category == "MARKER_CORE_RANGE_API"
+            || (category == "MARKER_CORE_API" && message.is_some());
+        if marker {
+            let kind = marker_kind(name, c.sample);
+            let message = self.intern(&message.unwrap_or_else(|| name.to_owned()));
+            self.trace.markers.push(MarkerRecord {
+                correlation_id: correlation,
+                start: c.start as u64,
+                end: c.end as u64,
+                message,
+                thread_id: c.tid as u32,
+                kind: kind as u8,
+                reserved: [0; 7],
+            });
+            return;
+        }
+        let Some(d) = domain(category) else { return };
+        let operation = self.operation(d, name);
+        api.push(ApiRecord {
+            correlation_id: self.own_ids.get(&c.event).copied().unwrap_or(correlation),
+            start: c.start as u64,
+            end: c.end as u64,
+            thread_id: c.tid as u32,
+            operation,
+            domain: d as u8,
+            reserved: 0,
+        });
     }
 
     /// A sample's call name: upstream's `samples` view takes it from the event's `extdata`
     /// (`name`) or the track; this reads `extdata.name`, then the track's name.
     fn sample_names(&self) -> rusqlite::Result<HashMap<i64, String>> {
-        let events = self.select("rocpd_event", "id, extdata", "", |r| {
-            Ok((int(r, 0), text(r, 1)))
-        })?;
+        // Only the samples' events (a superset: the subquery is over every process).
+        if !has(self.db, "rocpd_sample") {
+            return Ok(HashMap::new());
+        }
+        let events = self.select(
+            "rocpd_event",
+            "id, extdata",
+            "AND id IN (SELECT event_id FROM rocpd_sample)",
+            |r| Ok((int(r, 0), text(r, 1))),
+        )?;
         Ok(events
             .into_iter()
             .filter_map(|(id, extdata)| {
@@ -460,9 +538,6 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    /// The code objects, as loads (the database keeps no unload time). The storage type,
-    /// memory base and size come from the row's `extdata` (upstream's load record), when it
-    /// has them.
     fn code_objects(&mut self) -> rusqlite::Result<()> {
         let rows = self.select(
             "rocpd_info_code_object",

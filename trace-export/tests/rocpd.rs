@@ -872,3 +872,101 @@ fn write_rate() {
         size as f64 / (1 << 20) as f64
     );
 }
+
+/// A file written one process at a time ([`rocpd::RocpdWriter`], a merge's way) is the file
+/// [`rocpd::write_rocpd`] writes of them all, view for view; a writer dropped unfinished leaves
+/// nothing, and one given no process is refused.
+#[test]
+fn a_file_written_process_by_process_is_the_file_written_at_once() {
+    let dir = scratch("incremental");
+    let (a, b) = (
+        sample_trace(4242, 1_000_000_000),
+        sample_trace(4343, 2_000_000_000),
+    );
+    let whole = dir.join("whole_results.db");
+    write(&whole, &[&a, &b]);
+    let parts = dir.join("parts_results.db");
+    let mut w = rocpd::RocpdWriter::create(&parts, &run()).unwrap();
+    for t in [&a, &b] {
+        let l = labels(t);
+        w.add(&ProcessView::new(t, &l)).unwrap();
+    }
+    assert_eq!(w.processes(), 2);
+    w.finish().unwrap();
+    let (x, y) = (open(&whole), open(&parts));
+    let views = strings(
+        &x,
+        "SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name",
+    );
+    assert_eq!(
+        views,
+        strings(
+            &y,
+            "SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name"
+        )
+    );
+    assert!(views.len() > 20, "{views:?}");
+    for v in &views {
+        let sql = format!("SELECT * FROM \"{v}\"");
+        let (mut p, mut q) = (rows(&x, &sql), rows(&y, &sql));
+        p.sort();
+        q.sort();
+        assert_eq!(p, q, "{v}");
+    }
+    drop((x, y));
+    let gone = dir.join("gone_results.db");
+    let mut w = rocpd::RocpdWriter::create(&gone, &run()).unwrap();
+    let l = labels(&a);
+    w.add(&ProcessView::new(&a, &l)).unwrap();
+    drop(w);
+    let empty = rocpd::RocpdWriter::create(&dir.join("empty_results.db"), &run()).unwrap();
+    let err = empty.finish().unwrap_err();
+    assert!(err.to_string().contains("no process"), "{err}");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["parts_results.db", "whole_results.db"]);
+}
+
+/// Databases of this writer's schema are copied table by table into a merged file: the result
+/// is the file written from the records, view for view; a file whose processes the merged file
+/// has already (the same input twice) or that is not such a database is left to the caller.
+#[test]
+fn databases_are_copied_into_a_merged_file_row_for_row() {
+    let dir = scratch("copy");
+    let (a, b) = (
+        sample_trace(4242, 1_000_000_000),
+        sample_trace(4343, 2_000_000_000),
+    );
+    let (fa, fb) = (dir.join("a_results.db"), dir.join("b_results.db"));
+    write(&fa, &[&a]);
+    write(&fb, &[&b]);
+    let whole = dir.join("whole_results.db");
+    write(&whole, &[&a, &b]);
+    let merged = dir.join("merged_results.db");
+    let mut w = rocpd::RocpdWriter::create(&merged, &run()).unwrap();
+    let got = w.copy_from(&fa).unwrap().expect("copied");
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].pid, 4242);
+    assert!(w.copy_from(&fb).unwrap().is_some());
+    assert!(w.copy_from(&fa).unwrap().is_none(), "its guid is taken");
+    let text = dir.join("notes.db");
+    std::fs::write(&text, b"").unwrap();
+    assert!(w.copy_from(&text).unwrap().is_none(), "no rocpd tables");
+    assert_eq!(w.processes(), 2);
+    w.finish().unwrap();
+    let (x, y) = (open(&whole), open(&merged));
+    let views = strings(
+        &x,
+        "SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name",
+    );
+    for v in &views {
+        let sql = format!("SELECT * FROM \"{v}\"");
+        let (mut p, mut q) = (rows(&x, &sql), rows(&y, &sql));
+        p.sort();
+        q.sort();
+        assert_eq!(p, q, "{v}");
+    }
+}

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod baseline;
+mod merge_bench;
 mod modules;
 mod pm4_dump;
 mod tidy;
@@ -35,8 +36,12 @@ cargo xtask <command>
   bench      release build, then: added cost per traced HSA / HIP call and kernel dispatch
              (max-rate loops traced vs untraced, interleaved, medians of 5), peak memory over
              10 M traced calls, log-to-CSV throughput, cost of a host timestamp, counter pass
-             planning and derived-counter evaluation, and (with valgrind) instructions per
-             traced call; HIP calls also with their arguments captured (`-f json`)
+             planning and derived-counter evaluation, the merge figures (as --merge), and (with
+             valgrind) instructions per traced call; HIP calls also with their arguments
+             captured (`-f json`)
+  bench --merge
+             release build, then only the merge figures (rocpd read-back, 8 × 1 M calls merged
+             into CSV and into one rocpd, peak memory for 1, 8 and 64 inputs)
   bench --baseline REV
              the max-rate loops of this tree and of revision REV (built in release under
              target/baseline, cached), interleaved round by round in one session: added wall
@@ -82,7 +87,23 @@ fn main() -> Result<()> {
                 Some(rev) => baseline::bench(rev),
                 None => bail!("--baseline needs a revision: cargo xtask bench --baseline REV"),
             },
-            Some(other) => bail!("unknown bench argument {other:?} (only --baseline REV)"),
+            Some("--merge") => {
+                run(cargo().args(["build", "--release", "--workspace"]))?;
+                let bin = stage(&target_dir().join("release"))?;
+                let scratch = std::env::temp_dir()
+                    .join(format!("rocprof-bench-merge-{}", std::process::id()));
+                let lines = merge_bench::bench(&bin, &scratch);
+                let _ = std::fs::remove_dir_all(&scratch);
+                println!("| merge (issue 28) | wall | rate | rocprof peak RSS |");
+                println!("|---|---|---|---|");
+                for l in lines? {
+                    println!("{l}");
+                }
+                Ok(())
+            }
+            Some(other) => {
+                bail!("unknown bench argument {other:?} (only --baseline REV or --merge)")
+            }
         },
         Some("bench-diff") => {
             run(cargo().args(["build", "--release", "--workspace"]))?;
@@ -578,6 +599,8 @@ fn bench() -> Result<()> {
         let (_, peak) = rss(Some(&format!("--hsa-trace -f {format}")))?;
         memory.push_str(&format!("; with -f {format} {peak} KiB"));
     }
+    eprintln!("bench: rocpd read-back and merges (issue 28)");
+    let merges = merge_bench::bench(&bin, &out_dir.join("merge"))?;
     let _ = std::fs::remove_dir_all(&out_dir);
     eprintln!("bench: record log write, read and CSV throughput");
     let csv = example_output("trace-export", "log_throughput")?;
@@ -631,6 +654,12 @@ fn bench() -> Result<()> {
     }
     println!();
     println!("{memory}");
+    println!();
+    println!("| merge (issue 28) | wall | rate | rocprof peak RSS |");
+    println!("|---|---|---|---|");
+    for m in &merges {
+        println!("{m}");
+    }
     println!();
     println!("{startup}");
     println!();
