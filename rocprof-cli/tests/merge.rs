@@ -51,7 +51,7 @@ fn a_database_read_back_gives_the_runs_records() {
         .output()
         .unwrap();
     let err = ok(&o);
-    assert!(err.contains("merged 1 input(s), 1 process(es)"), "{err}");
+    assert!(err.contains("merged 1 input, 1 process"), "{err}");
     assert_eq!(
         std::fs::read(out.join("run_agent_info.csv")).unwrap(),
         std::fs::read(back.join("back_agent_info.csv")).unwrap(),
@@ -123,7 +123,7 @@ fn kept_record_directories_merge_into_one_output_per_format() {
         .output()
         .unwrap();
     let err = ok(&o);
-    assert!(err.contains("merged 2 input(s), 2 process(es)"), "{err}");
+    assert!(err.contains("merged 2 inputs, 2 processes"), "{err}");
     let csvs: Vec<String> = std::fs::read_dir(&merged)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -206,7 +206,7 @@ fn formats_are_one_word_per_option_and_never_swallow_the_inputs() {
             .output()
             .unwrap();
         let err = ok(&o);
-        assert!(err.contains("merged 2 input(s), 2 process(es)"), "{err}");
+        assert!(err.contains("merged 2 inputs, 2 processes"), "{err}");
         assert!(out.join("m_results.db").is_file(), "{formats:?}: {err}");
         let csvs = std::fs::read_dir(&out)
             .unwrap()
@@ -230,7 +230,7 @@ fn formats_are_one_word_per_option_and_never_swallow_the_inputs() {
         .output()
         .unwrap();
     let err = ok(&o);
-    assert!(err.contains("merged 2 input(s)"), "{err}");
+    assert!(err.contains("merged 2 inputs"), "{err}");
     assert!(out.join("merged_results.db").is_file(), "{err}");
     // A space-separated list: the second word is an input, and the error says how to write it.
     let o = rocprof(&tmp)
@@ -276,7 +276,7 @@ fn summary_groups_take_one_regex_each_before_the_inputs() {
         .output()
         .unwrap();
     let err = ok(&o);
-    assert!(err.contains("merged 2 input(s), 2 process(es)"), "{err}");
+    assert!(err.contains("merged 2 inputs, 2 processes"), "{err}");
 }
 
 #[test]

@@ -240,7 +240,7 @@ fn a_full_disk_keeps_the_logs_and_convert_finishes_the_job_identically() {
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(!dir.exists(), "removed once converted");
         // -s: agent info, HIP, HSA, kernel, copy and memory-allocation traces.
-        assert!(stderr(&o).contains("7 file(s) written"), "{}", stderr(&o));
+        assert!(stderr(&o).contains("7 files written"), "{}", stderr(&o));
     }
     assert_eq!(names(&a), names(&b));
     for n in names(&a) {

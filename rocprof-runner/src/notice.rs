@@ -8,7 +8,7 @@
 //! another tool may simply keep them.
 
 use crate::process::signal_name;
-use crate::words::{convert_command, in_dirs, quoted};
+use crate::words::{convert_command, counted, in_dirs, quoted};
 use serde::Serialize;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -426,9 +426,9 @@ impl fmt::Display for OutputNotice {
                     .collect();
                 write!(
                     f,
-                    "--minimum-output-data {} KB: {} file(s) smaller than {minimum} bytes not written: {}",
+                    "--minimum-output-data {} KB: {} smaller than {minimum} bytes not written: {}",
                     minimum / 1024,
-                    files.len(),
+                    counted(files.len(), "file", "files"),
                     list.join(", ")
                 )
             }
@@ -927,7 +927,9 @@ impl fmt::Display for EndNotice {
                 dirs,
             } => write!(
                 f,
-                "the application {ended}; {processes} process(es) recorded, {files} file(s) written{}",
+                "the application {ended}; {} recorded, {} written{}",
+                counted(*processes, "process", "processes"),
+                counted(*files, "file", "files"),
                 dirs_text(dirs)
             ),
             Self::Converted {
@@ -937,8 +939,10 @@ impl fmt::Display for EndNotice {
                 dirs,
             } => write!(
                 f,
-                "converted {}: {processes} process(es), {files} file(s) written{}",
+                "converted {}: {}, {} written{}",
                 record_dir.display(),
+                counted(*processes, "process", "processes"),
+                counted(*files, "file", "files"),
                 dirs_text(dirs)
             ),
             Self::NothingKept { tmp } => write!(
@@ -947,7 +951,12 @@ impl fmt::Display for EndNotice {
                 tmp.display()
             ),
             Self::MergeInput { input, processes } => {
-                write!(f, "{}: {processes} process(es)", input.display())
+                write!(
+                    f,
+                    "{}: {}",
+                    input.display(),
+                    counted(*processes, "process", "processes")
+                )
             }
             Self::MergeSamePid { pid } => write!(
                 f,
@@ -965,7 +974,10 @@ impl fmt::Display for EndNotice {
                     .unwrap_or_default();
                 write!(
                     f,
-                    "merged {inputs} input(s), {processes} process(es); {files} file(s) written{place}"
+                    "merged {}, {}; {} written{place}",
+                    counted(*inputs, "input", "inputs"),
+                    counted(*processes, "process", "processes"),
+                    counted(*files, "file", "files"),
                 )
             }
         }

@@ -97,6 +97,15 @@ pub fn in_dirs(dirs: &[&Path]) -> String {
     }
 }
 
+/// `n` and the noun for it: `1 process`, `2 processes` (`plural` for every count but one).
+pub fn counted(n: usize, singular: &str, plural: &str) -> String {
+    if n == 1 {
+        format!("1 {singular}")
+    } else {
+        format!("{n} {plural}")
+    }
+}
+
 #[cfg(test)]
 mod python_repr_tests {
     use super::python_repr;
@@ -107,5 +116,17 @@ mod python_repr_tests {
         assert_eq!(python_repr("it's"), "\"it's\"");
         assert_eq!(python_repr("a'b\"c"), "'a\\'b\"c'");
         assert_eq!(python_repr("t\tn\n\\\u{1b}"), "'t\\tn\\n\\\\\\x1b'");
+    }
+}
+
+#[cfg(test)]
+mod counted_tests {
+    use super::counted;
+
+    #[test]
+    fn one_is_singular_every_other_count_plural() {
+        assert_eq!(counted(1, "process", "processes"), "1 process");
+        assert_eq!(counted(0, "file", "files"), "0 files");
+        assert_eq!(counted(2, "input", "inputs"), "2 inputs");
     }
 }

@@ -173,7 +173,12 @@ mod tests {
             0x19E0, 0x55, 0xC0017900, 0x200, 0xE0000000, 0xC0017600, 0x20B, 1, 0xC0017900, 0x1808,
             0, 0xC0017900, 0x1808, 1, 0xC0004600, 0x407,
         ];
-        assert_eq!(d.start, start);
+        assert_eq!(d.start[..34], start);
+        // Then the proof of execution: one WRITE_DATA (opcode 0x37, 3 body dwords after the
+        // control word) of 0x5EEDCAFE into the output buffer's spare last slot.
+        assert_eq!(d.start.len(), 34 + 5, "{:x?}", &d.start[34..]);
+        assert_eq!((d.start[34] >> 8) & 0xFF, 0x37, "a WRITE_DATA packet");
+        assert_eq!(d.start[38], 0x5EED_CAFE);
         assert_eq!(
             d.stop,
             [
