@@ -445,6 +445,25 @@ impl Samples {
     }
 }
 
+/// Waits for `child` to end, sampling its peak resident memory (VmHWM, a high-water mark, from
+/// `/proc/<pid>/status`) every `every_ms` milliseconds; the highest reading in KiB.
+fn peak_rss_kib(child: &mut std::process::Child, every_ms: u64) -> Result<u64> {
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak = 0u64;
+    while child.try_wait()?.is_none() {
+        if let Ok(text) = std::fs::read_to_string(&status_file)
+            && let Some(kb) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        {
+            peak = peak.max(kb);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(every_ms));
+    }
+    Ok(peak)
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -563,19 +582,7 @@ fn bench() -> Result<()> {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()?;
-        let status_file = format!("/proc/{}/status", child.id());
-        let mut peak = 0u64;
-        while child.try_wait()?.is_none() {
-            if let Ok(text) = std::fs::read_to_string(&status_file)
-                && let Some(kb) = text
-                    .lines()
-                    .find_map(|l| l.strip_prefix("VmHWM:"))
-                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            {
-                peak = peak.max(kb);
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        let peak = peak_rss_kib(&mut child, 10)?;
         let out = child.wait_with_output()?;
         let text = String::from_utf8_lossy(&out.stdout);
         let app = text
@@ -724,19 +731,7 @@ fn diff_bench(bin: &Path) -> Result<String> {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()?;
-    let status_file = format!("/proc/{}/status", child.id());
-    let mut peak = 0u64;
-    while child.try_wait()?.is_none() {
-        if let Ok(text) = std::fs::read_to_string(&status_file)
-            && let Some(kb) = text
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        {
-            peak = peak.max(kb);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    let peak = peak_rss_kib(&mut child, 10)?;
     let seconds = start.elapsed().as_secs_f64();
     let out = child.wait_with_output()?;
     let _ = std::fs::remove_dir_all(&root);

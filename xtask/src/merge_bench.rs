@@ -14,19 +14,7 @@ fn timed(mut c: Command) -> Result<(f64, u64)> {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()?;
-    let status_file = format!("/proc/{}/status", child.id());
-    let mut peak = 0u64;
-    while child.try_wait()?.is_none() {
-        if let Ok(text) = std::fs::read_to_string(&status_file)
-            && let Some(kb) = text
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        {
-            peak = peak.max(kb);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let peak = crate::peak_rss_kib(&mut child, 5)?;
     let secs = start.elapsed().as_secs_f64();
     let out = child.wait_with_output()?;
     if !out.status.success() {
