@@ -245,9 +245,9 @@ fn an_include_filter_that_matches_nothing_is_said_with_the_kernels_that_ran() {
         lines(&r, "rocprof: warning: the kernel"),
         [format!(
             "rocprof: warning: the kernel include filter '(a+)+$' matched none of the 8 \
-             dispatch(es) that ran, so no counter was collected and no counter values are \
+             dispatches that ran, so no counter was collected and no counter values are \
              written; the kernels that ran (the filters are searched in these names): {AXPB} \
-             (8 dispatch(es))"
+             (8 dispatches)"
         )],
         "{}",
         r.stderr()
@@ -283,8 +283,8 @@ fn an_exclude_filter_that_excludes_everything_is_said() {
     assert!(
         said[0].starts_with(
             "rocprof: warning: the kernel exclude filter 'axpb' excluded every one of the 8 \
-             dispatch(es) that ran, so no counter was collected"
-        ) && said[0].ends_with(&format!("{AXPB} (8 dispatch(es))")),
+             dispatches that ran, so no counter was collected"
+        ) && said[0].ends_with(&format!("{AXPB} (8 dispatches)")),
         "{}",
         said[0]
     );
@@ -306,7 +306,7 @@ fn an_exclude_filter_that_excludes_everything_is_said() {
     assert_eq!(said.len(), 1, "{}", r.stderr());
     assert!(
         said[0].starts_with(
-            "rocprof: warning: the kernel include filter 'axpb' matched 8 of the 8 dispatch(es) \
+            "rocprof: warning: the kernel include filter 'axpb' matched 8 of the 8 dispatches \
              that ran and the exclude filter 'float' excluded every one of them"
         ),
         "{}",
@@ -323,7 +323,7 @@ fn an_exclude_filter_that_excludes_everything_is_said() {
     let said = lines(&r, "rocprof: warning: the kernel");
     assert_eq!(said.len(), 1, "{}", r.stderr());
     assert!(
-        said[0].ends_with("__amd_rocclr_copyBuffer (1 dispatch(es))"),
+        said[0].ends_with("__amd_rocclr_copyBuffer (1 dispatch)"),
         "{}",
         said[0]
     );

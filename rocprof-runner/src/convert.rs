@@ -891,16 +891,16 @@ mod tests {
         );
         assert_eq!(
             n.to_string(),
-            "the kernel include filter '(a+)+$' matched none of the 4 dispatch(es) that ran, so \
+            "the kernel include filter '(a+)+$' matched none of the 4 dispatches that ran, so \
              no counter was collected and no counter values are written; the kernels that ran \
-             (the filters are searched in these names): scale(float*, int) (3 dispatch(es)), \
-             __amd_rocclr_copyBuffer (1 dispatch(es))"
+             (the filters are searched in these names): scale(float*, int) (3 dispatches), \
+             __amd_rocclr_copyBuffer (1 dispatch)"
         );
         // Searched in the demangled name: `float` is in it, not in the mangled one.
         let n = nothing_selected(&traces, Some("scale"), Some("float|copy")).unwrap();
         assert!(
             n.to_string().starts_with(
-                "the kernel include filter 'scale' matched 3 of the 4 dispatch(es) that ran \
+                "the kernel include filter 'scale' matched 3 of the 4 dispatches that ran \
                  and the exclude filter 'float|copy' excluded every one of them"
             ),
             "{n}"
@@ -908,7 +908,7 @@ mod tests {
         let n = nothing_selected(&traces, None, Some(".")).unwrap();
         assert!(
             n.to_string().starts_with(
-                "the kernel exclude filter '.' excluded every one of the 4 dispatch(es) that ran"
+                "the kernel exclude filter '.' excluded every one of the 4 dispatches that ran"
             ),
             "{n}"
         );

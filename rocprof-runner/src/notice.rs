@@ -616,36 +616,39 @@ fn nothing_selected_text(
     match (include, exclude) {
         (Some(inc), Some(exc)) if included > 0 => write!(
             f,
-            "the kernel include filter {} matched {included} of the {dispatches} dispatch(es) \
-             that ran and the exclude filter {} excluded every one of them",
+            "the kernel include filter {} matched {included} of the {} that ran and the \
+             exclude filter {} excluded every one of them",
             pattern(inc),
+            counted(dispatches, "dispatch", "dispatches"),
             pattern(exc)
         )?,
         (Some(inc), _) => write!(
             f,
-            "the kernel include filter {} matched none of the {dispatches} dispatch(es) that ran",
-            pattern(inc)
+            "the kernel include filter {} matched none of the {} that ran",
+            pattern(inc),
+            counted(dispatches, "dispatch", "dispatches")
         )?,
         (None, Some(exc)) => write!(
             f,
-            "the kernel exclude filter {} excluded every one of the {dispatches} dispatch(es) \
-             that ran",
-            pattern(exc)
+            "the kernel exclude filter {} excluded every one of the {} that ran",
+            pattern(exc),
+            counted(dispatches, "dispatch", "dispatches")
         )?,
         (None, None) => write!(
             f,
-            "the kernel filters selected none of the {dispatches} dispatch(es) that ran"
+            "the kernel filters selected none of the {} that ran",
+            counted(dispatches, "dispatch", "dispatches")
         )?,
     }
     write!(
         f,
         ", so no counter was collected and no counter values are written; the kernels that ran \
          (the filters are searched in these names): {}",
-        listed(
-            kernels
-                .iter()
-                .map(|k| format!("{} ({} dispatch(es))", k.name, k.dispatches))
-        )
+        listed(kernels.iter().map(|k| format!(
+            "{} ({})",
+            k.name,
+            counted(k.dispatches, "dispatch", "dispatches")
+        )))
     )
 }
 
@@ -654,10 +657,14 @@ pub fn counted_overlaps(ids: &[u64]) -> String {
     let shown: Vec<String> = ids.iter().take(8).map(u64::to_string).collect();
     let more = if ids.len() > 8 { ", …" } else { "" };
     format!(
-        "{} counted dispatch(es) ran while a kernel of another queue of the application was \
-         running (dispatch ids {}{more}); counters count for the whole GPU, so their values \
-         include that kernel's work (run the queues one after another to count them apart)",
-        ids.len(),
+        "{} while a kernel of another queue of the application was running (dispatch ids \
+         {}{more}); counters count for the whole GPU, so their values include that kernel's \
+         work (run the queues one after another to count them apart)",
+        if ids.len() == 1 {
+            "1 counted dispatch ran".to_owned()
+        } else {
+            format!("{} counted dispatches ran", ids.len())
+        },
         shown.join(", ")
     )
 }
