@@ -160,21 +160,32 @@ pub(crate) fn on_enter() -> *mut c_void {
 /// `state` is what [`on_enter`] returned on this thread for the same call.
 #[inline]
 pub(crate) fn on_exit(tag: u32, state: *mut c_void) {
+    if let Some((s, record)) = finished(tag, state) {
+        sink::emit_cached(&mut s.local, &record);
+    }
+}
+
+/// The common part of every exit: the call popped from this thread's stack (`state`, as
+/// [`on_enter`] returned it) and its [`ApiRecord`], or `None` when it is not recorded (no call
+/// state, deeper than [`MAX_DEPTH`], outside the collection periods).
+#[inline]
+fn finished<'a>(tag: u32, state: *mut c_void) -> Option<(&'a mut CallStack, ApiRecord)> {
     let end = now_ns();
     if state.is_null() {
-        return;
+        return None;
     }
     // SAFETY: `state` is the calling thread's `CallStack` (the call returns on the thread that
     // made it, and the thread-local has no destructor, so it outlives the call); nothing else
-    // holds a reference to it while the exit runs.
+    // holds a reference to it while the exit runs (the caller uses it and lets it go before
+    // returning to the trampoline).
     let s = unsafe { &mut *state.cast::<CallStack>() };
     s.depth = s.depth.saturating_sub(1);
     if s.depth >= MAX_DEPTH {
-        return;
+        return None;
     }
     let (correlation_id, start) = s.frames[s.depth];
     if !crate::scope::collecting(start) {
-        return;
+        return None;
     }
     let record = ApiRecord {
         correlation_id,
@@ -185,7 +196,7 @@ pub(crate) fn on_exit(tag: u32, state: *mut c_void) {
         domain: (tag >> 16) as u8,
         reserved: 0,
     };
-    sink::emit_cached(&mut s.local, &record);
+    Some((s, record))
 }
 
 /// What a trampoline that captures arguments hands the exit: where the call's argument words
@@ -213,28 +224,8 @@ const STRING_ENTRY: usize = 3 + api_signatures::STRING_BYTES;
 pub(crate) fn on_exit_args(tag: u32, state: *mut c_void, frame: &CallFrame, shape: u64) {
     use trace_records::ApiArgsHeader;
     use zerocopy::IntoBytes;
-    let end = now_ns();
-    if state.is_null() {
+    let Some((s, record)) = finished(tag, state) else {
         return;
-    }
-    // SAFETY: as in `on_exit`.
-    let s = unsafe { &mut *state.cast::<CallStack>() };
-    s.depth = s.depth.saturating_sub(1);
-    if s.depth >= MAX_DEPTH {
-        return;
-    }
-    let (correlation_id, start) = s.frames[s.depth];
-    if !crate::scope::collecting(start) {
-        return;
-    }
-    let record = ApiRecord {
-        correlation_id,
-        start,
-        end,
-        thread_id: s.tid(),
-        operation: tag as u16,
-        domain: (tag >> 16) as u8,
-        reserved: 0,
     };
     let shape = api_signatures::Shape(shape);
     let (n_int, n_sse, n_stack) = (

@@ -5,13 +5,14 @@
 //! with the same ids, and `__hipRegisterFunction` records its arguments and still reaches
 //! the runtime's. (One test: the sink and the entry points are global.)
 
+mod common;
+use common::{empty_table, get, install_log, placeholder, runtime_tables, set};
 use hsa_intercept::code_objects::install_host_functions;
 use hsa_intercept::hsa::{self, Fns, LoaderTable101};
 use hsa_intercept::sink;
-use hsa_intercept::tables::{AMD_EXT, ApiTable, CORE, HIP_COMPILER_TABLE};
+use hsa_intercept::tables::{CORE, HIP_COMPILER_TABLE};
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::Mutex;
-use trace_records::log::FileHeader;
 use trace_records::{CodeObjectEvent, ProcessTrace};
 
 const GPU: u64 = 0x11;
@@ -31,25 +32,6 @@ const SYMBOLS: [(u64, &str, u64); 2] = [
     (0x51, "_Z4axpbPKfPfm.kd", 0x20_0040),
     (0x52, "blit.kd", 0x10_0100),
 ];
-
-fn empty_table(table: &ApiTable) -> Vec<u64> {
-    let mut t = vec![0u64; table.size() / 8];
-    t[0] = u64::from(table.size() as u32) << 32;
-    t
-}
-
-fn set(t: &mut [u64], table: &ApiTable, name: &str, f: *const c_void) {
-    let k = table.operation(name).unwrap() as usize;
-    t[table.offset(k) / 8] = f as u64;
-}
-
-fn get(t: &[u64], table: &ApiTable, name: &str) -> u64 {
-    t[table.offset(table.operation(name).unwrap() as usize) / 8]
-}
-
-unsafe extern "C" fn placeholder() -> u32 {
-    0x1000
-}
 
 unsafe extern "C" fn agent_get_info(agent: u64, attribute: u32, value: *mut c_void) -> u32 {
     let v = match attribute {
@@ -192,27 +174,8 @@ type RegisterFunction = unsafe extern "C" fn(
 
 #[test]
 fn loads_unloads_symbols_and_host_functions_become_records() {
-    let dir = std::env::temp_dir().join(format!("hsa-intercept-codeobj-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let _ = std::fs::remove_file(dir.join("79.rplog"));
-    let log = record_log::LogFile::create(
-        &dir,
-        FileHeader {
-            pid: 79,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let path = log.path().to_owned();
-    assert!(sink::install(log));
-
-    let mut core = empty_table(&CORE);
-    let mut amd = empty_table(&AMD_EXT);
-    for (t, table) in [(&mut core, &CORE), (&mut amd, &AMD_EXT)] {
-        for name in table.names {
-            set(t, table, name, placeholder as *const c_void);
-        }
-    }
+    let path = install_log("codeobj", 79);
+    let (mut core, amd) = runtime_tables();
     for (name, f) in [
         ("hsa_agent_get_info", agent_get_info as *const c_void),
         ("hsa_executable_freeze", freeze as *const c_void),

@@ -3,16 +3,17 @@
 //! queue's id and agent, and the scratch size; failed calls record nothing; the replaced
 //! tool-event slots are still called. (One test: the sink and the entry points are global.)
 
+mod common;
+use common::{empty_table, get, install_log, runtime_tables, set};
 use hsa_intercept::hsa::{Fns, HsaQueue};
 use hsa_intercept::memory::{
     ScratchAllocEnd, ScratchAllocStart, ScratchEvent, event_kind, install_allocations,
     install_scratch,
 };
 use hsa_intercept::sink;
-use hsa_intercept::tables::{AMD_EXT, ApiTable, CORE, TOOLS};
+use hsa_intercept::tables::{AMD_EXT, CORE, TOOLS};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
-use trace_records::log::FileHeader;
 use trace_records::{AllocationOperation, ProcessTrace, ScratchOperation};
 
 const CPU: u64 = 0x10;
@@ -21,26 +22,6 @@ const CPU_REGION: u64 = 0x200;
 const GPU_POOL: u64 = 0x100;
 const ALLOCATED: u64 = 0xA000;
 const HANDLE: u64 = 0x77;
-
-/// A table of `table`'s layout with every entry null (8-byte aligned storage).
-fn empty_table(table: &ApiTable) -> Vec<u64> {
-    let mut t = vec![0u64; table.size() / 8];
-    t[0] = u64::from(table.size() as u32) << 32;
-    t
-}
-
-fn set(t: &mut [u64], table: &ApiTable, name: &str, f: *const c_void) {
-    let k = table.operation(name).unwrap() as usize;
-    t[table.offset(k) / 8] = f as u64;
-}
-
-fn get(t: &[u64], table: &ApiTable, name: &str) -> u64 {
-    t[table.offset(table.operation(name).unwrap() as usize) / 8]
-}
-
-unsafe extern "C" fn placeholder() -> u32 {
-    0x1000
-}
 
 type AgentCallback = unsafe extern "C" fn(u64, *mut c_void) -> u32;
 
@@ -114,27 +95,8 @@ unsafe extern "C" fn runtime_tool_event(_event: *const c_void) -> u32 {
 
 #[test]
 fn allocations_and_scratch_events_become_records() {
-    let dir = std::env::temp_dir().join(format!("hsa-intercept-memory-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let _ = std::fs::remove_file(dir.join("78.rplog"));
-    let log = record_log::LogFile::create(
-        &dir,
-        FileHeader {
-            pid: 78,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let path = log.path().to_owned();
-    assert!(sink::install(log));
-
-    let mut core = empty_table(&CORE);
-    let mut amd = empty_table(&AMD_EXT);
-    for (t, table) in [(&mut core, &CORE), (&mut amd, &AMD_EXT)] {
-        for name in table.names {
-            set(t, table, name, placeholder as *const c_void);
-        }
-    }
+    let path = install_log("memory", 78);
+    let (mut core, mut amd) = runtime_tables();
     set(
         &mut core,
         &CORE,

@@ -25,7 +25,16 @@ use rusqlite::Connection;
 const CATEGORY: &str =
     "(SELECT C.string FROM rocpd_string C WHERE C.id = E.category_id AND C.guid = E.guid)";
 
-/// One view: its name and its `SELECT` (`{category}` stands for [`CATEGORY`]).
+/// What `samples` and `sample_regions` select from: a sample with its track, event, process
+/// and thread.
+const SAMPLE_FROM: &str = "FROM rocpd_sample S
+  JOIN rocpd_track K ON K.id = S.track_id AND K.guid = S.guid
+  JOIN rocpd_event E ON E.id = S.event_id AND E.guid = S.guid
+  JOIN rocpd_info_process P ON P.id = K.pid AND P.guid = K.guid
+  JOIN rocpd_info_thread T ON T.id = K.tid AND T.guid = K.guid";
+
+/// One view: its name and its `SELECT` (`{category}` stands for [`CATEGORY`], `{sample_from}`
+/// for [`SAMPLE_FROM`]).
 struct View {
     name: &'static str,
     select: &'static str,
@@ -103,11 +112,7 @@ const DATA: &[View] = &[
     (SELECT N.string FROM rocpd_string N WHERE N.id = K.name_id AND N.guid = K.guid) AS name,
     K.nid, P.pid, T.tid, S.timestamp, S.event_id, E.stack_id, E.parent_stack_id,
     E.correlation_id AS corr_id, E.extdata, E.call_stack, E.line_info
-  FROM rocpd_sample S
-  JOIN rocpd_track K ON K.id = S.track_id AND K.guid = S.guid
-  JOIN rocpd_event E ON E.id = S.event_id AND E.guid = S.guid
-  JOIN rocpd_info_process P ON P.id = K.pid AND P.guid = K.guid
-  JOIN rocpd_info_thread T ON T.id = K.tid AND T.guid = K.guid"#,
+  {sample_from}"#,
     },
     View {
         name: "sample_regions",
@@ -116,11 +121,7 @@ const DATA: &[View] = &[
     K.nid, P.pid, T.tid, S.timestamp AS start, S.timestamp AS "end",
     (S.timestamp - S.timestamp) AS duration, S.event_id, E.stack_id, E.parent_stack_id,
     E.correlation_id AS corr_id, E.extdata, E.call_stack, E.line_info
-  FROM rocpd_sample S
-  JOIN rocpd_track K ON K.id = S.track_id AND K.guid = S.guid
-  JOIN rocpd_event E ON E.id = S.event_id AND E.guid = S.guid
-  JOIN rocpd_info_process P ON P.id = K.pid AND P.guid = K.guid
-  JOIN rocpd_info_thread T ON T.id = K.tid AND T.guid = K.guid"#,
+  {sample_from}"#,
     },
     View {
         name: "regions_and_samples",
@@ -339,7 +340,10 @@ const SUMMARY: &[View] = &[
 fn statements() -> String {
     let mut sql = String::new();
     for v in DATA.iter().chain(SUMMARY) {
-        let select = v.select.replace("{category}", CATEGORY);
+        let select = v
+            .select
+            .replace("{category}", CATEGORY)
+            .replace("{sample_from}", SAMPLE_FROM);
         sql.push_str(&format!("CREATE VIEW \"{}\" AS {select};\n", v.name));
     }
     sql
@@ -377,7 +381,7 @@ mod tests {
         }
         // Each statement is the name's; no placeholder is left.
         let sql = statements();
-        assert!(!sql.contains("{category}"));
+        assert!(!sql.contains("{category}") && !sql.contains("{sample_from}"));
         assert_eq!(sql.matches("CREATE VIEW").count(), all.len());
     }
 }
