@@ -7,6 +7,7 @@
 //! formatted, demangled and truncated names (see [`crate::code_objects`] for how a host
 //! function finds its kernel).
 
+use super::{Dim3, Handle};
 use crate::code_objects::{CodeObject, HostFunction, code_objects, host_functions};
 use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
@@ -18,24 +19,6 @@ const CODE_OBJECT_SIZE: u64 = 88;
 const HOST_FUNCTION_SIZE: u64 = 120;
 /// `ROCPROFILER_CODE_OBJECT_STORAGE_TYPE_MEMORY`.
 const STORAGE_MEMORY: u32 = 2;
-
-#[derive(Serialize)]
-struct Handle {
-    handle: u64,
-}
-
-#[derive(Serialize)]
-struct Dim3 {
-    x: u32,
-    y: u32,
-    z: u32,
-}
-
-impl Dim3 {
-    fn of([x, y, z]: [u32; 3]) -> Self {
-        Self { x, y, z }
-    }
-}
 
 #[derive(Serialize)]
 struct CodeObjectOut<'t> {
@@ -58,7 +41,7 @@ impl<'t> CodeObjectOut<'t> {
         Self {
             size: 0,
             code_object_id: 0,
-            agent_id: Handle { handle: 0 },
+            agent_id: Handle::of(0),
             uri: "",
             load_base: 0,
             load_size: 0,
@@ -75,10 +58,7 @@ impl<'t> CodeObjectOut<'t> {
         Self {
             size: CODE_OBJECT_SIZE,
             code_object_id: l.code_object_id,
-            // The agent handle every record uses: the driver node id plus one.
-            agent_id: Handle {
-                handle: u64::from(l.agent_node_id) + 1,
-            },
+            agent_id: Handle::agent(l.agent_node_id),
             uri: trace.string(l.uri),
             load_base: l.load_base,
             load_size: l.load_size,
@@ -139,8 +119,8 @@ impl<'t> HostFunctionOut<'t> {
             host_function_id: 0,
             kernel_id: 0,
             code_object_id: 0,
-            host_function: Handle { handle: 0 },
-            modules: Handle { handle: 0 },
+            host_function: Handle::of(0),
+            modules: Handle::of(0),
             device_function: "",
             thread_limit: 0,
             thread_ids: Dim3::of([0; 3]),
@@ -165,10 +145,8 @@ impl<'t> HostFunctionOut<'t> {
             host_function_id: h.id,
             kernel_id: h.symbol.kernel_id,
             code_object_id: h.symbol.code_object_id.into(),
-            host_function: Handle {
-                handle: r.host_function,
-            },
-            modules: Handle { handle: r.modules },
+            host_function: Handle::of(r.host_function),
+            modules: Handle::of(r.modules),
             device_function: name,
             thread_limit: r.thread_limit,
             thread_ids: Dim3::of(r.thread_ids),
