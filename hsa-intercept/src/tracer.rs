@@ -160,19 +160,21 @@ pub(crate) fn on_enter() -> *mut c_void {
 /// `state` is what [`on_enter`] returned on this thread for the same call.
 #[inline]
 pub(crate) fn on_exit(tag: u32, state: *mut c_void) {
-    if let Some((s, record)) = finished(tag, state) {
-        sink::emit_cached(&mut s.local, &record);
-    }
+    finished(tag, state, |s, record| {
+        sink::emit_cached(&mut s.local, record)
+    });
 }
 
-/// The common part of every exit: the call popped from this thread's stack (`state`, as
-/// [`on_enter`] returned it) and its [`ApiRecord`], or `None` when it is not recorded (no call
-/// state, deeper than [`MAX_DEPTH`], outside the collection periods).
-#[inline]
-fn finished<'a>(tag: u32, state: *mut c_void) -> Option<(&'a mut CallStack, ApiRecord)> {
+/// The common part of every exit: pops the call from this thread's stack (`state`, as
+/// [`on_enter`] returned it) and hands `record` the thread's state and the call's
+/// [`ApiRecord`] — unless it is not recorded (no call state, deeper than [`MAX_DEPTH`], outside
+/// the collection periods). Always inlined, so the plain exit is the code it was before the
+/// two exits shared this.
+#[inline(always)]
+fn finished(tag: u32, state: *mut c_void, record: impl FnOnce(&mut CallStack, &ApiRecord)) {
     let end = now_ns();
     if state.is_null() {
-        return None;
+        return;
     }
     // SAFETY: `state` is the calling thread's `CallStack` (the call returns on the thread that
     // made it, and the thread-local has no destructor, so it outlives the call); nothing else
@@ -181,13 +183,13 @@ fn finished<'a>(tag: u32, state: *mut c_void) -> Option<(&'a mut CallStack, ApiR
     let s = unsafe { &mut *state.cast::<CallStack>() };
     s.depth = s.depth.saturating_sub(1);
     if s.depth >= MAX_DEPTH {
-        return None;
+        return;
     }
     let (correlation_id, start) = s.frames[s.depth];
     if !crate::scope::collecting(start) {
-        return None;
+        return;
     }
-    let record = ApiRecord {
+    let api = ApiRecord {
         correlation_id,
         start,
         end,
@@ -196,7 +198,7 @@ fn finished<'a>(tag: u32, state: *mut c_void) -> Option<(&'a mut CallStack, ApiR
         domain: (tag >> 16) as u8,
         reserved: 0,
     };
-    Some((s, record))
+    record(s, &api);
 }
 
 /// What a trampoline that captures arguments hands the exit: where the call's argument words
@@ -222,11 +224,16 @@ const STRING_ENTRY: usize = 3 + api_signatures::STRING_BYTES;
 /// [`api_signatures::STRING_BYTES`] bytes, read without ever faulting.
 #[inline]
 pub(crate) fn on_exit_args(tag: u32, state: *mut c_void, frame: &CallFrame, shape: u64) {
+    finished(tag, state, |s, record| {
+        emit_with_args(s, record, frame, shape)
+    });
+}
+
+/// The rest of [`on_exit_args`]: the entry of a recorded call with its captured arguments.
+#[inline(always)]
+fn emit_with_args(s: &mut CallStack, record: &ApiRecord, frame: &CallFrame, shape: u64) {
     use trace_records::ApiArgsHeader;
     use zerocopy::IntoBytes;
-    let Some((s, record)) = finished(tag, state) else {
-        return;
-    };
     let shape = api_signatures::Shape(shape);
     let (n_int, n_sse, n_stack) = (
         shape.int_words().min(api_signatures::INT_REGS),
