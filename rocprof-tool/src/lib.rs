@@ -594,26 +594,6 @@ fn untraced_text(skipped: u64, slots: usize) -> String {
     )
 }
 
-#[cfg(test)]
-mod wording_tests {
-    use super::{not_traced_text, untraced_text};
-
-    #[test]
-    fn the_tools_warnings_count_in_words() {
-        assert_eq!(
-            not_traced_text("HsaApiTable", 1),
-            "HsaApiTable: 1 entry not traced (out of trampolines)"
-        );
-        assert_eq!(
-            not_traced_text("HsaApiTable", 2),
-            "HsaApiTable: 2 entries not traced (out of trampolines)"
-        );
-        assert!(untraced_text(1, 4).starts_with("1 selected dispatch ran untraced: "));
-        assert!(untraced_text(2, 4).starts_with("2 selected dispatches ran untraced: "));
-        assert!(untraced_text(2, 4).contains("(4 per GPU)"));
-    }
-}
-
 /// `int rocprofiler_set_api_table(const char* name, uint64_t lib_version, uint64_t
 /// lib_instance, void** tables, uint64_t num_tables)`: called by rocprofiler-register when a
 /// runtime registers its API tables, before the runtime uses them. Returns 0.
@@ -770,4 +750,24 @@ pub extern "C" fn rocprofiler_configure(
     _id: *mut c_void,
 ) -> *mut c_void {
     std::ptr::null_mut()
+}
+
+#[cfg(test)]
+mod wording_tests {
+    use super::{not_traced_text, untraced_text};
+
+    #[test]
+    fn the_tools_warnings_count_in_words() {
+        assert_eq!(
+            not_traced_text("HsaApiTable", 1),
+            "HsaApiTable: 1 entry not traced (out of trampolines)"
+        );
+        assert_eq!(
+            not_traced_text("HsaApiTable", 2),
+            "HsaApiTable: 2 entries not traced (out of trampolines)"
+        );
+        assert!(untraced_text(1, 4).starts_with("1 selected dispatch ran untraced: "));
+        assert!(untraced_text(2, 4).starts_with("2 selected dispatches ran untraced: "));
+        assert!(untraced_text(2, 4).contains("(4 per GPU)"));
+    }
 }

@@ -15,8 +15,9 @@ const ALIGNMENT: usize = 4096;
 /// Live allocations: address → (layout, pool handle).
 static ALLOCATIONS: Mutex<BTreeMap<usize, (Layout, u64)>> = Mutex::new(BTreeMap::new());
 
-/// Allocations of at least this many bytes are mapped from the kernel (zero pages, committed
-/// where touched, as the driver hands them out) rather than zeroed by the allocator.
+/// Allocations of at least this many bytes are mapped from the kernel (zero pages) rather than
+/// zeroed by the allocator; system memory is committed where touched, device memory at once
+/// ([`make_resident`]).
 const MAPPED: usize = 1 << 20;
 
 /// Allocates `size` zeroed bytes, page aligned, owned by `pool`; `resident`: every page is
