@@ -5,7 +5,8 @@
 //!
 //! - **Buffers** come from the HSA runtime (the CPU agent's kernarg pool made accessible to the
 //!   GPU, as for counters; on WSL2 there is no `/dev/kfd` to get them from): per slot, the
-//!   command memory (begin | end), the control block (32 bytes per shader engine) and the trace
+//!   command memory (begin | end), the control block (32 bytes per shader engine, then the
+//!   slot of the begin packet's proof word: a trace whose word is missing did not run) and the trace
 //!   buffer (`--att-buffer-size`, split over the engines as aqlprofile splits it). Slots are
 //!   allocated at first use, at most [`max_slots`] per agent (the trace buffer is not touched
 //!   here: it costs memory where the GPU writes). A dispatch that finds every slot in flight
@@ -291,6 +292,15 @@ impl ThreadTrace {
         let control = unsafe {
             std::slice::from_raw_parts(slot.control as *const u8, buffers.control_bytes() as usize)
         };
+        if !sqtt::packets_ran(&buffers, control) {
+            // The begin packet's proof word is missing: the packets did not run (a closed
+            // vendor-packet gate), so the records hold the zeros written before the dispatch
+            // and the buffer nothing of this dispatch's. Nothing is saved; `rocprof` explains.
+            drop(slots);
+            kit.freed.notify_one();
+            emit_captured(record, Vec::new(), false);
+            return;
+        }
         let results = match sqtt::read_control(&buffers, control) {
             Ok(r) => r,
             Err(why) => {
@@ -335,14 +345,20 @@ impl ThreadTrace {
         }
         drop(slots);
         kit.freed.notify_one();
-        sink::emit_event_doc(&Document::ThreadTrace(ThreadTraceCaptured {
-            dispatch_id: record.dispatch_id,
-            correlation_id: record.correlation_id,
-            kernel_id: record.kernel_id,
-            agent_node_id: record.agent_node_id,
-            shader_engines: ses,
-        }));
+        emit_captured(record, ses, true);
     }
+}
+
+/// Records one traced dispatch's capture.
+fn emit_captured(record: &KernelDispatchRecord, ses: Vec<ShaderEngineCapture>, ran: bool) {
+    sink::emit_event_doc(&Document::ThreadTrace(ThreadTraceCaptured {
+        dispatch_id: record.dispatch_id,
+        correlation_id: record.correlation_id,
+        kernel_id: record.kernel_id,
+        agent_node_id: record.agent_node_id,
+        shader_engines: ses,
+        packets_ran: Some(ran),
+    }));
 }
 
 /// `buffers` if its command buffers fit a slot's command memory; else rebuilt with as many
@@ -418,7 +434,7 @@ fn build_kit(gpu: u64, agent: &Agent) -> Result<Kit, String> {
 impl Kit {
     /// One slot: command memory, the control block, then the trace buffer on a 4 KiB boundary.
     fn allocate_slot(&self, buffer_size: u64) -> Result<Slot, String> {
-        let control_bytes = align(self.se_count as usize * 32, 4096);
+        let control_bytes = align(sqtt::control_block_bytes(self.se_count) as usize, 4096);
         let head = COMMAND_BYTES + control_bytes;
         let total = head + 4096 + buffer_size as usize;
         let base = pool::allocate_unzeroed(&self.fns, self.pool, self.gpu, total)? as usize;

@@ -9,6 +9,10 @@
 //!   detail tokens for a traced engine, none for a masked one), `CTRL` on; for traced engines
 //!   `COMPUTE_THREAD_TRACE_ENABLE` = 1; broadcast, wait for idle; then `SQ_THREAD_TRACE_USERDATA_2`
 //!   ← `'\0ROC'` (0x434F5200), 524801, and one marker per loaded code object ([`marker_words`]);
+//!   last, one `WRITE_DATA` of [`PROOF_WORD`](crate::pm4::PROOF_WORD) into the control block's
+//!   slot after the engines' records ([`TraceBuffers::proof_offset`]): the proof that the
+//!   trace's packets ran, read after the dispatch with the records ([`packets_ran`]), as every
+//!   counter pass's start buffer carries it;
 //! * **end** — broadcast, wait for idle, `COMPUTE_THREAD_TRACE_ENABLE` = 0; per shader engine:
 //!   wait until `STATUS.FINISH_PENDING` is 0, `CTRL` off, wait until `STATUS.BUSY` is 0, copy
 //!   `STATUS`, `DROPPED_CNTR` and `WPTR` into the engine's 32-byte control record; broadcast, and
@@ -20,7 +24,7 @@
 //! of the user-data bit in `REG_INCLUDE`, the 32-byte unit of `WPTR`); the simulated GPU reads
 //! the same choices.
 
-use crate::pm4::{Writer, reg as pmc};
+use crate::pm4::{self, PROOF_WORD, Writer, reg as pmc};
 
 /// Thread-trace registers (absolute dword addresses) and field values.
 pub mod reg {
@@ -130,6 +134,15 @@ const MAX_SE_BYTES: u64 = 512 << 20;
 /// Bytes of one engine's control record: `u32 status, dropped, wptr, reserved; u64 clk_start,
 /// clk_end`.
 pub const CONTROL_RECORD_BYTES: u64 = 32;
+/// Bytes of the control block's last slot, after the engines' records, where the begin buffer
+/// writes [`PROOF_WORD`](crate::pm4::PROOF_WORD) (4 used, 8 kept for alignment).
+pub const PROOF_SLOT_BYTES: u64 = 8;
+
+/// Bytes of the control block of a trace over `se_count` engines: one record per engine, then
+/// the proof's slot.
+pub const fn control_block_bytes(se_count: u32) -> u64 {
+    se_count as u64 * CONTROL_RECORD_BYTES + PROOF_SLOT_BYTES
+}
 
 /// aqlprofile's split of `buffer_size` over `se_count` engines: the traced ones share what the
 /// 64 − traced masked slots of 4 KiB leave, rounded down to 4 KiB; masked ones get 4 KiB; the
@@ -243,14 +256,19 @@ pub struct TraceBuffers {
     pub ses: Vec<SeBuffer>,
     /// Where the data buffer is (4 KiB aligned).
     pub data_addr: u64,
-    /// Where the control records are (one per engine, [`CONTROL_RECORD_BYTES`] each).
+    /// Where the control records are (one per engine, [`CONTROL_RECORD_BYTES`] each, then the
+    /// proof's slot).
     pub control_addr: u64,
+    /// Where in the control block the begin buffer writes
+    /// [`PROOF_WORD`](crate::pm4::PROOF_WORD) (the slot after the engines' records).
+    pub proof_offset: u64,
 }
 
 impl TraceBuffers {
-    /// Bytes of the control block.
+    /// Bytes of the control block: the engines' records and the proof's slot (the tool zeroes
+    /// them before each dispatch).
     pub fn control_bytes(&self) -> u64 {
-        self.ses.len() as u64 * CONTROL_RECORD_BYTES
+        control_block_bytes(self.ses.len() as u32)
     }
 }
 
@@ -319,6 +337,8 @@ pub fn build_trace(
             w.uconfig(reg::USERDATA_2, word);
         }
     }
+    let proof_offset = ses.len() as u64 * CONTROL_RECORD_BYTES;
+    w.0.extend_from_slice(&pm4::write_data(control_addr + proof_offset, PROOF_WORD));
     let begin = w.0;
 
     let mut w = Writer::with_capacity(32 + 40 * ses.len());
@@ -343,7 +363,20 @@ pub fn build_trace(
         ses,
         data_addr,
         control_addr,
+        proof_offset,
     })
+}
+
+/// Whether the trace's packets ran for the dispatch whose control block (as copied back) is
+/// `control`: the begin buffer's [`PROOF_WORD`](crate::pm4::PROOF_WORD) is in its slot. A closed
+/// vendor-packet gate drops the begin packet with the word, so the slot keeps the 0 the tool
+/// wrote; an empty trace with the word present is a trace that ran and recorded nothing.
+pub fn packets_ran(buffers: &TraceBuffers, control: &[u8]) -> bool {
+    let at = buffers.proof_offset as usize;
+    control
+        .get(at..at + 4)
+        .and_then(|b| <[u8; 4]>::try_from(b).ok())
+        .is_some_and(|b| u32::from_le_bytes(b) == PROOF_WORD)
 }
 
 /// `GRBM_GFX_INDEX` for engine `se`, shader array 0, every instance.
@@ -493,7 +526,11 @@ mod tests {
             &[packet::SET_SH_REG, 0x21E, 1],
             "COMPUTE_THREAD_TRACE_ENABLE"
         );
-        let tail: Vec<u32> = t.begin[t.begin.len() - 3 * 12..]
+        // Last, the proof: WRITE_DATA of the word into the slot after the one engine's record.
+        let (stream, proof) = t.begin.split_at(t.begin.len() - pm4::PROOF_DWORDS);
+        assert_eq!(proof, &pm4::write_data(0x3000 + 32, PROOF_WORD));
+        assert_eq!((t.proof_offset, t.control_bytes()), (32, 40));
+        let tail: Vec<u32> = stream[stream.len() - 3 * 12..]
             .chunks(3)
             .map(|c| c[2])
             .collect();
@@ -511,9 +548,32 @@ mod tests {
     }
 
     #[test]
+    fn the_proof_word_in_its_slot_says_the_packets_ran() {
+        let t = build_trace(&params(), 2, 0x2000_0000, 0x3000, &[]).unwrap();
+        assert_eq!(t.proof_offset, 64, "after both engines' records");
+        assert_eq!(control_block_bytes(2), t.control_bytes());
+        let mut control = vec![0u8; t.control_bytes() as usize];
+        assert!(
+            !packets_ran(&t, &control),
+            "the zeroed block: the gate dropped them"
+        );
+        control[64..68].copy_from_slice(&PROOF_WORD.to_le_bytes());
+        assert!(
+            packets_ran(&t, &control),
+            "an empty trace whose packets ran"
+        );
+        assert!(
+            !packets_ran(&t, &control[..66]),
+            "a short block holds no proof"
+        );
+        control[64] ^= 1;
+        assert!(!packets_ran(&t, &control));
+    }
+
+    #[test]
     fn the_control_block_gives_each_engines_bytes_and_a_full_buffer() {
         let t = build_trace(&params(), 1, 0x2000_0000, 0x3000, &[]).unwrap();
-        let mut control = vec![0u8; 32];
+        let mut control = vec![0u8; 40];
         let base = (0x2000_0000u64 / 32) as u32;
         control[8..12].copy_from_slice(&(base + 100).to_le_bytes());
         let r = read_control(&t, &control).unwrap();

@@ -928,7 +928,7 @@ fn bad_inputs_are_refused_and_broken_files_noted() {
         "{notes}"
     );
     assert!(
-        notes.contains("1 row(s) not read (line 3: Start_Timestamp \\\"soon\\\""),
+        notes.contains("1 row not read (line 3: Start_Timestamp \\\"soon\\\""),
         "{notes}"
     );
     assert_eq!(n(&p["counts"]["calls"]), 2);

@@ -265,8 +265,11 @@ fn a_grbm_burst_is_flagged_alike_where_the_input_can_tell() {
         .map(|id| format!("dispatch {id} GPU_UTIL"))
         .collect();
     let said = format!(
-        "{} dispatch × counter value(s) are absent ({}): rocprof leaves the values it sets aside",
-        flagged.len(),
+        "{} ({}): rocprof leaves the values it sets aside",
+        match flagged.len() {
+            1 => "1 dispatch × counter value is absent".to_owned(),
+            n => format!("{n} dispatch × counter values are absent"),
+        },
         absent.join(", ")
     );
     let missing = d["missing"].as_array().unwrap();

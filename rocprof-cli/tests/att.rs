@@ -400,3 +400,54 @@ fn a_full_trace_buffer_is_said_with_the_fix_and_what_fit_is_decoded() {
     assert!(err.contains("Data Lost"), "the decoder's own report: {err}");
     assert!(out.join("ui_output_agent_2_dispatch_1").exists());
 }
+
+/// The begin packet writes the proof word into the control block (issue 27). A closed
+/// vendor-packet gate drops it with the packets: `rocprof` says the packets did not run, with
+/// `WSLKMT_VENDOR_PACKET` as the application saw it, and saves and decodes nothing (before,
+/// the zeroed control block read as a full buffer of stale data). With the gate open, a trace
+/// that holds no detail wave (one workgroup on WGP 0, the detail target WGP 1) ran all the
+/// same: no gate explanation.
+#[test]
+fn a_closed_gate_is_said_per_traced_dispatch_and_an_empty_trace_that_ran_is_not_blamed() {
+    let (out, o) = traced("gate", &[], "vector-add", &[("WSLKMT_VENDOR_PACKET", "0")]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "rocprof: warning: the thread-trace packets did not run on the traced dispatch \
+             (dispatch 1: its control block does not hold the word the begin packet writes): \
+             WSLKMT_VENDOR_PACKET was 0 in the application's environment"
+        ) && err.contains("It has no thread trace; run again with WSLKMT_VENDOR_PACKET=1"),
+        "{err}"
+    );
+    assert!(!err.contains("filled the buffer"), "{err}");
+    let names = files(&out);
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.ends_with(".att") || n.starts_with("ui_output")),
+        "nothing of a trace that did not run: {names:?}"
+    );
+
+    let tmp = scratch("att", "gate-open-empty");
+    let out = tmp.join("out");
+    let o = rocprof(&tmp)
+        .args(["--sim", "--att", "--att-target-cu", "1", "-d"])
+        .arg(&out)
+        .args(["-o", "run", "--"])
+        .arg(workload("vector-add"))
+        .args(["256", "256"])
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        !err.contains("did not run") && !err.contains("WSLKMT_VENDOR_PACKET"),
+        "{err}"
+    );
+    let ui = files(&out.join("ui_output_agent_2_dispatch_1"));
+    assert!(
+        !ui.is_empty() && !ui.iter().any(|f| f.starts_with("se0_sm")),
+        "decoded, with no detail wave: {ui:?}"
+    );
+}

@@ -185,6 +185,11 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
     if let Some(n) = nothing_selected {
         report.notice(n.into());
     }
+    if manifest.thread_trace.is_some()
+        && let Some(n) = trace_packets_not_run(&traces)
+    {
+        report.notice(n.into());
+    }
 
     let csv = CsvSelection {
         hip: sel.hip_runtime || sel.hip_compiler,
@@ -537,6 +542,42 @@ pub fn nothing_selected(
 /// Evaluates the counter samples of every process (estimated over the other runs' matching
 /// processes, by start order), fills each trace's counter records and returns each process's
 /// hygiene rows. Problems are said on stderr; nothing here fails the run.
+/// The traced dispatches whose thread-trace packets did not run (their begin packet's proof
+/// word is missing), with the gate explanation's value; `None` when every one ran (an empty
+/// trace whose word is there ran, and gets no gate explanation) or the log has no proof.
+pub fn trace_packets_not_run(traces: &[ProcessTrace]) -> Option<OutputNotice> {
+    let mut traced = 0;
+    let mut not_run = Vec::new();
+    for t in traces {
+        for d in &t.docs.thread_traces {
+            traced += 1;
+            if d.packets_ran == Some(false) {
+                not_run.push((t.pid, d.dispatch_id));
+            }
+        }
+    }
+    if not_run.is_empty() {
+        return None;
+    }
+    Some(OutputNotice::TracePacketsNotRun {
+        not_run,
+        traced,
+        vendor_packet: vendor_packet(traces.iter()),
+    })
+}
+
+/// `WSLKMT_VENDOR_PACKET` as the application saw it: the first process that recorded it
+/// says (one that did not says nothing).
+fn vendor_packet<'a>(
+    traces: impl Iterator<Item = &'a ProcessTrace>,
+) -> trace_records::docs::EnvValue {
+    traces
+        .filter_map(|t| t.docs.discovery.as_ref())
+        .map(|d| d.vendor_packet.clone())
+        .find(|v| *v != trace_records::docs::EnvValue::NotRecorded)
+        .unwrap_or_default()
+}
+
 pub(crate) fn counter_values(
     traces: &mut [ProcessTrace],
     other_runs: &[Vec<ProcessTrace>],
@@ -590,14 +631,8 @@ pub(crate) fn counter_values(
     let every: Vec<&pmc_dxg::collection::Evaluation> =
         evals.iter().chain(others.iter().flatten()).collect();
     if pmc_dxg::collection::all_zero(&every) {
-        // The value the application saw; a process that did not record it says nothing.
-        let vendor_packet = traces
-            .iter()
-            .chain(other_runs.iter().flatten())
-            .filter_map(|t| t.docs.discovery.as_ref())
-            .map(|d| d.vendor_packet.clone())
-            .find(|v| *v != trace_records::docs::EnvValue::NotRecorded)
-            .unwrap_or_default();
+        // The value the application saw.
+        let vendor_packet = vendor_packet(traces.iter().chain(other_runs.iter().flatten()));
         report.notice(CounterNotice::PacketsNotRun { vendor_packet }.into());
         traces.iter_mut().for_each(|t| t.counters.clear());
         return Vec::new();

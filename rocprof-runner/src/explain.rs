@@ -176,10 +176,7 @@ pub fn explain_with(
     }
     if let Some(sig) = status.signal {
         let n: usize = traces.iter().map(ProcessTrace::record_count).sum();
-        out.push(format!(
-            "the application was killed by {}; the {n} records written before the crash were recovered",
-            crate::process::signal_name(sig)
-        ));
+        out.push(killed_text(&crate::process::signal_name(sig), n));
     }
     if logs.is_empty() && !untraced.is_empty() {
         let n = untraced.len();
@@ -402,9 +399,33 @@ fn hsa_not_received(
     s
 }
 
+/// What a run killed by `signal` kept: its `n` records.
+fn killed_text(signal: &str, n: usize) -> String {
+    let kept = match n {
+        0 => "no record was written before the crash".to_owned(),
+        1 => "the 1 record written before the crash was recovered".to_owned(),
+        n => format!("the {n} records written before the crash were recovered"),
+    };
+    format!("the application was killed by {signal}; {kept}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_records_a_crash_left_are_counted_in_words() {
+        assert_eq!(
+            killed_text("SIGSEGV", 1),
+            "the application was killed by SIGSEGV; the 1 record written before the crash was \
+             recovered"
+        );
+        assert!(
+            killed_text("SIGSEGV", 2)
+                .ends_with("; the 2 records written before the crash were recovered")
+        );
+        assert!(killed_text("SIGKILL", 0).ends_with("; no record was written before the crash"));
+    }
 
     fn trace(json: &[&str]) -> ProcessTrace {
         let mut t = ProcessTrace::default();

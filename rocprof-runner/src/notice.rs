@@ -336,6 +336,16 @@ pub enum OutputNotice {
         /// The warning.
         warning: String,
     },
+    /// Traced dispatches whose thread-trace packets did not run: the proof word their begin
+    /// packet writes is missing from their control blocks.
+    TracePacketsNotRun {
+        /// Those dispatches, by process: (pid, dispatch id).
+        not_run: Vec<(u32, u64)>,
+        /// Traced dispatches recorded in all (with or without the proof).
+        traced: usize,
+        /// `WSLKMT_VENDOR_PACKET` as the application saw it (the tool records it).
+        vendor_packet: trace_records::docs::EnvValue,
+    },
     /// `--perfetto-buffer-size`: what did not fit a trace.
     PerfettoBufferFull {
         /// The trace.
@@ -405,6 +415,11 @@ impl fmt::Display for OutputNotice {
                 instead.display()
             ),
             Self::Summary { warning } | Self::ThreadTrace { warning } => f.write_str(warning),
+            Self::TracePacketsNotRun {
+                not_run,
+                traced,
+                vendor_packet,
+            } => trace_packets_text(f, not_run, *traced, vendor_packet),
             Self::PerfettoBufferFull {
                 path,
                 limit_kb,
@@ -669,6 +684,78 @@ pub fn counted_overlaps(ids: &[u64]) -> String {
     )
 }
 
+/// Why vendor (PM4) packets did not run, from `WSLKMT_VENDOR_PACKET` as the application saw
+/// it: the gate explanation the counter and thread-trace notices share.
+fn gate_reason(vendor_packet: &trace_records::docs::EnvValue) -> String {
+    use trace_records::docs::EnvValue;
+    match vendor_packet {
+        EnvValue::Set(v) if v == "1" => "although WSLKMT_VENDOR_PACKET was 1 in the \
+             application's environment: the DXG thunk reads it once, when it initialises, so \
+             it was probably set after that, or this thunk drops vendor packets whatever it says"
+            .to_owned(),
+        EnvValue::Set(v) => format!(
+            "WSLKMT_VENDOR_PACKET was {} in the application's environment, so the DXG thunk \
+             dropped them without an error (it honours vendor packets only if the variable is 1)",
+            terminal_text::escape(v)
+        ),
+        EnvValue::Unset => "WSLKMT_VENDOR_PACKET was unset in the application's environment, \
+             so the DXG thunk dropped them without an error (it honours vendor packets only if \
+             the variable is 1)"
+            .to_owned(),
+        EnvValue::NotRecorded => "the DXG thunk honours vendor (PM4) packets only if \
+             WSLKMT_VENDOR_PACKET=1 when it loads"
+            .to_owned(),
+    }
+}
+
+/// The text of [`OutputNotice::TracePacketsNotRun`].
+fn trace_packets_text(
+    f: &mut fmt::Formatter<'_>,
+    not_run: &[(u32, u64)],
+    traced: usize,
+    vendor_packet: &trace_records::docs::EnvValue,
+) -> fmt::Result {
+    let mut pids: Vec<u32> = not_run.iter().map(|&(pid, _)| pid).collect();
+    pids.dedup();
+    let ids = listed(not_run.iter().map(|&(pid, id)| {
+        if pids.len() > 1 {
+            format!("{id} of process {pid}")
+        } else {
+            id.to_string()
+        }
+    }));
+    let which = match (not_run.len(), traced) {
+        (1, 1) => format!(
+            "the traced dispatch (dispatch {ids}: its control block does not hold the word the \
+             begin packet writes)"
+        ),
+        (n, t) if n == t => format!(
+            "any of the {t} traced dispatches (dispatch ids {ids}: no control block holds the \
+             word their begin packet writes)"
+        ),
+        (1, t) => format!(
+            "1 of the {t} traced dispatches (dispatch {ids}: its control block does not hold the \
+             word the begin packet writes)"
+        ),
+        (n, t) => format!(
+            "{n} of the {t} traced dispatches (dispatch ids {ids}: their control blocks do not \
+             hold the word their begin packet writes)"
+        ),
+    };
+    let none = if not_run.len() == 1 {
+        "It has no thread trace"
+    } else {
+        "They have no thread trace"
+    };
+    write!(
+        f,
+        "the thread-trace packets did not run on {which}: {}. {}; run again with \
+         WSLKMT_VENDOR_PACKET=1 (or unset)",
+        gate_reason(vendor_packet),
+        none
+    )
+}
+
 impl fmt::Display for CounterNotice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -698,35 +785,13 @@ impl fmt::Display for CounterNotice {
             Self::Overlapped { pid, ids } => {
                 write!(f, "process {pid}: {}", counted_overlaps(ids))
             }
-            Self::PacketsNotRun { vendor_packet } => {
-                use trace_records::docs::EnvValue;
-                let why = match vendor_packet {
-                    EnvValue::Set(v) if v == "1" => "although WSLKMT_VENDOR_PACKET was 1 in the \
-                         application's environment: the DXG thunk reads it once, when it \
-                         initialises, so it was probably set after that, or this thunk drops \
-                         vendor packets whatever it says"
-                        .to_owned(),
-                    EnvValue::Set(v) => format!(
-                        "WSLKMT_VENDOR_PACKET was {} in the application's environment, so the DXG \
-                         thunk dropped them without an error (it honours vendor packets only if \
-                         the variable is 1)",
-                        terminal_text::escape(v)
-                    ),
-                    EnvValue::Unset => "WSLKMT_VENDOR_PACKET was unset in the application's \
-                         environment, so the DXG thunk dropped them without an error (it honours \
-                         vendor packets only if the variable is 1)"
-                        .to_owned(),
-                    EnvValue::NotRecorded => "the DXG thunk honours vendor (PM4) packets only if \
-                         WSLKMT_VENDOR_PACKET=1 when it loads"
-                        .to_owned(),
-                };
-                write!(
-                    f,
-                    "the counter packets did not run on any counted dispatch (no read-back holds \
-                     the word their start packet writes): {why}. No counter values are written \
-                     (there are none); run again with WSLKMT_VENDOR_PACKET=1 (or unset)"
-                )
-            }
+            Self::PacketsNotRun { vendor_packet } => write!(
+                f,
+                "the counter packets did not run on any counted dispatch (no read-back holds the \
+                 word their start packet writes): {}. No counter values are written (there are \
+                 none); run again with WSLKMT_VENDOR_PACKET=1 (or unset)",
+                gate_reason(vendor_packet)
+            ),
             Self::Hygiene { note } => write!(f, "{note}"),
             Self::Merged { pass, repeated } => merged_text(f, *pass, repeated),
             Self::NothingSelected {
@@ -1015,5 +1080,80 @@ pub struct SummaryText {
 impl fmt::Display for SummaryText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.tables)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trace_records::docs::EnvValue;
+
+    fn trace_text(not_run: &[(u32, u64)], traced: usize) -> String {
+        OutputNotice::TracePacketsNotRun {
+            not_run: not_run.to_vec(),
+            traced,
+            vendor_packet: EnvValue::Unset,
+        }
+        .to_string()
+    }
+
+    #[test]
+    fn the_thread_trace_gate_notice_counts_its_dispatches_in_words() {
+        let one = trace_text(&[(7, 1)], 1);
+        assert!(
+            one.starts_with(
+                "the thread-trace packets did not run on the traced dispatch (dispatch 1: its \
+                 control block does not hold the word the begin packet writes): \
+                 WSLKMT_VENDOR_PACKET was unset"
+            ) && one.contains(". It has no thread trace; run again"),
+            "{one}"
+        );
+        let both = trace_text(&[(7, 1), (7, 2)], 2);
+        assert!(
+            both.starts_with(
+                "the thread-trace packets did not run on any of the 2 traced dispatches \
+                 (dispatch ids 1, 2: no control block holds"
+            ) && both.contains(". They have no thread trace;"),
+            "{both}"
+        );
+        let one_of = trace_text(&[(7, 3)], 3);
+        assert!(
+            one_of.contains("on 1 of the 3 traced dispatches (dispatch 3: its control block"),
+            "{one_of}"
+        );
+        let two_of = trace_text(&[(7, 1), (8, 1)], 3);
+        assert!(
+            two_of.contains(
+                "on 2 of the 3 traced dispatches (dispatch ids 1 of process 7, 1 of process 8: \
+                 their control blocks"
+            ),
+            "{two_of}"
+        );
+    }
+
+    #[test]
+    fn the_counter_and_trace_gate_notices_give_the_same_reason() {
+        for value in [
+            EnvValue::Unset,
+            EnvValue::Set("0".into()),
+            EnvValue::Set("1".into()),
+            EnvValue::NotRecorded,
+        ] {
+            let reason = gate_reason(&value);
+            let counters = CounterNotice::PacketsNotRun {
+                vendor_packet: value.clone(),
+            }
+            .to_string();
+            let trace = OutputNotice::TracePacketsNotRun {
+                not_run: vec![(1, 1)],
+                traced: 1,
+                vendor_packet: value,
+            }
+            .to_string();
+            assert!(
+                counters.contains(&reason) && trace.contains(&reason),
+                "{reason}"
+            );
+        }
     }
 }

@@ -144,7 +144,13 @@ pub fn write_outputs(
             }
         }
     }
-    if t.docs.thread_traces.is_empty() {
+    // A dispatch whose packets did not run has nothing to decode (`convert` explains it).
+    if !t
+        .docs
+        .thread_traces
+        .iter()
+        .any(|d| d.packets_ran != Some(false))
+    {
         return w;
     }
     let Some(path) = &plan.decoder else {
@@ -231,7 +237,12 @@ fn decode_all(
     let mut writer =
         att::outputs::AttWriter::new(final_dir, att::outputs::OutputOptions::default());
     let mut said = std::collections::HashSet::new();
-    for d in &t.docs.thread_traces {
+    for d in t
+        .docs
+        .thread_traces
+        .iter()
+        .filter(|d| d.packets_ran != Some(false))
+    {
         let gfx = agent_name(t, d.agent_node_id).unwrap_or("gfx1150");
         let disassembler = comgr.as_ref().and_then(|c| {
             c.disassembler(&att::comgr::isa_name(gfx))

@@ -377,15 +377,7 @@ extern "C" fn at_exit() {
         hsa_intercept::dispatch::finish_outstanding();
         let (skipped, slots) = hsa_intercept::thread_trace::skipped_and_slots();
         if skipped > 0 {
-            sink::warn(
-                WarningKind::ThreadTrace,
-                format!(
-                    "{skipped} selected dispatch(es) ran untraced: every thread-trace buffer of \
-                     their GPU ({} per GPU) stayed in flight for 2 s (traced work waiting on work \
-                     submitted after it); narrow the selection with --kernel-include-regex",
-                    slots
-                ),
-            );
+            sink::warn(WarningKind::ThreadTrace, untraced_text(skipped, slots));
         }
         if let Some((ran, opens)) =
             hsa_intercept::scope::before_first_window(hsa_intercept::clock::now_ns())
@@ -571,13 +563,35 @@ unsafe fn trace_table(table: &ApiTable, base: *mut u8, enabled: bool) -> WrapRep
     if report.no_slot > 0 {
         sink::warn(
             WarningKind::NotTraced,
-            format!(
-                "{}: {} entries not traced (out of trampolines)",
-                table.c_name, report.no_slot
-            ),
+            not_traced_text(table.c_name, report.no_slot),
         );
     }
     report
+}
+
+/// The warning for `n` entries of `table` left untraced for want of trampolines.
+fn not_traced_text(table: &str, n: usize) -> String {
+    let entries = if n == 1 {
+        "1 entry".to_owned()
+    } else {
+        format!("{n} entries")
+    };
+    format!("{table}: {entries} not traced (out of trampolines)")
+}
+
+/// The warning at exit for `skipped` selected dispatches that found every one of their GPU's
+/// `slots` thread-trace buffers in flight.
+fn untraced_text(skipped: u64, slots: usize) -> String {
+    let dispatches = if skipped == 1 {
+        "1 selected dispatch".to_owned()
+    } else {
+        format!("{skipped} selected dispatches")
+    };
+    format!(
+        "{dispatches} ran untraced: every thread-trace buffer of their GPU ({slots} per GPU) \
+         stayed in flight for 2 s (traced work waiting on work submitted after it); narrow the \
+         selection with --kernel-include-regex"
+    )
 }
 
 /// `int rocprofiler_set_api_table(const char* name, uint64_t lib_version, uint64_t
@@ -736,4 +750,24 @@ pub extern "C" fn rocprofiler_configure(
     _id: *mut c_void,
 ) -> *mut c_void {
     std::ptr::null_mut()
+}
+
+#[cfg(test)]
+mod wording_tests {
+    use super::{not_traced_text, untraced_text};
+
+    #[test]
+    fn the_tools_warnings_count_in_words() {
+        assert_eq!(
+            not_traced_text("HsaApiTable", 1),
+            "HsaApiTable: 1 entry not traced (out of trampolines)"
+        );
+        assert_eq!(
+            not_traced_text("HsaApiTable", 2),
+            "HsaApiTable: 2 entries not traced (out of trampolines)"
+        );
+        assert!(untraced_text(1, 4).starts_with("1 selected dispatch ran untraced: "));
+        assert!(untraced_text(2, 4).starts_with("2 selected dispatches ran untraced: "));
+        assert!(untraced_text(2, 4).contains("(4 per GPU)"));
+    }
 }

@@ -7,6 +7,7 @@ use crate::inputs::{self, Input};
 use crate::model::{Api, Process};
 use crate::report::{self, Counts, InputReport, ProcessReport, Report};
 use crate::{summary, timeline};
+use rocprof_runner::words::counted;
 use serde::Serialize;
 use std::fmt;
 use std::path::PathBuf;
@@ -78,10 +79,14 @@ pub fn analyze(options: &Options) -> Result<Analysis, Error> {
     for path in &options.inputs {
         let input = inputs::read(path)?;
         tracing::debug!(
-            "analyze: {}: {} run(s), {} process(es)",
+            "analyze: {}: {}, {}",
             path.display(),
-            input.runs.len(),
-            input.runs.iter().map(|r| r.processes.len()).sum::<usize>()
+            counted(input.runs.len(), "run", "runs"),
+            counted(
+                input.runs.iter().map(|r| r.processes.len()).sum::<usize>(),
+                "process",
+                "processes"
+            )
         );
         read.push(input);
     }
@@ -173,7 +178,11 @@ fn missing(p: &Process) -> Vec<String> {
     let nameless = p.dispatches.iter().filter(|d| d.kernel.is_empty()).count();
     if nameless > 0 {
         out.push(format!(
-            "{nameless} dispatch(es) have no kernel name (the kernel symbol was not recorded)"
+            "{} no kernel name (the kernel symbol was not recorded)",
+            match nameless {
+                1 => "1 dispatch has".to_owned(),
+                n => format!("{n} dispatches have"),
+            }
         ));
     }
     out
@@ -260,6 +269,79 @@ mod tests {
         assert_eq!(serde_json::to_value(&a).unwrap(), v);
         assert_eq!(a.exit_code(), ExitCode::SUCCESS);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A CSV directory of `n` nameless dispatches (one launch each, one copy back).
+    fn nameless_run(dir: &Path, n: usize) {
+        csv_run(dir);
+        let mut calls = String::from(
+            "\"Domain\",\"Function\",\"Process_Id\",\"Thread_Id\",\"Correlation_Id\",\
+             \"Start_Timestamp\",\"End_Timestamp\"\n",
+        );
+        let mut kernels = String::from(
+            "\"Kind\",\"Agent_Id\",\"Thread_Id\",\"Dispatch_Id\",\"Kernel_Name\",\
+             \"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\",\"Grid_Size_X\",\
+             \"Workgroup_Size_X\"\n",
+        );
+        for k in 1..=n {
+            let t = 10_000 * k;
+            calls.push_str(&format!(
+                "\"HIP_RUNTIME_API_EXT\",\"hipLaunchKernel\",7,7,{k},{t},{}\n",
+                t + 1000
+            ));
+            kernels.push_str(&format!(
+                "\"KERNEL_DISPATCH\",\"Agent 1\",7,{k},\"\",{k},{},{},256,64\n",
+                t + 1500,
+                t + 3000
+            ));
+        }
+        let t = 10_000 * (n + 1);
+        calls.push_str(&format!(
+            "\"HIP_RUNTIME_API_EXT\",\"hipMemcpy\",7,7,{},{t},{}\n",
+            n + 1,
+            t + 9000
+        ));
+        std::fs::write(dir.join("run_hip_api_trace.csv"), calls).unwrap();
+        std::fs::write(dir.join("run_kernel_trace.csv"), kernels).unwrap();
+        std::fs::write(
+            dir.join("run_memory_copy_trace.csv"),
+            format!(
+                "\"Kind\",\"Direction\",\"Correlation_Id\",\"Start_Timestamp\",\
+                 \"End_Timestamp\"\n\"MEMORY_COPY\",\"MEMORY_COPY_DEVICE_TO_HOST\",{},{},{}\n",
+                n + 1,
+                t + 2000,
+                t + 8000
+            ),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn counts_in_the_text_are_singular_for_one_and_plural_otherwise() {
+        for (n, header, nameless) in [
+            (
+                1,
+                "2 calls, 1 dispatch, 1 copy, 0 markers, 0 counter values",
+                "1 dispatch has no kernel name",
+            ),
+            (
+                2,
+                "3 calls, 2 dispatches, 1 copy, 0 markers, 0 counter values",
+                "2 dispatches have no kernel name",
+            ),
+        ] {
+            let dir = scratch(&format!("counted-{n}"));
+            nameless_run(&dir, n);
+            let text = analyze(&Options {
+                inputs: vec![dir.clone()],
+                json: false,
+            })
+            .unwrap()
+            .render_text();
+            assert!(text.contains(&format!(", pid 7: {header}\n")), "{text}");
+            assert!(text.contains(nameless), "{text}");
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     }
 
     #[test]

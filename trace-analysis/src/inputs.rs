@@ -173,12 +173,15 @@ fn absent_values(p: &Process) -> Option<String> {
     let shown: Vec<&str> = absent.iter().take(8).map(String::as_str).collect();
     let more = if absent.len() > 8 { ", …" } else { "" };
     Some(format!(
-        "{} dispatch × counter value(s) are absent ({}{more}): rocprof leaves the values it \
+        "{} absent ({}{more}): rocprof leaves the values it \
          sets aside (GRBM zero bursts, isolated SQ zeros, the warm-up window) out of its \
          outputs, and a rocpd database does not record which or why, so they are not flagged \
          here; the run's counter_hygiene.csv says (analyse its CSV directory or record \
          directory)",
-        absent.len(),
+        match absent.len() {
+            1 => "1 dispatch × counter value is".to_owned(),
+            n => format!("{n} dispatch × counter values are"),
+        },
         shown.join(", ")
     ))
 }
@@ -657,8 +660,9 @@ impl Table {
         }
         if bad > 0 {
             notes.push(format!(
-                "{}: {bad} row(s) not read ({})",
+                "{}: {} not read ({})",
                 self.path.display(),
+                rocprof_runner::words::counted(bad, "row", "rows"),
                 first.unwrap_or_default()
             ));
         }
@@ -987,10 +991,10 @@ fn read_counters(
         .count();
     if differ > 0 {
         p.notes.push(format!(
-            "counter_collection.csv and kernel_trace.csv disagree on {differ} of {} dispatches \
+            "counter_collection.csv and kernel_trace.csv disagree on {differ} of {} \
              (kernel name or timestamps): they come from different runs, and the counters are \
              analysed with their own rows' dispatches",
-            own.len()
+            rocprof_runner::words::counted(own.len(), "dispatch", "dispatches")
         ));
         p.counters.dispatches = own.into_values().collect();
     }
@@ -1108,7 +1112,7 @@ mod tests {
         let said = absent_values(&p).unwrap();
         assert!(
             said.starts_with(
-                "1 dispatch × counter value(s) are absent (dispatch 1 GPU_UTIL): rocprof leaves \
+                "1 dispatch × counter value is absent (dispatch 1 GPU_UTIL): rocprof leaves \
                  the values it sets aside"
             ),
             "{said}"
@@ -1123,7 +1127,12 @@ mod tests {
             p.counters.values.push(value(id, "GPU_UTIL"));
         }
         let said = absent_values(&p).unwrap();
-        assert!(said.starts_with("11 dispatch × counter value(s) are absent (dispatch 1 GPU_UTIL, dispatch 4 SQ_WAVES,"), "{said}");
+        assert!(
+            said.starts_with(
+                "11 dispatch × counter values are absent (dispatch 1 GPU_UTIL, dispatch 4 SQ_WAVES,"
+            ),
+            "{said}"
+        );
         assert!(said.contains("dispatch 10 SQ_WAVES, …)"), "{said}");
     }
 

@@ -12,6 +12,7 @@ use crate::counters::Group;
 use crate::inputs::InputKind;
 use crate::summary::Summary;
 use crate::timeline::{Bound, RecordKind, Tally, Timeline};
+use rocprof_runner::words::counted;
 use serde::Serialize;
 use std::fmt::Write as _;
 use trace_export::stats::fmt_percent;
@@ -109,10 +110,6 @@ fn signed_human(ns: i64) -> String {
     }
 }
 
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 fn tally_line(what: &str, t: &Tally, inside: &str) -> String {
     let mut s = format!(
         "containment ({what}): {} of {} checked, {} held, {} violated",
@@ -172,7 +169,7 @@ fn timeline_lines(t: &Timeline, out: &mut Vec<String>) {
         let n = t.violations_total;
         out.push(format!(
             "skew: {} {}, median {}, largest {}; {}",
-            plural(n, "violation", "violations"),
+            counted(n, "violation", "violations"),
             match s.direction.as_str() {
                 "early" => "all early",
                 "late" => "all late",
@@ -184,7 +181,10 @@ fn timeline_lines(t: &Timeline, out: &mut Vec<String>) {
         ));
     }
     for (reason, n) in &t.unmatched_reasons {
-        out.push(format!("unmatched: {n} record(s): {reason}"));
+        out.push(format!(
+            "unmatched: {}: {reason}",
+            counted(*n, "record", "records")
+        ));
     }
     let m = &t.margins;
     let mut margins = Vec::new();
@@ -354,16 +354,17 @@ fn counter_lines(g: &Group, out: &mut Vec<String>) {
         })
         .collect();
     out.push(format!(
-        "{} over {} dispatches, {} (values from: {})",
-        plural(g.counters.len(), "counter", "counters"),
-        g.dispatches,
-        plural(g.runs.len(), "run", "runs"),
+        "{} over {}, {} (values from: {})",
+        counted(g.counters.len(), "counter", "counters"),
+        counted(g.dispatches, "dispatch", "dispatches"),
+        counted(g.runs.len(), "run", "runs"),
         origins.join(", ")
     ));
     if let Some(n) = g.repeat_runs {
         out.push(format!(
-            "these are rocprof's own estimates over {n} runs (the counter_hygiene.csv of a \
-             --pmc-repeat run)"
+            "these are rocprof's own estimates over {} (the counter_hygiene.csv of a \
+             --pmc-repeat run)",
+            counted(n, "run", "runs")
         ));
     } else if g.runs.len() == 1 {
         out.push(
@@ -374,9 +375,12 @@ fn counter_lines(g: &Group, out: &mut Vec<String>) {
     }
     if g.unmatched_dispatches > 0 {
         out.push(format!(
-            "{} dispatch(es) are in some runs only (matched by kernel, ordinal, grid and \
-             workgroup): the runs did not run the same work",
-            g.unmatched_dispatches
+            "{} in some runs only (matched by kernel, ordinal, grid and workgroup): the runs \
+             did not run the same work",
+            match g.unmatched_dispatches {
+                1 => "1 dispatch is".to_owned(),
+                n => format!("{n} dispatches are"),
+            }
         ));
     }
     out.extend(g.summary.iter().cloned());
@@ -399,10 +403,10 @@ fn counter_lines(g: &Group, out: &mut Vec<String>) {
             ));
         } else {
             out.push(format!(
-                "GRBM zeros (run {}): {} dispatch(es) between {ids}{span}, not one burst at the \
-                 session's start (the seed never saw one start mid-session): check those values",
+                "GRBM zeros (run {}): {} between {ids}{span}, not one burst at the session's \
+                 start (the seed never saw one start mid-session): check those values",
                 b.run + 1,
-                b.dispatches
+                counted(b.dispatches, "dispatch", "dispatches")
             ));
         }
     }
@@ -456,8 +460,10 @@ fn counter_lines(g: &Group, out: &mut Vec<String>) {
             String::new()
         };
         out.push(format!(
-            "{}: {} values, {} estimated{spread}{dirty}",
-            c.counter, c.values, c.estimated
+            "{}: {}, {} estimated{spread}{dirty}",
+            c.counter,
+            counted(c.values, "value", "values"),
+            c.estimated
         ));
     }
     for r in g.rows.iter().take(TEXT_CAP) {
@@ -466,7 +472,7 @@ fn counter_lines(g: &Group, out: &mut Vec<String>) {
             .spread_percent
             .map_or(String::new(), |s| format!(", spread {s:.2}%"));
         out.push(format!(
-            "dispatch {} {}[{}] {}: estimate {} (min {}, max {}{spread}; {} of {} runs used)",
+            "dispatch {} {}[{}] {}: estimate {} (min {}, max {}{spread}; {} of {} used)",
             r.dispatch_id,
             r.key.kernel,
             r.key.ordinal,
@@ -475,7 +481,7 @@ fn counter_lines(g: &Group, out: &mut Vec<String>) {
             value(e.min),
             value(e.max),
             e.runs_used,
-            e.runs
+            counted(e.runs, "run", "runs")
         ));
     }
     if g.rows_total > TEXT_CAP {
@@ -491,8 +497,8 @@ pub fn render(r: &Report) -> String {
     let processes: usize = r.inputs.iter().map(|i| i.processes.len()).sum();
     let mut text = format!(
         "rocprof analyze: {}, {}\n",
-        plural(r.inputs.len(), "input", "inputs"),
-        plural(processes, "process", "processes")
+        counted(r.inputs.len(), "input", "inputs"),
+        counted(processes, "process", "processes")
     );
     // Each line escaped as a whole (the "where time goes" table is safe already).
     let lines_of = |text: &mut String, title: &str, lines: &[String], safe: bool| {
@@ -530,13 +536,13 @@ pub fn render(r: &Report) -> String {
             let c = &p.counts;
             let _ = writeln!(
                 text,
-                "\n## {}{pid}{run}: {} calls, {} dispatches, {} copies, {} markers, {} counter values",
+                "\n## {}{pid}{run}: {}, {}, {}, {}, {}",
                 esc(&p.label),
-                c.calls,
-                c.dispatches,
-                c.copies,
-                c.markers,
-                c.counter_values
+                counted(c.calls, "call", "calls"),
+                counted(c.dispatches, "dispatch", "dispatches"),
+                counted(c.copies, "copy", "copies"),
+                counted(c.markers, "marker", "markers"),
+                counted(c.counter_values, "counter value", "counter values")
             );
             let mut lines = Vec::new();
             timeline_lines(&p.timeline, &mut lines);
@@ -646,6 +652,73 @@ mod tests {
             v["inputs"][0]["processes"][0]["timeline"]["violations"][0]["name"],
             kernel.as_str()
         );
+    }
+
+    /// A group of `n` of everything the counter lines count.
+    fn group(n: usize) -> Group {
+        use crate::counters::{Burst, CounterSpan};
+        Group {
+            runs: vec!["process 7".into(); n],
+            origins: Vec::new(),
+            counters: vec!["SQ_WAVES".into(); n],
+            dispatches: n,
+            unmatched_dispatches: n,
+            repeat_runs: Some(n),
+            rows: Vec::new(),
+            rows_total: 0,
+            per_counter: vec![CounterSpan {
+                counter: "SQ_WAVES".into(),
+                values: n,
+                estimated: n,
+                largest_spread_percent: None,
+                contaminated: 0,
+            }],
+            grbm_zero: Vec::new(),
+            grbm_bursts: vec![Burst {
+                run: 0,
+                dispatches: n,
+                first_dispatch_id: 4,
+                last_dispatch_id: 4 + n as u64 - 1,
+                at_session_start: false,
+                span_ms: None,
+            }],
+            sq_zero: Vec::new(),
+            isolated_zeros: 0,
+            divisions: Vec::new(),
+            summary: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn counter_lines_count_in_words() {
+        for (n, expected) in [
+            (
+                1,
+                [
+                    "1 counter over 1 dispatch, 1 run (values from: )",
+                    "these are rocprof's own estimates over 1 run (",
+                    "1 dispatch is in some runs only (",
+                    "GRBM zeros (run 1): 1 dispatch between dispatch 4, not one burst",
+                    "SQ_WAVES: 1 value, 1 estimated",
+                ],
+            ),
+            (
+                2,
+                [
+                    "2 counters over 2 dispatches, 2 runs (values from: )",
+                    "these are rocprof's own estimates over 2 runs (",
+                    "2 dispatches are in some runs only (",
+                    "GRBM zeros (run 1): 2 dispatches between dispatches 4–5, not one burst",
+                    "SQ_WAVES: 2 values, 2 estimated",
+                ],
+            ),
+        ] {
+            let mut out = Vec::new();
+            counter_lines(&group(n), &mut out);
+            for e in expected {
+                assert!(out.iter().any(|l| l.starts_with(e)), "{e:?} in {out:#?}");
+            }
+        }
     }
 
     #[test]

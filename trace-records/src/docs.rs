@@ -128,8 +128,12 @@ pub struct ThreadTraceCaptured {
     pub kernel_id: u64,
     /// Driver (KMT) node id of its agent.
     pub agent_node_id: u32,
-    /// Each traced shader engine's data.
+    /// Each traced shader engine's data (none when the packets did not run).
     pub shader_engines: Vec<ShaderEngineCapture>,
+    /// Whether the trace's packets ran: the begin buffer's proof word was in the control block
+    /// after the dispatch (`None` in logs of tools that wrote no proof).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packets_ran: Option<bool>,
 }
 
 /// One shader engine's share of a capture.

@@ -225,13 +225,20 @@ pub(super) fn discard(q: &QueueState, why: &str) {
     }
     PENDING.fetch_sub(dropped as usize, Ordering::AcqRel);
     sink::lost(LossCause::Unfinished, dropped);
-    sink::warn(
-        WarningKind::Unfinished,
-        format!(
-            "{dropped} kernel dispatch(es) had not finished when {why}; they have no record \
-             (make the application wait for its kernels before it exits)"
-        ),
-    );
+    sink::warn(WarningKind::Unfinished, unfinished_text(dropped, why));
+}
+
+/// The warning for `dropped` dispatches still pending when `why` happened.
+fn unfinished_text(dropped: u64, why: &str) -> String {
+    let (dispatches, they) = if dropped == 1 {
+        ("1 kernel dispatch".to_owned(), "it has")
+    } else {
+        (format!("{dropped} kernel dispatches"), "they have")
+    };
+    format!(
+        "{dispatches} had not finished when {why}; {they} no record (make the application wait \
+         for its kernels before it exits)"
+    )
 }
 
 #[cfg(test)]
@@ -268,5 +275,18 @@ mod tests {
         let start = Instant::now();
         q.wait_completed(q.ledger().next);
         assert!(start.elapsed() < Duration::from_millis(100));
+    }
+
+    #[test]
+    fn the_unfinished_warning_counts_in_words() {
+        assert_eq!(
+            unfinished_text(1, "the queue was destroyed"),
+            "1 kernel dispatch had not finished when the queue was destroyed; it has no record \
+             (make the application wait for its kernels before it exits)"
+        );
+        assert!(
+            unfinished_text(2, "x")
+                .starts_with("2 kernel dispatches had not finished when x; they have no record")
+        );
     }
 }

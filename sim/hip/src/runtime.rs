@@ -623,6 +623,11 @@ fn create_device(
         "kernarg pool",
     )?;
     let staging = allocate_host(hsa, host_pool, agent, STAGING_SIZE, "staging buffer")?;
+    // ROCclr pins its staging buffer when it creates it: its pages are committed here, in the
+    // host call that creates the device, not by the first copy that passes through it (whose
+    // SDMA window would otherwise pay for the page faults, issue 27).
+    // SAFETY: STAGING_SIZE bytes just allocated (zeroed), used by nothing else yet.
+    unsafe { std::ptr::write_bytes(staging, 0, STAGING_SIZE) };
     let blit = crate::modules::load_code_object(hsa, agent, info.profile, &crate::blit::program())?;
     let mut streams = HashMap::new();
     streams.insert(0, StreamState::default());

@@ -143,7 +143,7 @@ impl QueueScratch {
                 dispatch_id,
             },
         );
-        let base = crate::memory::allocate(size as usize, 0).map_or(0, |p| p as usize);
+        let base = crate::memory::allocate(size as usize, 0, false).map_or(0, |p| p as usize);
         if base != 0 {
             *held = Area {
                 per_item: private_segment_size,

@@ -40,6 +40,8 @@ const STATUS_FINISH_PENDING: u32 = 0xFFF;
 const STATUS_WRITE_ERROR: u32 = 1 << 24;
 const STATUS_BUSY: u32 = 1 << 25;
 const STREAM_MAGIC: [u32; 2] = [0x434F_5200, 524_801];
+/// pmc-dxg's `pm4::PROOF_WORD`, which the begin buffer writes last.
+const PROOF_WORD: u32 = 0x5EED_CAFE;
 
 const DATA: u64 = 0x7100_0000_0000;
 const CONTROL: u64 = 0x7200_0000_0000;
@@ -136,6 +138,16 @@ fn begin(params: &Params, ses: u32) -> Pm4 {
     for word in STREAM_MAGIC.into_iter().chain(MARKER) {
         w.set_uconfig(USERDATA_2, word);
     }
+    // The proof of execution: WRITE_DATA (DST_SEL memory, WR_CONFIRM) of 0x5EEDCAFE into the
+    // control block's slot after the engines' records.
+    let proof = CONTROL + u64::from(ses) * 32;
+    w.raw(&[
+        0xC003_3700,
+        0x0010_0500,
+        proof as u32,
+        (proof >> 32) as u32,
+        PROOF_WORD,
+    ]);
     w
 }
 
@@ -410,6 +422,20 @@ fn shape_of(memory: &FakeMemory, params: &Params) -> Vec<(u64, Vec<(u32, u32)>)>
             )
         })
         .collect()
+}
+
+#[test]
+fn the_begin_buffers_proof_word_reaches_the_control_block_beside_the_records() {
+    for ses in [1, 2] {
+        let scenario = scenario(ses);
+        let params = Params::detail(1);
+        let (_, memory) = trace_one(&scenario, &params, &kernel(4096, 2, 3), 5);
+        let proof = CONTROL + u64::from(ses) * 32;
+        assert_eq!(memory.get(proof), PROOF_WORD, "{ses} engines");
+        assert_eq!(memory.get(proof + 4), 0, "one word, nothing after it");
+        // The trace is untouched by the WRITE_DATA: engine 0's stream parses whole.
+        assert!(!traced(&memory, &params, ses, 0).stream.tokens.is_empty());
+    }
 }
 
 #[test]
