@@ -28,6 +28,9 @@ pub struct SignalObj {
     pub watchers: AtomicU32,
     /// Between create and destroy (checked without the registry's lock).
     pub live: AtomicBool,
+    /// Non-zero on an intercept queue's doorbell: that queue's `hsa_queue_t*`, where a host
+    /// store goes instead of into the value (see `intercept`).
+    pub intercept_queue: AtomicU64,
 }
 
 const _: () = assert!(std::mem::offset_of!(SignalObj, amd) == 0);
@@ -72,12 +75,14 @@ pub fn create(value: i64) -> Signal {
             waiters: AtomicU32::new(0),
             watchers: AtomicU32::new(0),
             live: AtomicBool::new(false),
+            intercept_queue: AtomicU64::new(0),
         })) as u64,
     };
     let obj = object(Signal { handle: address }).expect("non-null");
     obj.amd.value.store(value, Ordering::Release);
     obj.amd.start_ts.store(0, Ordering::Relaxed);
     obj.amd.end_ts.store(0, Ordering::Relaxed);
+    obj.intercept_queue.store(0, Ordering::Relaxed);
     obj.live.store(true, Ordering::Release);
     with_registry(|r| r.live.insert(address));
     Signal { handle: address }
@@ -102,6 +107,14 @@ pub fn store_timestamps(signal: Signal, timing: &WslsimTiming) {
     if let Some(obj) = object(signal) {
         obj.amd.start_ts.store(timing.start_tick, Ordering::Release);
         obj.amd.end_ts.store(timing.end_tick, Ordering::Release);
+    }
+}
+
+/// Makes `signal` the doorbell of the intercept queue `queue` (its `hsa_queue_t*`; 0 makes it
+/// an ordinary signal again).
+pub fn mark_intercept_doorbell(signal: Signal, queue: u64) {
+    if let Some(obj) = object(signal) {
+        obj.intercept_queue.store(queue, Ordering::Release);
     }
 }
 
@@ -543,9 +556,18 @@ pub unsafe extern "C" fn hsa_signal_load(signal: Signal) -> i64 {
     guard_value(0, || load(signal))
 }
 
-/// `hsa_signal_store_*` and `hsa_signal_silent_store_*` (every memory order).
+/// `hsa_signal_store_*` and `hsa_signal_silent_store_*` (every memory order). On an intercept
+/// queue's doorbell, a host store processes the queue's ring (ROCr's
+/// `InterceptQueue::StoreRelaxed`) instead of changing the value.
 pub unsafe extern "C" fn hsa_signal_store(signal: Signal, value: i64) {
-    guard_value((), || store(signal, value))
+    guard_value((), || {
+        let queue = object(signal).map_or(0, |o| o.intercept_queue.load(Ordering::Acquire));
+        if queue != 0 {
+            crate::intercept::host_doorbell_store(queue, signal, value);
+        } else {
+            store(signal, value);
+        }
+    })
 }
 
 /// `hsa_signal_wait_*` (every memory order).
