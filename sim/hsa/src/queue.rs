@@ -153,10 +153,13 @@ impl QueueInner {
         self.publish_header(index, header);
     }
 
-    /// The consumer loop shared by the packet processor and the intercept consumer: waits for
-    /// a valid header at the read index, hands the packet to `process`, then sets the header
-    /// to INVALID and advances the read index.
-    pub fn consume_packets(&self, mut process: impl FnMut(&RawPacket, u64)) {
+    /// The packet processor's loop: waits for a valid header at the read index and hands the
+    /// packet (a copy) to `process` with a `take` callback that sets the slot's header to
+    /// INVALID and advances the read index — the packet has been *taken*: a kernel dispatch
+    /// when it launches, other packets once processed, before their completion signal (as a
+    /// command processor advances the read index as it consumes packets, not when their work
+    /// completes). `take` runs after `process` if `process` did not call it.
+    pub fn consume_packets(&self, mut process: impl FnMut(&RawPacket, u64, &dyn Fn())) {
         let Some(doorbell) = signal::object(self.doorbell) else {
             return;
         };
@@ -173,10 +176,16 @@ impl QueueInner {
             }
             // SAFETY: the header was published with release, so the body is complete.
             let packet = unsafe { self.slot(read).read() };
-            process(&packet, read);
-            self.header_of(read)
-                .store(HEADER_INVALID, Ordering::Release);
-            self.block.read_index.store(read + 1, Ordering::Release);
+            let taken = std::cell::Cell::new(false);
+            let take = || {
+                if !taken.replace(true) {
+                    self.header_of(read)
+                        .store(HEADER_INVALID, Ordering::Release);
+                    self.block.read_index.store(read + 1, Ordering::Release);
+                }
+            };
+            process(&packet, read, &take);
+            take();
         }
     }
 }
@@ -352,14 +361,18 @@ unsafe extern "C" fn run_trampoline(ctx: *mut c_void) {
 }
 
 fn run_processor(queue: &QueueInner) {
-    queue.consume_packets(|packet, index| execute(queue, packet, index));
+    queue.consume_packets(|packet, index, take| execute(queue, packet, index, take));
 }
 
-/// Executes one packet on the hardware queue.
-fn execute(queue: &QueueInner, packet: &RawPacket, index: u64) {
+/// Executes one packet on the hardware queue: `take` when the packet is taken (see
+/// [`QueueInner::consume_packets`]), its completion signal last.
+fn execute(queue: &QueueInner, packet: &RawPacket, index: u64, take: &dyn Fn()) {
     let completion = packet.completion_signal();
     match packet.packet_type() {
-        PACKET_TYPE_KERNEL_DISPATCH => dispatch(queue, packet, index),
+        PACKET_TYPE_KERNEL_DISPATCH => {
+            take();
+            dispatch(queue, packet, index)
+        }
         PACKET_TYPE_BARRIER_AND | PACKET_TYPE_BARRIER_OR => {
             let barrier = packet.as_barrier();
             let mut deps = [Signal { handle: 0 }; 5];
@@ -380,6 +393,7 @@ fn execute(queue: &QueueInner, packet: &RawPacket, index: u64) {
             queue.report_error(ERROR_INVALID_PACKET_FORMAT);
         }
     }
+    take();
     signal::complete(completion);
 }
 

@@ -327,10 +327,20 @@ fn new_signal(s: &Setup, value: i64) -> Result<Handle, String> {
 
 fn wait_zero(s: &Setup, signal: Handle) -> Result<(), String> {
     // 10 s: a hang is a failure, not a stuck test.
-    // SAFETY: a live signal.
-    let value = unsafe { (s.api.hsa_signal_wait_scacquire)(signal, 0, 0, 10_000_000_000, 0) };
-    check!(value == 0, "signal still {value} after 10 s");
-    Ok(())
+    // A wait may resume spuriously (hsa.h; the simulator does, a few times per process), so
+    // wait again until the value is there or the time is up.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        // SAFETY: a live signal.
+        let value = unsafe { (s.api.hsa_signal_wait_scacquire)(signal, 0, 0, 10_000_000_000, 0) };
+        if value == 0 {
+            return Ok(());
+        }
+        check!(
+            std::time::Instant::now() < deadline,
+            "signal still {value} after 10 s"
+        );
+    }
 }
 
 /// Writes one packet into `queue` as a producer: reserve an index, write the body, store
