@@ -140,8 +140,9 @@ impl Side {
     }
 }
 
-/// `cargo xtask bench --baseline REV`.
-pub(crate) fn bench(rev: &str) -> Result<()> {
+/// `cargo xtask bench --baseline REV` (with `dispatch_only`, `… --dispatch`: the
+/// kernel-dispatch loops alone).
+pub(crate) fn bench(rev: &str, dispatch_only: bool) -> Result<()> {
     let commit = resolve(rev)?;
     let baseline = build_baseline(&commit)?;
     eprintln!("bench: building this tree in release");
@@ -150,6 +151,9 @@ pub(crate) fn bench(rev: &str) -> Result<()> {
     let short = &commit[..commit.len().min(7)];
     let mut rows = Vec::new();
     for (name, option, iterations, rounds) in MAX_RATE {
+        if dispatch_only && name != "dispatch-rate" {
+            continue;
+        }
         let (base_exe, this_exe) = (baseline.join(name), current.join(name));
         if !base_exe.exists() || !this_exe.exists() {
             eprintln!("bench: {name} is not built by both revisions; skipped");

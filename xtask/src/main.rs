@@ -46,6 +46,8 @@ cargo xtask <command>
              the max-rate loops of this tree and of revision REV (built in release under
              target/baseline, cached), interleaved round by round in one session: added wall
              clock and added whole-application CPU per call or dispatch, both builds, ratio
+  bench --baseline REV --dispatch
+             the same for the kernel-dispatch loops only (traced, counted, thread-traced)
 ";
 
 /// File name of the staged thunk and its soname chain.
@@ -83,9 +85,15 @@ fn main() -> Result<()> {
         Some("build") => build().map(drop),
         Some("bench") => match args.get(1).map(String::as_str) {
             None => bench(),
-            Some("--baseline") => match args.get(2) {
-                Some(rev) => baseline::bench(rev),
-                None => bail!("--baseline needs a revision: cargo xtask bench --baseline REV"),
+            Some("--baseline") => match (args.get(2), args.get(3).map(String::as_str)) {
+                (Some(rev), None) => baseline::bench(rev, false),
+                (Some(rev), Some("--dispatch")) => baseline::bench(rev, true),
+                (Some(_), Some(other)) => {
+                    bail!("unknown bench --baseline argument {other:?} (only --dispatch)")
+                }
+                (None, _) => {
+                    bail!("--baseline needs a revision: cargo xtask bench --baseline REV")
+                }
             },
             Some("--merge") => {
                 run(cargo().args(["build", "--release", "--workspace"]))?;

@@ -104,7 +104,8 @@ impl QueueInner {
         unsafe { self.ring.add((index % u64::from(self.size)) as usize) }
     }
 
-    fn header_of(&self, index: u64) -> &AtomicU16 {
+    /// The header of ring slot `index`, as an atomic.
+    pub fn header_of(&self, index: u64) -> &AtomicU16 {
         // SAFETY: the slot is 64-byte aligned memory owned by the queue; its first two bytes
         // are the header, accessed atomically by producers and consumers.
         unsafe { &*(self.slot(index) as *const AtomicU16) }
@@ -126,33 +127,39 @@ impl QueueInner {
         self.stop.load(Ordering::Acquire)
     }
 
-    /// Writes packets into this (hardware) queue as a producer would: reserve indices, wait
-    /// for room, copy the body, store the header last with release, ring the doorbell.
-    pub fn submit(&self, packets: &[RawPacket]) {
-        for packet in packets {
-            let index = self.block.write_index.fetch_add(1, Ordering::AcqRel);
-            while index >= self.block.read_index.load(Ordering::Acquire) + u64::from(self.size) {
-                if self.stopping() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_micros(50));
-            }
-            let slot = self.slot(index).cast::<u8>();
-            // SAFETY: the slot is free (the read index passed it) and owned by the queue;
-            // bytes 2..64 are written before the header is published.
-            unsafe {
-                std::ptr::copy_nonoverlapping(packet.0.as_ptr().add(2), slot.add(2), 62);
-            }
-            self.header_of(index)
-                .store(packet.header(), Ordering::Release);
-            signal::store(self.doorbell, index as i64);
-        }
+    /// Whether the queue is being destroyed.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping()
     }
 
-    /// The consumer loop shared by the packet processor and the intercept consumer: waits for
-    /// a valid header at the read index, hands the packet to `process`, then sets the header
-    /// to INVALID and advances the read index.
-    pub fn consume_packets(&self, mut process: impl FnMut(&RawPacket, u64)) {
+    /// Writes bytes 2..64 of `packet` into ring slot `index`, leaving the header as it is (a
+    /// producer publishes the header last).
+    pub fn write_body(&self, index: u64, packet: &RawPacket) {
+        let slot = self.slot(index).cast::<u8>();
+        // SAFETY: the slot is free (the producer checked the read index) and owned by the
+        // queue; its header still says INVALID, so the packet processor does not read it.
+        unsafe { std::ptr::copy_nonoverlapping(packet.0.as_ptr().add(2), slot.add(2), 62) };
+    }
+
+    /// Publishes `header` on ring slot `index` with release (the body written before it is
+    /// then visible to the packet processor).
+    pub fn publish_header(&self, index: u64, header: u16) {
+        self.header_of(index).store(header, Ordering::Release);
+    }
+
+    /// Writes `packet` into ring slot `index` with `header`, the header last.
+    pub fn write_packet(&self, index: u64, packet: &RawPacket, header: u16) {
+        self.write_body(index, packet);
+        self.publish_header(index, header);
+    }
+
+    /// The packet processor's loop: waits for a valid header at the read index and hands the
+    /// packet (a copy) to `process` with a `take` callback that sets the slot's header to
+    /// INVALID and advances the read index — the packet has been *taken*: a kernel dispatch
+    /// when it launches, other packets once processed, before their completion signal (as a
+    /// command processor advances the read index as it consumes packets, not when their work
+    /// completes). `take` runs after `process` if `process` did not call it.
+    pub fn consume_packets(&self, mut process: impl FnMut(&RawPacket, u64, &dyn Fn())) {
         let Some(doorbell) = signal::object(self.doorbell) else {
             return;
         };
@@ -169,10 +176,16 @@ impl QueueInner {
             }
             // SAFETY: the header was published with release, so the body is complete.
             let packet = unsafe { self.slot(read).read() };
-            process(&packet, read);
-            self.header_of(read)
-                .store(HEADER_INVALID, Ordering::Release);
-            self.block.read_index.store(read + 1, Ordering::Release);
+            let taken = std::cell::Cell::new(false);
+            let take = || {
+                if !taken.replace(true) {
+                    self.header_of(read)
+                        .store(HEADER_INVALID, Ordering::Release);
+                    self.block.read_index.store(read + 1, Ordering::Release);
+                }
+            };
+            process(&packet, read, &take);
+            take();
         }
     }
 }
@@ -272,21 +285,20 @@ pub fn create(
     inner
         .report_queue
         .store(inner.queue_ptr() as u64, Ordering::Release);
-    let worker = inner.clone();
-    let name = if intercept { "hsa-intercept" } else { "hsa-cp" };
-    let thread = std::thread::Builder::new()
-        .name(format!("{name}-{}", inner.block.hsa.id))
-        .spawn(move || {
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                if matches!(worker.role, Role::Intercept(_)) {
-                    crate::intercept::run_consumer(&worker);
-                } else {
+    // A hardware queue gets its packet processor; an intercept queue has no thread of its
+    // own (host doorbell stores process its ring on the storing thread, see `intercept`).
+    if !intercept {
+        let worker = inner.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("hsa-cp-{}", inner.block.hsa.id))
+            .spawn(move || {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     run_processor(&worker);
-                }
-            }));
-        })
-        .map_err(|_| ERROR_OUT_OF_RESOURCES)?;
-    *inner.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(thread);
+                }));
+            })
+            .map_err(|_| ERROR_OUT_OF_RESOURCES)?;
+        *inner.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(thread);
+    }
     with_queues(|q| q.insert(inner.queue_ptr() as u64, inner.clone()));
     Ok(inner)
 }
@@ -294,6 +306,10 @@ pub fn create(
 /// Stops a queue's thread, unregisters it (and an intercept queue's hardware queue).
 pub fn destroy(inner: &Arc<QueueInner>) {
     inner.stop.store(true, Ordering::Release);
+    if let Role::Intercept(state) = &inner.role {
+        state.deactivate();
+        signal::mark_intercept_doorbell(inner.doorbell, 0);
+    }
     signal::store(inner.doorbell, -1);
     let thread = inner
         .thread
@@ -345,14 +361,18 @@ unsafe extern "C" fn run_trampoline(ctx: *mut c_void) {
 }
 
 fn run_processor(queue: &QueueInner) {
-    queue.consume_packets(|packet, index| execute(queue, packet, index));
+    queue.consume_packets(|packet, index, take| execute(queue, packet, index, take));
 }
 
-/// Executes one packet on the hardware queue.
-fn execute(queue: &QueueInner, packet: &RawPacket, index: u64) {
+/// Executes one packet on the hardware queue: `take` when the packet is taken (see
+/// [`QueueInner::consume_packets`]), its completion signal last.
+fn execute(queue: &QueueInner, packet: &RawPacket, index: u64, take: &dyn Fn()) {
     let completion = packet.completion_signal();
     match packet.packet_type() {
-        PACKET_TYPE_KERNEL_DISPATCH => dispatch(queue, packet, index),
+        PACKET_TYPE_KERNEL_DISPATCH => {
+            take();
+            dispatch(queue, packet, index)
+        }
         PACKET_TYPE_BARRIER_AND | PACKET_TYPE_BARRIER_OR => {
             let barrier = packet.as_barrier();
             let mut deps = [Signal { handle: 0 }; 5];
@@ -373,6 +393,7 @@ fn execute(queue: &QueueInner, packet: &RawPacket, index: u64) {
             queue.report_error(ERROR_INVALID_PACKET_FORMAT);
         }
     }
+    take();
     signal::complete(completion);
 }
 
@@ -584,7 +605,13 @@ pub unsafe extern "C" fn hsa_queue_destroy(queue: *mut HsaQueue) -> Status {
 
 /// `hsa_queue_inactivate`.
 pub unsafe extern "C" fn hsa_queue_inactivate(queue: *mut HsaQueue) -> Status {
-    guard(|| lookup(queue).map(drop).ok_or(ERROR_INVALID_QUEUE))
+    guard(|| {
+        let inner = lookup(queue).ok_or(ERROR_INVALID_QUEUE)?;
+        if let Role::Intercept(state) = &inner.role {
+            state.deactivate();
+        }
+        Ok(())
+    })
 }
 
 /// `hsa_amd_queue_set_priority`.

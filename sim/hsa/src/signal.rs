@@ -28,6 +28,9 @@ pub struct SignalObj {
     pub watchers: AtomicU32,
     /// Between create and destroy (checked without the registry's lock).
     pub live: AtomicBool,
+    /// Non-zero on an intercept queue's doorbell: that queue's `hsa_queue_t*`, where a host
+    /// store goes instead of into the value (see `intercept`).
+    pub intercept_queue: AtomicU64,
 }
 
 const _: () = assert!(std::mem::offset_of!(SignalObj, amd) == 0);
@@ -72,12 +75,14 @@ pub fn create(value: i64) -> Signal {
             waiters: AtomicU32::new(0),
             watchers: AtomicU32::new(0),
             live: AtomicBool::new(false),
+            intercept_queue: AtomicU64::new(0),
         })) as u64,
     };
     let obj = object(Signal { handle: address }).expect("non-null");
     obj.amd.value.store(value, Ordering::Release);
     obj.amd.start_ts.store(0, Ordering::Relaxed);
     obj.amd.end_ts.store(0, Ordering::Relaxed);
+    obj.intercept_queue.store(0, Ordering::Relaxed);
     obj.live.store(true, Ordering::Release);
     with_registry(|r| r.live.insert(address));
     Signal { handle: address }
@@ -102,6 +107,14 @@ pub fn store_timestamps(signal: Signal, timing: &WslsimTiming) {
     if let Some(obj) = object(signal) {
         obj.amd.start_ts.store(timing.start_tick, Ordering::Release);
         obj.amd.end_ts.store(timing.end_tick, Ordering::Release);
+    }
+}
+
+/// Makes `signal` the doorbell of the intercept queue `queue` (its `hsa_queue_t*`; 0 makes it
+/// an ordinary signal again).
+pub fn mark_intercept_doorbell(signal: Signal, queue: u64) {
+    if let Some(obj) = object(signal) {
+        obj.intercept_queue.store(queue, Ordering::Release);
     }
 }
 
@@ -543,12 +556,95 @@ pub unsafe extern "C" fn hsa_signal_load(signal: Signal) -> i64 {
     guard_value(0, || load(signal))
 }
 
-/// `hsa_signal_store_*` and `hsa_signal_silent_store_*` (every memory order).
+/// `hsa_signal_store_*` and `hsa_signal_silent_store_*` (every memory order). On an intercept
+/// queue's doorbell, a host store processes the queue's ring (ROCr's
+/// `InterceptQueue::StoreRelaxed`) instead of changing the value.
 pub unsafe extern "C" fn hsa_signal_store(signal: Signal, value: i64) {
-    guard_value((), || store(signal, value))
+    guard_value((), || {
+        let queue = object(signal).map_or(0, |o| o.intercept_queue.load(Ordering::Acquire));
+        if queue != 0 {
+            crate::intercept::host_doorbell_store(queue, signal, value);
+        } else {
+            store(signal, value);
+        }
+    })
 }
 
-/// `hsa_signal_wait_*` (every memory order).
+/// The most spurious resumes one process's waits take (see [`spurious_budget`]).
+pub const MAX_SPURIOUS_RESUMES: u32 = 28;
+/// Overrides the per-process number of spurious resumes (0..=[`MAX_SPURIOUS_RESUMES`]; 0:
+/// none, so call counts depend on nothing but the GPU's timing).
+pub const SPURIOUS_ENV: &str = "HSA_SIM_SPURIOUS_WAITS";
+
+/// How many times this process's `hsa_signal_wait_*` calls resume before their condition
+/// holds ("A wait operation can spuriously resume at any time sooner than the timeout", hsa.h),
+/// each time once a wait finds it must block: [`SPURIOUS_ENV`] if set, else drawn uniformly
+/// from 0..=[`MAX_SPURIOUS_RESUMES`] with the session seed (`WSLSIM_SEED`, else the
+/// scenario's `seed`, else one of the process's own from its pid and the clock). A caller that
+/// loops until its condition holds (HIP does) makes that many more wait calls: the run-to-run
+/// spread of HSA call counts the seed measured (710–734 records).
+pub fn spurious_budget() -> u32 {
+    if let Ok(text) = std::env::var(SPURIOUS_ENV) {
+        match text.trim().parse::<u32>() {
+            Ok(n) if n <= MAX_SPURIOUS_RESUMES => return n,
+            _ => eprintln!(
+                "libhsa-runtime64 (sim): {SPURIOUS_ENV}={text:?} ignored (expected \
+                 0..={MAX_SPURIOUS_RESUMES})"
+            ),
+        }
+    }
+    let mut state = session_seed() ^ 0x5350_5552_494f_5553;
+    (splitmix64(&mut state) % u64::from(MAX_SPURIOUS_RESUMES + 1)) as u32
+}
+
+/// The session seed as the GPU model chooses it: `WSLSIM_SEED` (decimal or `0x` hex), else
+/// the scenario's `seed` if the file gave one, else the process's own (pid and wall clock).
+fn session_seed() -> u64 {
+    let parsed = std::env::var("WSLSIM_SEED").ok().and_then(|t| {
+        let t = t.trim().to_owned();
+        match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+            Some(hex) => u64::from_str_radix(hex, 16).ok(),
+            None => t.parse().ok(),
+        }
+    });
+    if let Some(seed) = parsed {
+        return seed;
+    }
+    let scenario = wslsim_scenario::current();
+    if scenario.seed_given {
+        return scenario.seed;
+    }
+    let ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut state = (u64::from(std::process::id()) << 32) ^ (ns as u64) ^ ((ns >> 64) as u64);
+    splitmix64(&mut state)
+}
+
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The process's spurious resumes left.
+fn spurious_left() -> &'static AtomicU32 {
+    static LEFT: OnceLock<AtomicU32> = OnceLock::new();
+    LEFT.get_or_init(|| AtomicU32::new(spurious_budget()))
+}
+
+/// Takes one of the process's spurious resumes, if any is left.
+fn take_spurious() -> bool {
+    spurious_left()
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+        .is_ok()
+}
+
+/// `hsa_signal_wait_*` (every memory order): [`wait`], except that a wait which finds its
+/// condition unmet may resume at once, unmet, while the process has spurious resumes left
+/// ([`spurious_budget`]).
 pub unsafe extern "C" fn hsa_signal_wait(
     signal: Signal,
     condition: u32,
@@ -556,7 +652,22 @@ pub unsafe extern "C" fn hsa_signal_wait(
     timeout_hint: u64,
     _wait_state_hint: u32,
 ) -> i64 {
-    guard_value(0, || wait(signal, condition, compare_value, timeout_hint))
+    guard_value(0, || {
+        if object(signal).is_some()
+            && timeout_hint > 0
+            && !satisfied(condition, load(signal), compare_value)
+            && take_spurious()
+        {
+            std::thread::yield_now();
+            let value = load(signal);
+            if satisfied(condition, value, compare_value) {
+                // Not spurious after all: the caller makes no further call for it.
+                spurious_left().fetch_add(1, Ordering::AcqRel);
+            }
+            return value;
+        }
+        wait(signal, condition, compare_value, timeout_hint)
+    })
 }
 
 /// `hsa_amd_signal_wait_any`.

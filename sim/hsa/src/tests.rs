@@ -645,11 +645,8 @@ unsafe extern "C" fn upper(
 #[test]
 fn intercept_handlers_chain_from_the_last_registered() {
     let sink_log: Mutex<Vec<u8>> = Mutex::new(Vec::new());
-    let sink = |packets: &[RawPacket]| {
-        sink_log
-            .lock()
-            .unwrap()
-            .extend(packets.iter().map(|p| p.0[63]));
+    let sink = |packets: *const RawPacket, count: u64| {
+        sink_log.lock().unwrap().extend(tags(packets.cast(), count));
     };
     let handlers: Vec<(intercept::HandlerFn, usize)> = vec![(lower, 7), (upper, 0)];
     intercept::pass(&handlers, &packet(5), 42, &sink);

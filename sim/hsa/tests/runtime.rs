@@ -327,10 +327,20 @@ fn new_signal(s: &Setup, value: i64) -> Result<Handle, String> {
 
 fn wait_zero(s: &Setup, signal: Handle) -> Result<(), String> {
     // 10 s: a hang is a failure, not a stuck test.
-    // SAFETY: a live signal.
-    let value = unsafe { (s.api.hsa_signal_wait_scacquire)(signal, 0, 0, 10_000_000_000, 0) };
-    check!(value == 0, "signal still {value} after 10 s");
-    Ok(())
+    // A wait may resume spuriously (hsa.h; the simulator does, a few times per process), so
+    // wait again until the value is there or the time is up.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        // SAFETY: a live signal.
+        let value = unsafe { (s.api.hsa_signal_wait_scacquire)(signal, 0, 0, 10_000_000_000, 0) };
+        if value == 0 {
+            return Ok(());
+        }
+        check!(
+            std::time::Instant::now() < deadline,
+            "signal still {value} after 10 s"
+        );
+    }
 }
 
 /// Writes one packet into `queue` as a producer: reserve an index, write the body, store
@@ -566,6 +576,168 @@ unsafe extern "C" fn counting_handler(
     INTERCEPTED.fetch_add(count, Ordering::SeqCst);
     // SAFETY: forwards the packets of this call.
     unsafe { writer(packets, count) };
+}
+
+/// What [`probe_handler`] does: forward each packet followed by `extra` no-op barriers, and
+/// (with `recurse`) ring the queue again from inside the handler for packet 0.
+struct Probe {
+    setup: *const Setup,
+    queue: std::cell::Cell<*mut HsaQueue>,
+    extra: usize,
+    recurse: Option<[u8; 64]>,
+}
+
+/// (thread id, packet index) of every call of [`probe_handler`].
+static PROBED: std::sync::Mutex<Vec<(i32, u64)>> = std::sync::Mutex::new(Vec::new());
+
+unsafe extern "C" fn probe_handler(
+    packets: *const c_void,
+    count: u64,
+    user_index: u64,
+    data: *mut c_void,
+    writer: Writer,
+) {
+    // SAFETY: the Probe registered with this handler outlives its queue.
+    let probe = unsafe { &*(data as *const Probe) };
+    // SAFETY: plain syscall.
+    let tid = unsafe { libc::gettid() };
+    PROBED.lock().unwrap().push((tid, user_index));
+    if let (Some(second), 0) = (probe.recurse, user_index) {
+        // SAFETY: the Setup outlives the queue.
+        let s = unsafe { &*probe.setup };
+        // A doorbell store from inside a handler: ROCr defers it to the async doorbell.
+        let _ = submit(s, probe.queue.get(), &second);
+    }
+    let mut out = Vec::new();
+    for k in 0..count as usize {
+        // SAFETY: the runtime passes `count` packets.
+        let mut packet = unsafe { packets.cast::<[u8; 64]>().add(k).read_unaligned() };
+        let completion: [u8; 8] = packet[56..64].try_into().unwrap_or_default();
+        if probe.extra > 0 {
+            // The last barrier completes the dispatch's signal instead.
+            packet[56..64].fill(0);
+        }
+        out.push(packet);
+        for e in 0..probe.extra {
+            // A barrier-AND with no dependency (header: type 3, barrier bit).
+            let mut barrier = [0u8; 64];
+            barrier[..2].copy_from_slice(&0x0103u16.to_le_bytes());
+            if e + 1 == probe.extra {
+                barrier[56..64].copy_from_slice(&completion);
+            }
+            out.push(barrier);
+        }
+    }
+    // SAFETY: `out.len()` packets.
+    unsafe { writer(out.as_ptr().cast(), out.len() as u64) };
+}
+
+fn probed_since(mark: usize) -> Vec<(i32, u64)> {
+    PROBED.lock().unwrap()[mark..].to_vec()
+}
+
+/// Intercept queues as ROCr runs them: a host doorbell store runs the handlers on the storing
+/// thread before it returns; a store from inside a handler is deferred to the runtime's
+/// asynchronous doorbell (another thread); output that does not fit into the hardware ring
+/// waits in the overflow behind a retry barrier and still runs, in order.
+fn case_intercept() -> Result<(), String> {
+    let s = setup()?;
+    let kernel = load_kernel(&s)?;
+    let inputs = input_buffers(&s)?;
+    let dispatch = |signal: Handle| -> Result<[u8; 64], String> {
+        let c: *mut f32 = alloc(&s, s.host_pool, N)?;
+        let args: *mut VectorAddArgs = alloc(&s, s.host_pool, 1)?;
+        // SAFETY: a fresh kernarg allocation.
+        unsafe {
+            args.write(VectorAddArgs {
+                a: inputs.a,
+                b: inputs.b,
+                c,
+                n: N as u32,
+                scale: 1.0,
+            })
+        };
+        Ok(dispatch_packet(kernel.object, args, signal))
+    };
+    let create = |size: u32, probe: &Probe| -> Result<*mut HsaQueue, String> {
+        let mut queue: *mut HsaQueue = std::ptr::null_mut();
+        ok!((s.api.hsa_amd_queue_intercept_create)(
+            s.gpu,
+            size,
+            0,
+            None,
+            std::ptr::null_mut(),
+            0,
+            0,
+            &mut queue
+        ));
+        ok!((s.api.hsa_amd_queue_intercept_register)(
+            queue,
+            probe_handler,
+            (probe as *const Probe).cast_mut().cast()
+        ));
+        Ok(queue)
+    };
+    // SAFETY: plain syscall.
+    let me = unsafe { libc::gettid() };
+
+    // Inline processing, and a recursive doorbell store deferred to another thread.
+    let (first, second) = (new_signal(&s, 1)?, new_signal(&s, 1)?);
+    let probe = Probe {
+        setup: &s,
+        queue: std::cell::Cell::new(std::ptr::null_mut()),
+        extra: 0,
+        recurse: Some(dispatch(second)?),
+    };
+    let queue = create(64, &probe)?;
+    probe.queue.set(queue);
+    let mark = PROBED.lock().unwrap().len();
+    submit(&s, queue, &dispatch(first)?)?;
+    let seen = probed_since(mark);
+    check!(
+        seen.first() == Some(&(me, 0)),
+        "the handler did not run on the storing thread before the store returned: {seen:?} (this thread {me})"
+    );
+    wait_zero(&s, first)?;
+    wait_zero(&s, second)?;
+    let seen = probed_since(mark);
+    check!(
+        seen.len() == 2 && seen[1].1 == 1 && seen[1].0 != me,
+        "the doorbell store from inside the handler was not deferred to another thread: {seen:?} (this thread {me})"
+    );
+    // SAFETY: a live queue.
+    let read = unsafe { (s.api.hsa_queue_load_read_index_scacquire)(queue) };
+    check!(read == 2, "intercept read index {read}, expected 2");
+    ok!((s.api.hsa_queue_destroy)(queue));
+
+    // Overflow: 71 packets out per packet in, more than the 64-packet hardware ring holds at
+    // once; each dispatch's signal is completed by its last packet, so it completes only if the
+    // overflow behind the retry barrier was submitted.
+    let overflow = Probe {
+        setup: &s,
+        queue: std::cell::Cell::new(std::ptr::null_mut()),
+        extra: 70,
+        recurse: None,
+    };
+    let queue = create(64, &overflow)?;
+    let mark = PROBED.lock().unwrap().len();
+    let mut signals = Vec::new();
+    for _ in 0..6 {
+        let signal = new_signal(&s, 1)?;
+        submit(&s, queue, &dispatch(signal)?)?;
+        signals.push(signal);
+    }
+    for &signal in &signals {
+        wait_zero(&s, signal)?;
+    }
+    let indices: Vec<u64> = probed_since(mark).iter().map(|p| p.1).collect();
+    check!(
+        indices == (0..6).collect::<Vec<_>>(),
+        "handler calls {indices:?}, expected each of the 6 packets once, in order"
+    );
+    ok!((s.api.hsa_queue_destroy)(queue));
+    ok!((s.api.hsa_shut_down)());
+    Ok(())
 }
 
 fn copy_and_check(
@@ -1795,6 +1967,10 @@ fn cases() -> Vec<Case> {
             ..case("no-loader-extension", "no-loader")
         },
         case("loaded-code-objects", "loaded"),
+        case(
+            "intercept-queues-process-on-the-storing-thread",
+            "intercept",
+        ),
         Case {
             scenario: Some(DEVICE_CODE),
             env: &[("DEVICE", "1")],
@@ -2162,6 +2338,7 @@ fn main() -> ExitCode {
         "injected" => case_injected_failures(),
         "loaded" => case_loaded_code_objects(),
         "trace" => case_thread_trace(),
+        "intercept" => case_intercept(),
         other => Err(format!("unknown case {other}")),
     };
     match result {

@@ -22,9 +22,10 @@ const STAGED: [(&str, &str); 5] = [
 ];
 
 /// Variables that change what the runtimes or a tool do; cleared in every child.
-const CONTROLLED: [&str; 9] = [
+const CONTROLLED: [&str; 10] = [
     "LD_PRELOAD",
     "HIP_SIM_MARKER_POLLS",
+    "HSA_SIM_SPURIOUS_WAITS",
     "ROCP_TOOL_LIBRARIES",
     "ROCPROFILER_REGISTER_LIBRARY",
     "ROCPROFILER_REGISTER_FORCE_LOAD",
