@@ -3,6 +3,9 @@
 //! stream, then rocprofv3's per-dispatch outputs. Prints MB/s of SQTT data for the decode alone
 //! and with the outputs. Needs the decoder built (`cargo build -p sim-trace-decoder`, which
 //! `cargo xtask bench` does).
+//!
+//! With a directory argument the outputs are written there and kept (to compare the files two
+//! builds write); otherwise they go to a temporary directory that is removed afterwards.
 
 use att::Decoder;
 use att::codeobj::{ByAddress, CodeObject, CodeObjectTable, KernelSymbol};
@@ -77,7 +80,10 @@ fn main() {
         decoded.push(decoder.decode_stream(&one, &isa).expect("decodes"));
     }
     let decode_s = t.elapsed().as_secs_f64();
-    let dir = std::env::temp_dir().join(format!("att-decode-bench-{}", std::process::id()));
+    let keep = std::env::args_os().nth(1).map(PathBuf::from);
+    let dir = keep.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("att-decode-bench-{}", std::process::id()))
+    });
     let mut writer = AttWriter::new(&dir, OutputOptions::default());
     let t = Instant::now();
     for (k, d) in decoded.into_iter().enumerate() {
@@ -94,7 +100,9 @@ fn main() {
             .expect("written");
     }
     let write_s = t.elapsed().as_secs_f64();
-    let _ = std::fs::remove_dir_all(&dir);
+    if keep.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     let mb = (streams * one.len()) as f64 / 1e6;
     println!(
         "thread-trace decode: {mb:.1} MB of SQTT data in {streams} streams of {WAVES} waves × \
