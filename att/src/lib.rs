@@ -38,6 +38,7 @@ mod error;
 pub mod library;
 pub mod outputs;
 mod search;
+mod staged_dir;
 
 pub use abi::{DecoderInfo, DecoderStatus, Pc};
 pub use codeobj::{
