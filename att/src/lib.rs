@@ -50,5 +50,6 @@ pub use decode::{Decoded, Info, Inst, Instruction, Isa, Occupancy, Wave, WaveSta
 pub use error::Error;
 pub use library::{Decoder, DecoderFns, SearchEnv, find, probe};
 pub use outputs::{
-    AttWriter, DispatchSummary, DispatchTrace, OutputOptions, ShaderEngineTrace, Stats,
+    AttWriter, BackgroundWriter, DispatchSummary, DispatchTrace, OutputOptions, ShaderEngineTrace,
+    Stats,
 };

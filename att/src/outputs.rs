@@ -1041,6 +1041,107 @@ impl AttWriter {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Writing on a thread of its own
+
+/// What a [`BackgroundWriter`]'s thread returns: the writer and one result per dispatch.
+type Finished = (AttWriter, Vec<Result<DispatchSummary, Error>>);
+
+/// One dispatch handed to a [`BackgroundWriter`]: what [`AttWriter::write_dispatch`] takes,
+/// owned.
+struct Job {
+    trace: DispatchTrace,
+    table: CodeObjectTable,
+    listing: Option<Listing>,
+}
+
+/// An [`AttWriter`] on a thread of its own, so that the files of one dispatch are written while
+/// the next dispatch is decoded.
+///
+/// Dispatches are written one after the other in the order they are [`submit`]ted, so the
+/// files (and the process-global kernel ids of `occupancy.json`) are exactly what calling
+/// [`AttWriter::write_dispatch`] in that order writes. At most `queue` dispatches wait besides
+/// the one being written; [`submit`] blocks while the queue is full, which bounds the decoded
+/// data held in memory.
+///
+/// [`submit`]: BackgroundWriter::submit
+#[derive(Debug)]
+pub struct BackgroundWriter {
+    jobs: Option<std::sync::mpsc::SyncSender<Job>>,
+    thread: Option<std::thread::JoinHandle<Finished>>,
+}
+
+impl BackgroundWriter {
+    /// Starts `writer`'s thread.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the thread cannot be created.
+    pub fn spawn(mut writer: AttWriter, queue: usize) -> Result<Self, Error> {
+        let (jobs, incoming) = std::sync::mpsc::sync_channel::<Job>(queue);
+        let out = writer.out.clone();
+        let thread = std::thread::Builder::new()
+            .name("att-writer".into())
+            .spawn(move || {
+                let results = incoming
+                    .iter()
+                    .map(|job| writer.write_dispatch(&job.trace, &job.table, job.listing.as_ref()))
+                    .collect();
+                (writer, results)
+            })
+            .map_err(|source| Error::Io {
+                action: "start the writer thread for",
+                path: out,
+                source,
+            })?;
+        Ok(Self {
+            jobs: Some(jobs),
+            thread: Some(thread),
+        })
+    }
+
+    /// Queues one dispatch (blocking while the queue is full). Its result comes from
+    /// [`finish`](Self::finish), in submission order.
+    pub fn submit(
+        &mut self,
+        trace: DispatchTrace,
+        table: CodeObjectTable,
+        listing: Option<Listing>,
+    ) {
+        let job = Job {
+            trace,
+            table,
+            listing,
+        };
+        // The thread only stops receiving when it has panicked; `finish` reports that.
+        if let Some(jobs) = &self.jobs {
+            let _ = jobs.send(job);
+        }
+    }
+
+    /// Waits until every submitted dispatch is written; the writer (with its kernel ids) and
+    /// one result per [`submit`](Self::submit), in order.
+    ///
+    /// # Panics
+    /// Re-raises a panic of the writer thread (a bug in this crate), as writing on the
+    /// caller's thread would have raised it.
+    pub fn finish(mut self) -> Finished {
+        self.jobs = None;
+        let thread = self.thread.take().expect("finish is called once");
+        match thread.join() {
+            Ok(done) => done,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+impl Drop for BackgroundWriter {
+    /// Without [`finish`](Self::finish) (e.g. while unwinding): stop taking jobs and let the
+    /// thread end on its own.
+    fn drop(&mut self) {
+        self.jobs = None;
+    }
+}
+
 /// Serialises `value` compactly (into `buf`, reused) and writes it with [`write_plain`].
 fn write_json(path: &Path, value: &Value, buf: &mut Vec<u8>) -> Result<(), Error> {
     buf.clear();

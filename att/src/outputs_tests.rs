@@ -461,6 +461,87 @@ fn kernel_ids_are_process_global_across_dispatches() {
     );
 }
 
+/// Every file under `dir` (relative path → content), recursively.
+fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.insert(
+                    p.strip_prefix(root).unwrap().to_owned(),
+                    std::fs::read(&p).unwrap(),
+                );
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+#[test]
+fn the_background_writer_writes_what_the_writer_writes_in_submission_order() {
+    // Dispatches whose occupancy names kernels in an order that only sequential writing in
+    // submission order numbers the same way; one dispatch fails (its directory is a file).
+    let dispatches: Vec<DispatchTrace> = (1..=6)
+        .map(|id| {
+            let mut d = dispatch();
+            d.dispatch_id = id;
+            d.shader_engines[0].decoded.occupancy[0].pc = pc(0x100 * (7 - id), 5 + id % 2);
+            d
+        })
+        .collect();
+    let direct = tempfile::tempdir().unwrap();
+    let threaded = tempfile::tempdir().unwrap();
+    for out in [direct.path(), threaded.path()] {
+        std::fs::write(out.join("ui_output_agent_7_dispatch_4"), b"in the way").unwrap();
+    }
+    let mut writer = AttWriter::new(direct.path(), OutputOptions::default());
+    let expected: Vec<Result<DispatchSummary, String>> = dispatches
+        .iter()
+        .map(|d| {
+            writer
+                .write_dispatch(d, &table(), None)
+                .map_err(|e| e.to_string())
+        })
+        .collect();
+
+    let mut background =
+        BackgroundWriter::spawn(AttWriter::new(threaded.path(), OutputOptions::default()), 1)
+            .unwrap();
+    for d in dispatches {
+        background.submit(d, table(), None);
+    }
+    let (after, results) = background.finish();
+    let rebase = |r: Result<DispatchSummary, Error>| {
+        r.map(|mut s| {
+            s.dir = direct
+                .path()
+                .join(s.dir.strip_prefix(threaded.path()).unwrap());
+            s.stats_csv = s
+                .stats_csv
+                .map(|c| direct.path().join(c.strip_prefix(threaded.path()).unwrap()));
+            s
+        })
+        .map_err(|e| {
+            e.to_string().replace(
+                &threaded.path().display().to_string(),
+                &direct.path().display().to_string(),
+            )
+        })
+    };
+    let results: Vec<_> = results.into_iter().map(rebase).collect();
+    assert_eq!(results, expected);
+    assert!(results[3].is_err() && results.iter().filter(|r| r.is_ok()).count() == 5);
+    assert_eq!(tree(threaded.path()), tree(direct.path()));
+    assert_eq!(
+        after.kernel_ids().iter().collect::<Vec<_>>(),
+        writer.kernel_ids().iter().collect::<Vec<_>>()
+    );
+}
+
 #[test]
 fn listing_gives_every_instruction_of_hit_kernels() {
     let mut listing = Listing::new();
