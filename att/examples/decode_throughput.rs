@@ -1,12 +1,16 @@
 //! Decode throughput: SQTT streams (written by the simulated GPU's encoder, 64 MiB in all)
 //! through the workspace's simulated `librocprof-trace-decoder.so`, one `parse_data` per
 //! stream, then rocprofv3's per-dispatch outputs. Prints MB/s of SQTT data for the decode alone
-//! and with the outputs. Needs the decoder built (`cargo build -p sim-trace-decoder`, which
+//! and for decoding with the outputs (end to end, the files written on the writer thread while
+//! the next stream decodes, as `rocprof` does it). Needs the decoder built (`cargo build -p sim-trace-decoder`, which
 //! `cargo xtask bench` does).
+//!
+//! With a directory argument the outputs are written there and kept (to compare the files two
+//! builds write); otherwise they go to a temporary directory that is removed afterwards.
 
 use att::Decoder;
 use att::codeobj::{ByAddress, CodeObject, CodeObjectTable, KernelSymbol};
-use att::outputs::{AttWriter, DispatchTrace, OutputOptions, ShaderEngineTrace};
+use att::outputs::{AttWriter, BackgroundWriter, DispatchTrace, OutputOptions, ShaderEngineTrace};
 use std::path::PathBuf;
 use std::time::Instant;
 use wslsim_sqtt::{Category, Encoder, Instruction, WaveKey};
@@ -72,34 +76,43 @@ fn main() {
     });
     let isa = ByAddress::new(&table);
     let t = Instant::now();
-    let mut decoded = Vec::with_capacity(streams);
     for _ in 0..streams {
-        decoded.push(decoder.decode_stream(&one, &isa).expect("decodes"));
+        std::hint::black_box(decoder.decode_stream(&one, &isa).expect("decodes"));
     }
     let decode_s = t.elapsed().as_secs_f64();
-    let dir = std::env::temp_dir().join(format!("att-decode-bench-{}", std::process::id()));
-    let mut writer = AttWriter::new(&dir, OutputOptions::default());
+    // Decoding with the outputs as `rocprof` runs it: each dispatch's files are written on the
+    // writer thread while the next dispatch decodes.
+    let keep = std::env::args_os().nth(1).map(PathBuf::from);
+    let dir = keep.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("att-decode-bench-{}", std::process::id()))
+    });
     let t = Instant::now();
-    for (k, d) in decoded.into_iter().enumerate() {
-        writer
-            .write_dispatch(
-                &DispatchTrace {
-                    agent_handle: 1,
-                    dispatch_id: k as u64 + 1,
-                    shader_engines: vec![ShaderEngineTrace { se: 0, decoded: d }],
-                },
-                &table,
-                None,
-            )
-            .expect("written");
+    let mut writer =
+        BackgroundWriter::spawn(AttWriter::new(&dir, OutputOptions::default()), 1).expect("starts");
+    for k in 0..streams {
+        let d = decoder.decode_stream(&one, &isa).expect("decodes");
+        writer.submit(
+            DispatchTrace {
+                agent_handle: 1,
+                dispatch_id: k as u64 + 1,
+                shader_engines: vec![ShaderEngineTrace { se: 0, decoded: d }],
+            },
+            table.clone(),
+            None,
+        );
     }
-    let write_s = t.elapsed().as_secs_f64();
-    let _ = std::fs::remove_dir_all(&dir);
+    for r in writer.finish().1 {
+        r.expect("written");
+    }
+    let total_s = t.elapsed().as_secs_f64();
+    if keep.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
     let mb = (streams * one.len()) as f64 / 1e6;
     println!(
         "thread-trace decode: {mb:.1} MB of SQTT data in {streams} streams of {WAVES} waves × \
          {INSTRUCTIONS} instructions: decode {:.1} MB/s, decode + rocprofv3's outputs {:.1} MB/s",
         mb / decode_s,
-        mb / (decode_s + write_s)
+        mb / total_s
     );
 }

@@ -38,6 +38,7 @@ mod error;
 pub mod library;
 pub mod outputs;
 mod search;
+mod staged_dir;
 
 pub use abi::{DecoderInfo, DecoderStatus, Pc};
 pub use codeobj::{
@@ -49,5 +50,6 @@ pub use decode::{Decoded, Info, Inst, Instruction, Isa, Occupancy, Wave, WaveSta
 pub use error::Error;
 pub use library::{Decoder, DecoderFns, SearchEnv, find, probe};
 pub use outputs::{
-    AttWriter, DispatchSummary, DispatchTrace, OutputOptions, ShaderEngineTrace, Stats,
+    AttWriter, BackgroundWriter, DispatchSummary, DispatchTrace, OutputOptions, ShaderEngineTrace,
+    Stats,
 };

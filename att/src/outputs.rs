@@ -55,12 +55,21 @@
 //! - A hit pc outside every kernel symbol gets line numbers from 1, never 0.
 //! - `snapshots.json` (source files) and `se<S>_perfcounter.json` (gfx9 PERFEVENT) are not
 //!   written. The `Source` column of instructions is the listing's source comment, or empty.
-//! - Files are written to a temporary name in the same directory and renamed into place.
+//! - A dispatch directory is built under a hidden temporary name beside it (`.<dir>.tmp-<pid>-<n>`)
+//!   and renamed into place once every file is in it, so it appears whole or not at all; the files
+//!   inside are written plainly, one write each (as upstream's `std::ofstream`s write them). Into
+//!   an existing directory (an earlier run's) each file is renamed over its namesake instead, and
+//!   files the new run does not write stay. The stats CSV is written to a temporary name beside
+//!   it and renamed into place.
+//! - The wave files, `filenames.json` and `wstates<N>.json` are formatted straight into a reused
+//!   buffer, byte for byte what serde_json prints for [`wave_json`] and [`wstates_json`] (tests
+//!   compare the two); there are thousands of wave files per dispatch.
 
 use crate::Error;
 use crate::abi::{Pc, wave_state};
 use crate::codeobj::{CodeObjectTable, Listing, fallback_text};
 use crate::decode::{Decoded, Wave};
+use crate::staged_dir::StagedDir;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -555,6 +564,98 @@ pub fn wstates_json(state: usize, sweep: &Sweep) -> Value {
     ])
 }
 
+/// Appends `v` in decimal, as serde_json prints an integer.
+fn push_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+/// Appends one wave's file content: the bytes serde_json's compact form of [`wave_json`] has,
+/// without building the document.
+pub fn write_wave_json(
+    out: &mut Vec<u8>,
+    se: u32,
+    n: u32,
+    wave: &Wave,
+    mut line_of: impl FnMut(Pc) -> u32,
+) {
+    let count = wave.instructions.len();
+    out.extend_from_slice(b"{\"duration\":");
+    push_int(out, wave.end_time.saturating_sub(wave.begin_time));
+    out.extend_from_slice(b",\"name\":\"SE");
+    push_int(out, se);
+    out.extend_from_slice(b"\",\"num_insts\":");
+    push_int(out, count);
+    out.extend_from_slice(b",\"num_stitched\":");
+    push_int(out, count);
+    out.extend_from_slice(b",\"wave\":{\"begin\":");
+    push_int(out, wave.begin_time);
+    out.extend_from_slice(b",\"cu\":");
+    push_int(out, wave.cu);
+    out.extend_from_slice(b",\"end\":");
+    push_int(out, wave.end_time);
+    out.extend_from_slice(b",\"id\":");
+    push_int(out, n);
+    out.extend_from_slice(b",\"instructions\":");
+    if wave.instructions.is_empty() {
+        out.extend_from_slice(b"null");
+    } else {
+        out.reserve(count * 24);
+        for (k, i) in wave.instructions.iter().enumerate() {
+            out.extend_from_slice(if k == 0 { b"[[" } else { b",[" });
+            push_int(out, i.time);
+            out.push(b',');
+            push_int(out, i.category);
+            out.push(b',');
+            push_int(out, i.stall);
+            out.push(b',');
+            push_int(out, i.duration);
+            out.push(b',');
+            push_int(out, line_of(i.pc));
+            out.push(b']');
+        }
+        out.push(b']');
+    }
+    out.extend_from_slice(b",\"simd\":");
+    push_int(out, wave.simd);
+    out.extend_from_slice(b",\"slot\":");
+    push_int(out, wave.slot);
+    out.extend_from_slice(b",\"timeline\":");
+    if wave.timeline.is_empty() {
+        out.extend_from_slice(b"null");
+    } else {
+        for (k, t) in wave.timeline.iter().enumerate() {
+            out.extend_from_slice(if k == 0 { b"[[" } else { b",[" });
+            push_int(out, t.kind);
+            out.push(b',');
+            push_int(out, t.duration);
+            out.push(b']');
+        }
+        out.push(b']');
+    }
+    out.extend_from_slice(b",\"waitcnt\":null}}");
+}
+
+/// Appends one `wstates<N>.json`: the bytes of serde_json's compact [`wstates_json`].
+pub fn write_wstates_json(out: &mut Vec<u8>, state: usize, sweep: &Sweep) {
+    let list = |out: &mut Vec<u8>, values: &[i64]| {
+        out.push(b'[');
+        for (k, &v) in values.iter().enumerate() {
+            if k > 0 {
+                out.push(b',');
+            }
+            push_int(out, v);
+        }
+        out.push(b']');
+    };
+    out.extend_from_slice(b"{\"name\":\"wstates");
+    push_int(out, state);
+    out.extend_from_slice(b".json\",\"state\":");
+    list(out, &sweep.state);
+    out.extend_from_slice(b",\"time\":");
+    list(out, &sweep.time);
+    out.push(b'}');
+}
+
 // ---------------------------------------------------------------------------------------------
 // Kernel ids for occupancy.json
 
@@ -606,7 +707,70 @@ fn kernel_display_name(table: &CodeObjectTable, pc: Pc) -> String {
 
 /// `filenames.json`'s `wave_filenames`: se → simd → slot → n → `[file, begin, end]`, keyed by
 /// decimal strings (so in byte order, like upstream's `std::map<std::string>`).
-type WaveIndex = BTreeMap<String, BTreeMap<String, BTreeMap<String, BTreeMap<String, Value>>>>;
+type WaveIndex =
+    BTreeMap<String, BTreeMap<String, BTreeMap<String, BTreeMap<String, (String, i64, i64)>>>>;
+
+/// Appends `filenames.json`: the bytes serde_json prints for the document of sorted keys
+/// `counter_names`, `gfxip`, `gfxv`, `global_begin_time`, `version`, `wave_filenames`.
+fn write_filenames_json(
+    out: &mut Vec<u8>,
+    counter_names: &[String],
+    gfxip: u64,
+    index: &WaveIndex,
+) -> Result<(), serde_json::Error> {
+    /// `{"k":v,...}` over a map's entries, `value` writing each value.
+    fn map<V>(
+        out: &mut Vec<u8>,
+        m: &BTreeMap<String, V>,
+        mut value: impl FnMut(&mut Vec<u8>, &V) -> Result<(), serde_json::Error>,
+    ) -> Result<(), serde_json::Error> {
+        out.push(b'{');
+        for (k, (key, v)) in m.iter().enumerate() {
+            if k > 0 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut *out, key)?;
+            out.push(b':');
+            value(out, v)?;
+        }
+        out.push(b'}');
+        Ok(())
+    }
+    out.extend_from_slice(b"{\"counter_names\":");
+    serde_json::to_writer(&mut *out, counter_names)?;
+    out.extend_from_slice(b",\"gfxip\":");
+    push_int(out, gfxip);
+    out.extend_from_slice(if gfxip > 9 {
+        b",\"gfxv\":\"navi\"".as_slice()
+    } else {
+        b",\"gfxv\":\"vega\"".as_slice()
+    });
+    out.extend_from_slice(b",\"global_begin_time\":0,\"version\":");
+    serde_json::to_writer(&mut *out, TOOL_VERSION)?;
+    out.extend_from_slice(b",\"wave_filenames\":");
+    if index.is_empty() {
+        out.extend_from_slice(b"null");
+    } else {
+        map(out, index, |out, simds| {
+            map(out, simds, |out, slots| {
+                map(out, slots, |out, ns| {
+                    map(out, ns, |out, (name, begin, end)| {
+                        out.push(b'[');
+                        serde_json::to_writer(&mut *out, name)?;
+                        out.push(b',');
+                        push_int(out, *begin);
+                        out.push(b',');
+                        push_int(out, *end);
+                        out.push(b']');
+                        Ok(())
+                    })
+                })
+            })
+        })?;
+    }
+    out.push(b'}');
+    Ok(())
+}
 
 /// Which outputs to write (rocprofv3's `--output-format` for ATT: `json`, `csv`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -700,15 +864,21 @@ impl AttWriter {
         table: &CodeObjectTable,
         listing: Option<&Listing>,
     ) -> Result<DispatchSummary, Error> {
+        let io = |(action, path, source): crate::staged_dir::StageError| Error::Io {
+            action,
+            path,
+            source,
+        };
+        std::fs::create_dir_all(&self.out).map_err(|source| Error::Io {
+            action: "create directory",
+            path: self.out.clone(),
+            source,
+        })?;
         let dir = self.out.join(dispatch_dir_name(
             dispatch.agent_handle,
             dispatch.dispatch_id,
         ));
-        std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
-            action: "create directory",
-            path: dir.clone(),
-            source,
-        })?;
+        let stage = StagedDir::create(&dir).map_err(io)?;
 
         let mut ses: Vec<&ShaderEngineTrace> = dispatch.shader_engines.iter().collect();
         ses.sort_by_key(|s| s.se);
@@ -750,6 +920,7 @@ impl AttWriter {
         let mut skipped_waves = 0;
         let mut index = WaveIndex::new();
         let mut sweep = WstatesSweep::new();
+        let mut buf = Vec::with_capacity(4096);
         for se in &ses {
             let mut namer = WaveNamer::new(se.se);
             for wave in &se.decoded.waves {
@@ -760,7 +931,9 @@ impl AttWriter {
                 wave_files += 1;
                 sweep.add_wave(wave);
                 if self.options.json {
-                    write_json(&dir.join(&name), &wave_json(se.se, n, wave, line_of))?;
+                    buf.clear();
+                    write_wave_json(&mut buf, se.se, n, wave, line_of);
+                    write_plain(&stage.path().join(&name), &buf)?;
                 }
                 index
                     .entry(se.se.to_string())
@@ -769,14 +942,7 @@ impl AttWriter {
                     .or_default()
                     .entry(wave.slot.to_string())
                     .or_default()
-                    .insert(
-                        n.to_string(),
-                        Value::Array(vec![
-                            name.into(),
-                            wave.begin_time.into(),
-                            wave.end_time.into(),
-                        ]),
-                    );
+                    .insert(n.to_string(), (name, wave.begin_time, wave.end_time));
             }
         }
 
@@ -786,53 +952,29 @@ impl AttWriter {
                 .filter_map(|s| s.decoded.gfxip)
                 .next_back()
                 .unwrap_or(0);
-            let wave_filenames = if index.is_empty() {
-                Value::Null
-            } else {
-                sorted_object(
-                    index
-                        .into_iter()
-                        .map(|(se, simds)| {
-                            let simds = simds
-                                .into_iter()
-                                .map(|(simd, slots)| {
-                                    let slots = slots
-                                        .into_iter()
-                                        .map(|(slot, ns)| {
-                                            (slot, sorted_object(ns.into_iter().collect()))
-                                        })
-                                        .collect();
-                                    (simd, sorted_object(slots))
-                                })
-                                .collect();
-                            (se, sorted_object(simds))
-                        })
-                        .collect(),
-                )
-            };
-            let filenames = object([
-                ("counter_names", self.options.counter_names.clone().into()),
-                ("gfxip", gfxip.into()),
-                ("gfxv", if gfxip > 9 { "navi" } else { "vega" }.into()),
-                ("global_begin_time", 0.into()),
-                ("version", TOOL_VERSION.into()),
-                ("wave_filenames", wave_filenames),
-            ]);
-            write_json(&dir.join("filenames.json"), &filenames)?;
+            let path = stage.path().join("filenames.json");
+            buf.clear();
+            write_filenames_json(&mut buf, &self.options.counter_names, gfxip, &index).map_err(
+                |source| Error::Json {
+                    path: path.clone(),
+                    source,
+                },
+            )?;
+            write_plain(&path, &buf)?;
 
             for (state, s) in sweep.finish().iter().enumerate() {
                 if let Some(s) = s {
-                    write_json(
-                        &dir.join(format!("wstates{state}.json")),
-                        &wstates_json(state, s),
-                    )?;
+                    buf.clear();
+                    write_wstates_json(&mut buf, state, s);
+                    write_plain(&stage.path().join(format!("wstates{state}.json")), &buf)?;
                 }
             }
 
             let occupancy = self.occupancy_json(&ses, table);
-            write_json(&dir.join("occupancy.json"), &occupancy)?;
-            write_json(&dir.join("code.json"), &view.code_json())?;
+            write_json(&stage.path().join("occupancy.json"), &occupancy, &mut buf)?;
+            write_json(&stage.path().join("code.json"), &view.code_json(), &mut buf)?;
         }
+        stage.commit(&dir).map_err(io)?;
 
         let stats_csv = if self.options.csv {
             let path = self.out.join(stats_csv_file_name(
@@ -899,13 +1041,131 @@ impl AttWriter {
     }
 }
 
-/// Serialises `value` compactly and writes it atomically.
-fn write_json(path: &Path, value: &Value) -> Result<(), Error> {
-    let bytes = serde_json::to_vec(value).map_err(|source| Error::Json {
+// ---------------------------------------------------------------------------------------------
+// Writing on a thread of its own
+
+/// What a [`BackgroundWriter`]'s thread returns: the writer and one result per dispatch.
+type Finished = (AttWriter, Vec<Result<DispatchSummary, Error>>);
+
+/// One dispatch handed to a [`BackgroundWriter`]: what [`AttWriter::write_dispatch`] takes,
+/// owned.
+struct Job {
+    trace: DispatchTrace,
+    table: CodeObjectTable,
+    listing: Option<Listing>,
+}
+
+/// An [`AttWriter`] on a thread of its own, so that the files of one dispatch are written while
+/// the next dispatch is decoded.
+///
+/// Dispatches are written one after the other in the order they are [`submit`]ted, so the
+/// files (and the process-global kernel ids of `occupancy.json`) are exactly what calling
+/// [`AttWriter::write_dispatch`] in that order writes. At most `queue` dispatches wait besides
+/// the one being written; [`submit`] blocks while the queue is full, which bounds the decoded
+/// data held in memory.
+///
+/// [`submit`]: BackgroundWriter::submit
+#[derive(Debug)]
+pub struct BackgroundWriter {
+    jobs: Option<std::sync::mpsc::SyncSender<Job>>,
+    thread: Option<std::thread::JoinHandle<Finished>>,
+}
+
+impl BackgroundWriter {
+    /// Starts `writer`'s thread.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the thread cannot be created.
+    pub fn spawn(mut writer: AttWriter, queue: usize) -> Result<Self, Error> {
+        let (jobs, incoming) = std::sync::mpsc::sync_channel::<Job>(queue);
+        let out = writer.out.clone();
+        let thread = std::thread::Builder::new()
+            .name("att-writer".into())
+            .spawn(move || {
+                let results = incoming
+                    .iter()
+                    .map(|job| writer.write_dispatch(&job.trace, &job.table, job.listing.as_ref()))
+                    .collect();
+                (writer, results)
+            })
+            .map_err(|source| Error::Io {
+                action: "start the writer thread for",
+                path: out,
+                source,
+            })?;
+        Ok(Self {
+            jobs: Some(jobs),
+            thread: Some(thread),
+        })
+    }
+
+    /// Queues one dispatch (blocking while the queue is full). Its result comes from
+    /// [`finish`](Self::finish), in submission order.
+    pub fn submit(
+        &mut self,
+        trace: DispatchTrace,
+        table: CodeObjectTable,
+        listing: Option<Listing>,
+    ) {
+        let job = Job {
+            trace,
+            table,
+            listing,
+        };
+        // The thread only stops receiving when it has panicked; `finish` reports that.
+        if let Some(jobs) = &self.jobs {
+            let _ = jobs.send(job);
+        }
+    }
+
+    /// Waits until every submitted dispatch is written; the writer (with its kernel ids) and
+    /// one result per [`submit`](Self::submit), in order.
+    ///
+    /// # Panics
+    /// Re-raises a panic of the writer thread (a bug in this crate), as writing on the
+    /// caller's thread would have raised it.
+    pub fn finish(mut self) -> Finished {
+        self.jobs = None;
+        let thread = self.thread.take().expect("finish is called once");
+        match thread.join() {
+            Ok(done) => done,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+impl Drop for BackgroundWriter {
+    /// Without [`finish`](Self::finish) (e.g. while unwinding): stop taking jobs and let the
+    /// thread end on its own.
+    fn drop(&mut self) {
+        self.jobs = None;
+    }
+}
+
+/// Serialises `value` compactly (into `buf`, reused) and writes it with [`write_plain`].
+fn write_json(path: &Path, value: &Value, buf: &mut Vec<u8>) -> Result<(), Error> {
+    buf.clear();
+    serde_json::to_writer(&mut *buf, value).map_err(|source| Error::Json {
         path: path.to_owned(),
         source,
     })?;
-    write_atomic(path, &bytes)
+    write_plain(path, buf)
+}
+
+/// Writes `bytes` as the content of the new file `path` (inside a [`StagedDir`], so nothing
+/// else has that name yet): one create, one write.
+fn write_plain(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    use std::io::Write as _;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(bytes))
+        .map_err(|source| Error::Io {
+            action: "write",
+            path: path.to_owned(),
+            source,
+        })
 }
 
 /// Writes `bytes` as `path`'s whole content (`atomic_file`: a temporary file beside it, renamed

@@ -461,6 +461,87 @@ fn kernel_ids_are_process_global_across_dispatches() {
     );
 }
 
+/// Every file under `dir` (relative path → content), recursively.
+fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.insert(
+                    p.strip_prefix(root).unwrap().to_owned(),
+                    std::fs::read(&p).unwrap(),
+                );
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+#[test]
+fn the_background_writer_writes_what_the_writer_writes_in_submission_order() {
+    // Dispatches whose occupancy names kernels in an order that only sequential writing in
+    // submission order numbers the same way; one dispatch fails (its directory is a file).
+    let dispatches: Vec<DispatchTrace> = (1..=6)
+        .map(|id| {
+            let mut d = dispatch();
+            d.dispatch_id = id;
+            d.shader_engines[0].decoded.occupancy[0].pc = pc(0x100 * (7 - id), 5 + id % 2);
+            d
+        })
+        .collect();
+    let direct = tempfile::tempdir().unwrap();
+    let threaded = tempfile::tempdir().unwrap();
+    for out in [direct.path(), threaded.path()] {
+        std::fs::write(out.join("ui_output_agent_7_dispatch_4"), b"in the way").unwrap();
+    }
+    let mut writer = AttWriter::new(direct.path(), OutputOptions::default());
+    let expected: Vec<Result<DispatchSummary, String>> = dispatches
+        .iter()
+        .map(|d| {
+            writer
+                .write_dispatch(d, &table(), None)
+                .map_err(|e| e.to_string())
+        })
+        .collect();
+
+    let mut background =
+        BackgroundWriter::spawn(AttWriter::new(threaded.path(), OutputOptions::default()), 1)
+            .unwrap();
+    for d in dispatches {
+        background.submit(d, table(), None);
+    }
+    let (after, results) = background.finish();
+    let rebase = |r: Result<DispatchSummary, Error>| {
+        r.map(|mut s| {
+            s.dir = direct
+                .path()
+                .join(s.dir.strip_prefix(threaded.path()).unwrap());
+            s.stats_csv = s
+                .stats_csv
+                .map(|c| direct.path().join(c.strip_prefix(threaded.path()).unwrap()));
+            s
+        })
+        .map_err(|e| {
+            e.to_string().replace(
+                &threaded.path().display().to_string(),
+                &direct.path().display().to_string(),
+            )
+        })
+    };
+    let results: Vec<_> = results.into_iter().map(rebase).collect();
+    assert_eq!(results, expected);
+    assert!(results[3].is_err() && results.iter().filter(|r| r.is_ok()).count() == 5);
+    assert_eq!(tree(threaded.path()), tree(direct.path()));
+    assert_eq!(
+        after.kernel_ids().iter().collect::<Vec<_>>(),
+        writer.kernel_ids().iter().collect::<Vec<_>>()
+    );
+}
+
 #[test]
 fn listing_gives_every_instruction_of_hit_kernels() {
     let mut listing = Listing::new();
@@ -649,6 +730,68 @@ fn code_view_lines_follow_first_touch_of_kernels() {
     assert_eq!(vaddrs, ["256", "256", "264", "512", "512"]);
 }
 
+#[test]
+fn filenames_json_is_the_bytes_serde_json_prints_for_the_document() {
+    let mut index = WaveIndex::new();
+    for (se, simd, slot, n, begin) in [
+        (0, 0, 1, 0, 5),
+        (0, 0, 1, 10, -3),
+        (10, 2, 0, 2, 7),
+        (2, 1, 0, 0, 1),
+    ] {
+        index
+            .entry(se.to_string())
+            .or_default()
+            .entry(simd.to_string())
+            .or_default()
+            .entry(slot.to_string())
+            .or_default()
+            .insert(n.to_string(), (format!("f{se}{n}.json"), begin, begin + 1));
+    }
+    let names = vec!["A\"b".to_owned(), "\u{fc}\n\u{1}".to_owned()];
+    let reference = |gfxip: u64, index: &WaveIndex| {
+        let wave_filenames: Value = if index.is_empty() {
+            Value::Null
+        } else {
+            serde_json::to_value(index).unwrap()
+        };
+        serde_json::json!({
+            "counter_names": names,
+            "gfxip": gfxip,
+            "gfxv": if gfxip > 9 { "navi" } else { "vega" },
+            "global_begin_time": 0,
+            "version": TOOL_VERSION,
+            "wave_filenames": wave_filenames,
+        })
+        .to_string()
+    };
+    for (gfxip, index) in [(11, index), (9, WaveIndex::new())] {
+        let mut fast = Vec::new();
+        write_filenames_json(&mut fast, &names, gfxip, &index).unwrap();
+        assert_eq!(String::from_utf8(fast).unwrap(), reference(gfxip, &index));
+    }
+}
+
+#[test]
+fn a_second_run_into_the_same_directory_replaces_its_files_and_leaves_no_temporaries() {
+    let out = tempfile::tempdir().unwrap();
+    let mut first = AttWriter::new(out.path(), OutputOptions::default());
+    let s = first.write_dispatch(&dispatch(), &table(), None).unwrap();
+    std::fs::write(s.dir.join("filenames.json"), b"damaged").unwrap();
+    std::fs::write(s.dir.join("other.txt"), b"not ours").unwrap();
+    let mut second = AttWriter::new(out.path(), OutputOptions::default());
+    let again = second.write_dispatch(&dispatch(), &table(), None).unwrap();
+    assert_eq!(again, s);
+    let top: Vec<String> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(top.iter().all(|n| !n.starts_with('.')), "{top:?}");
+    assert!(read(&s.dir.join("filenames.json")).starts_with(r#"{"counter_names":[]"#));
+    assert_eq!(read(&s.dir.join("other.txt")), "not ours");
+    assert_eq!(std::fs::read_dir(&s.dir).unwrap().count(), 9);
+}
+
 // ---- properties ----
 
 fn arb_inst() -> impl Strategy<Value = Inst> {
@@ -738,5 +881,43 @@ proptest! {
                 prop_assert_eq!(sw.state.last().copied(), Some(0), "every segment ends");
             }
         }
+    }
+
+    #[test]
+    fn wave_files_are_the_bytes_serde_json_prints_for_the_document(
+        wave in arb_wave(),
+        extremes in any::<(u8, u8, u8, i64, i64)>(),
+        se in any::<u32>(),
+        n in any::<u32>(),
+        line in any::<u32>(),
+        timeline_extreme in any::<(i32, i32)>(),
+    ) {
+        let mut w = wave;
+        (w.cu, w.simd, w.slot) = (extremes.0, extremes.1, extremes.2);
+        if extremes.3 % 2 == 0 {
+            (w.begin_time, w.end_time) = (extremes.3, extremes.4);
+        }
+        if let Some(t) = w.timeline.first_mut() {
+            (t.kind, t.duration) = timeline_extreme;
+        }
+        let line_of = |pc: Pc| if pc.is_null() { 0 } else { line ^ pc.addr as u32 };
+        let mut fast = b"kept".to_vec();
+        write_wave_json(&mut fast, se, n, &w, line_of);
+        let reference = serde_json::to_vec(&wave_json(se, n, &w, line_of)).unwrap();
+        prop_assert_eq!(&fast[..4], b"kept", "appends");
+        prop_assert_eq!(String::from_utf8_lossy(&fast[4..]), String::from_utf8_lossy(&reference));
+    }
+
+    #[test]
+    fn wstates_files_are_the_bytes_serde_json_prints_for_the_document(
+        time in proptest::collection::vec(any::<i64>(), 0..20),
+        state in proptest::collection::vec(any::<i64>(), 0..20),
+        n in 0usize..5,
+    ) {
+        let sweep = Sweep { time, state };
+        let mut fast = Vec::new();
+        write_wstates_json(&mut fast, n, &sweep);
+        let reference = serde_json::to_vec(&wstates_json(n, &sweep)).unwrap();
+        prop_assert_eq!(String::from_utf8_lossy(&fast), String::from_utf8_lossy(&reference));
     }
 }

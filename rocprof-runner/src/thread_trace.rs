@@ -234,21 +234,32 @@ fn decode_all(
             None
         }
     };
-    let mut writer =
-        att::outputs::AttWriter::new(final_dir, att::outputs::OutputOptions::default());
+    // Each dispatch's files are written on the writer thread while the next one decodes; its
+    // warnings are kept per dispatch and told in dispatch order once all are written.
+    let writer = att::outputs::AttWriter::new(final_dir, att::outputs::OutputOptions::default());
+    let mut writer = match att::outputs::BackgroundWriter::spawn(writer, 1) {
+        Ok(writer) => writer,
+        Err(e) => {
+            w.warnings.push(format!("thread trace: not decoded: {e}"));
+            return;
+        }
+    };
     let mut said = std::collections::HashSet::new();
+    // Per submitted dispatch: its id and the warnings of its decoding.
+    let mut submitted: Vec<(u64, Vec<String>)> = Vec::new();
     for d in t
         .docs
         .thread_traces
         .iter()
         .filter(|d| d.packets_ran != Some(false))
     {
+        let mut warnings = Vec::new();
         let gfx = agent_name(t, d.agent_node_id).unwrap_or("gfx1150");
         let disassembler = comgr.as_ref().and_then(|c| {
             c.disassembler(&att::comgr::isa_name(gfx))
                 .map_err(|e| {
                     if said.insert(e.to_string()) {
-                        w.warnings.push(format!("thread trace: {e}"));
+                        warnings.push(format!("thread trace: {e}"));
                     }
                 })
                 .ok()
@@ -266,15 +277,14 @@ fn decode_all(
             let data = match engine_data(raw, se) {
                 Ok(b) => b,
                 Err(e) => {
-                    w.warnings
-                        .push(format!("thread trace: cannot read {} ({e})", se.file));
+                    warnings.push(format!("thread trace: cannot read {} ({e})", se.file));
                     continue;
                 }
             };
             let decoded = match decoder.decode_stream(&data, isa) {
                 Ok(decoded) => decoded,
                 Err(e) => {
-                    w.warnings.push(format!(
+                    warnings.push(format!(
                         "thread trace: dispatch {} shader engine {}: {e}; the raw data is kept",
                         d.dispatch_id, se.se
                     ));
@@ -285,7 +295,7 @@ fn decode_all(
                 }
             };
             for info in &decoded.infos {
-                w.warnings.push(format!(
+                warnings.push(format!(
                     "thread trace: dispatch {} shader engine {}: the decoder says: {}",
                     d.dispatch_id,
                     se.se,
@@ -297,7 +307,7 @@ fn decode_all(
         if let Some(i) = &comgr_isa {
             for e in i.take_errors() {
                 if said.insert(e.to_string()) {
-                    w.warnings.push(format!("thread trace: {e}"));
+                    warnings.push(format!("thread trace: {e}"));
                 }
             }
         }
@@ -317,8 +327,7 @@ fn decode_all(
                         .collect();
                 let mut listing = Listing::new();
                 for e in dis.list_kernels(&mut table, &mut listing, &entries) {
-                    w.warnings
-                        .push(format!("thread trace: dispatch {}: {e}", d.dispatch_id));
+                    warnings.push(format!("thread trace: dispatch {}: {e}", d.dispatch_id));
                 }
                 Some(listing)
             }
@@ -333,7 +342,13 @@ fn decode_all(
             dispatch_id: d.dispatch_id,
             shader_engines: ses,
         };
-        match writer.write_dispatch(&trace, &table, listing.as_ref()) {
+        writer.submit(trace, table, listing);
+        submitted.push((d.dispatch_id, warnings));
+    }
+    let (_, results) = writer.finish();
+    for ((dispatch_id, warnings), result) in submitted.into_iter().zip(results) {
+        w.warnings.extend(warnings);
+        match result {
             Ok(summary) => {
                 if summary.fallback_rows > 0 && said.insert("fallback".into()) {
                     w.warnings.push(
@@ -347,7 +362,7 @@ fn decode_all(
             }
             Err(e) => w
                 .warnings
-                .push(format!("thread trace: dispatch {}: {e}", d.dispatch_id)),
+                .push(format!("thread trace: dispatch {dispatch_id}: {e}")),
         }
     }
 }
