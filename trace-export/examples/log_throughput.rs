@@ -1,10 +1,21 @@
 //! Record log and exporter throughput: N HSA API records (default 3 M) written through the real
 //! writer (a shared file mapping, chunks handed out by the grower thread), read back (checksums
-//! verified), then written as `hsa_api_trace.csv` and as each one-file format (rocpd, JSON,
-//! Perfetto), each stage timed. Prints one line per stage and a final `rows=<N> write_ns=<…>
-//! read_ns=<…> csv_ns=<…>` line.
+//! verified, the calls sorted into runs spilled beside the log), then written as
+//! `hsa_api_trace.csv` and as each one-file format (rocpd, JSON, Perfetto), each stage timed.
+//! Prints one line per stage and a final `rows=<N> write_ns=<…> read_ns=<…> csv_ns=<…>
+//! rocpd_ns=<…> json_ns=<…> pftrace_ns=<…>` line. The figures issue 25 sets targets for are
+//! `log read` (records per second of `ProcessTrace::read`), `json` (records per second of
+//! `write_json` over the view) and `rocpd` (rows per second of `write_rocpd`: an event and a
+//! region per call).
 //!
-//! `cargo run --release -p trace-export --example log_throughput [N]`
+//! `cargo run --release -p trace-export --example log_throughput [N] [--mixed] [--keep DIR]
+//! [--only FORMAT]`
+//!
+//! `--mixed` spreads the calls over three threads whose chunks interleave in the log, HIP calls
+//! enclosing HSA calls, zero-length calls (rocpd samples) and repeated correlation ids, so the
+//! reader's sort, the merge and the view's id rules all have work; `--keep DIR` keeps every
+//! output file there (to compare two builds' outputs byte for byte); `--only rocpd|json|pftrace`
+//! writes only that one-file format (for a profile of it).
 
 use std::time::Instant;
 use trace_export::csv::{CsvSelection, write_csv};
@@ -14,11 +25,50 @@ use trace_records::agents::AgentLabels;
 use trace_records::log::FileHeader;
 use trace_records::{ApiDomain, ApiRecord, OperationName, ProcessTrace};
 
+/// The `k`-th call of the `--mixed` shape: on thread `k % 3`, every fourth one a HIP call
+/// enclosing the three after it on its thread (HSA calls, one of them zero-length), every 97th
+/// repeating the correlation id before it.
+fn mixed(k: u64) -> (u32, ApiRecord) {
+    let thread = (k % 3) as u32;
+    let step = k / 3;
+    let (start, end, domain) = match step % 4 {
+        0 => (step * 100, step * 100 + 390, ApiDomain::HipRuntime),
+        1 => (step * 100 - 80, step * 100 - 60, ApiDomain::HsaCore),
+        2 => (step * 100 - 150, step * 100 - 150, ApiDomain::HsaAmdExt),
+        _ => (step * 100 - 220, step * 100 - 200, ApiDomain::HsaCore),
+    };
+    let base = 1_000_000_000 + u64::from(thread) * 7;
+    let correlation_id = if k % 97 == 96 { k } else { k + 1 };
+    let r = ApiRecord {
+        correlation_id,
+        start: base + start,
+        end: base + end,
+        thread_id: 1000 + thread,
+        operation: (k % 125) as u16,
+        domain: domain as u8,
+        reserved: 0,
+    };
+    (thread, r)
+}
+
 fn main() {
-    let n: u64 = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(3_000_000);
+    let mut n: u64 = 3_000_000;
+    let mut shape_mixed = false;
+    let mut keep: Option<std::path::PathBuf> = None;
+    let mut only: Option<String> = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--mixed" => shape_mixed = true,
+            "--keep" => keep = args.next().map(Into::into),
+            "--only" => only = args.next(),
+            other => {
+                n = other
+                    .parse()
+                    .expect("N, --mixed, --keep DIR or --only FORMAT")
+            }
+        }
+    }
     let dir = std::env::temp_dir().join(format!("log-throughput-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
 
@@ -32,17 +82,49 @@ fn main() {
     )
     .unwrap();
     let mut chunk = log.take(1).unwrap();
-    for op in 0..125u16 {
-        let name = format!("hsa_operation_{op}");
-        assert!(chunk.push_string(u32::from(op) + 1, &name));
-        assert!(chunk.push(&OperationName {
-            name: u32::from(op) + 1,
-            operation: op,
-            domain: 1,
-            reserved: 0,
-        }));
+    let domains: &[ApiDomain] = if shape_mixed {
+        &[
+            ApiDomain::HsaCore,
+            ApiDomain::HsaAmdExt,
+            ApiDomain::HipRuntime,
+        ]
+    } else {
+        &[ApiDomain::HsaCore]
+    };
+    for (d, &domain) in domains.iter().enumerate() {
+        for op in 0..125u16 {
+            let id = (d as u32) * 1000 + u32::from(op) + 1;
+            let name = match domain {
+                ApiDomain::HsaCore => format!("hsa_operation_{op}"),
+                other => format!("{other:?}_operation_{op}"),
+            };
+            assert!(chunk.push_string(id, &name));
+            assert!(chunk.push(&OperationName {
+                name: id,
+                operation: op,
+                domain: domain as u8,
+                reserved: 0,
+            }));
+        }
     }
-    for i in 0..n {
+    if shape_mixed {
+        let mut chunks = vec![chunk, log.take(1001).unwrap(), log.take(1002).unwrap()];
+        for k in 0..n {
+            let (t, r) = mixed(k);
+            let c = &mut chunks[t as usize];
+            if !c.push(&r) {
+                let full = std::mem::replace(c, log.take(r.thread_id).unwrap());
+                log.seal(full);
+                assert!(c.push(&r));
+            }
+        }
+        let last = chunks.pop().unwrap();
+        for c in chunks {
+            log.seal(c);
+        }
+        chunk = last;
+    }
+    for i in (0..n).filter(|_| !shape_mixed) {
         let r = ApiRecord {
             correlation_id: i + 1,
             start: 1_000_000_000 + i * 50,
@@ -126,9 +208,22 @@ fn main() {
             },
         ),
     ] {
+        if only.as_ref().is_some_and(|o| o != name) {
+            continue;
+        }
         let t = Instant::now();
         let done = write(&dir.join(file), &run, std::slice::from_ref(&view));
         formats.push((name, done.map(|()| t.elapsed().as_nanos())));
+    }
+    if let Some(keep) = &keep {
+        std::fs::create_dir_all(keep).unwrap();
+        for f in std::iter::once(files[0].clone()).chain(
+            ["out_results.db", "out_results.json", "out_results.pftrace"].map(|f| dir.join(f)),
+        ) {
+            if f.exists() {
+                std::fs::copy(&f, keep.join(f.file_name().unwrap())).unwrap();
+            }
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 
@@ -154,11 +249,27 @@ fn main() {
         trace.api.spilled_runs(),
         rate(resolved_ns)
     );
+    let mut last = format!("rows={n} write_ns={write_ns} read_ns={read_ns} csv_ns={csv_ns}");
     for (name, done) in formats {
-        match done {
-            Ok(ns) => println!("{name:<10}: {:>8.2} M records/s", rate(ns)),
+        match &done {
+            // rocpd: an event and a region (or, zero-length, a sample) per call.
+            &Ok(ns) if name == "rocpd" => println!(
+                "{name:<10}: {:>8.2} M records/s = {:.2} M rows/s (an event and a region per call)",
+                rate(ns),
+                2.0 * rate(ns)
+            ),
+            // Perfetto: a begin and an end event per call.
+            &Ok(ns) if name == "pftrace" => println!(
+                "{name:<10}: {:>8.2} M records/s = {:.2} M events/s",
+                rate(ns),
+                2.0 * rate(ns)
+            ),
+            &Ok(ns) => println!("{name:<10}: {:>8.2} M records/s", rate(ns)),
             Err(e) => println!("{name:<10}: not written: {e}"),
         }
+        if let Ok(ns) = done {
+            last.push_str(&format!(" {name}_ns={ns}"));
+        }
     }
-    println!("rows={n} write_ns={write_ns} read_ns={read_ns} csv_ns={csv_ns}");
+    println!("{last}");
 }

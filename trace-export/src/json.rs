@@ -65,6 +65,7 @@
 mod args;
 mod code_objects;
 mod config;
+mod layout;
 mod names;
 mod summary;
 
@@ -72,6 +73,7 @@ pub use config::{JsonOptions, OutputConfig};
 
 use crate::Error;
 use crate::view::{Api, ProcessView, RunInfo, tracing_kind};
+use layout::{Open, number, value};
 use names::size;
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
@@ -91,19 +93,11 @@ pub fn write_json(
     options: &JsonOptions,
 ) -> Result<(), Error> {
     let node = Node::of_this_machine(&run.hostname);
-    let document = Document {
-        node: &node,
-        run,
-        options,
-        processes,
-    };
     // An error that is not the file's (none is expected: every key is a string) is reported
     // as the format's, not as I/O.
     let mut failure = None;
     let written = crate::output::write_whole(path, |out| {
-        let formatter = serde_json::ser::PrettyFormatter::with_indent(b"");
-        let mut serializer = serde_json::Serializer::with_formatter(&mut *out, formatter);
-        match document.serialize(&mut serializer) {
+        match write_document(out, &node, run, options, processes) {
             Ok(()) => match crate::view::check_all(processes) {
                 Ok(()) => out.write_all(b"\n"),
                 Err(e) => {
@@ -128,6 +122,25 @@ pub fn write_json(
     }
 }
 
+/// The whole file: `{"rocprofiler-sdk-tool": [<process>, …]}`.
+fn write_document(
+    out: &mut crate::output::Out,
+    node: &Node,
+    run: &RunInfo,
+    options: &JsonOptions,
+    processes: &[ProcessView<'_>],
+) -> serde_json::Result<()> {
+    let mut document = Open::object(out)?;
+    document.key(out, "rocprofiler-sdk-tool")?;
+    let mut list = Open::array(out)?;
+    for view in processes {
+        list.item(out)?;
+        Process::new(view, node, run, options).write(out)?;
+    }
+    list.close(out)?;
+    document.close(out)
+}
+
 /// A JSON array of what the closure's iterator yields, serialized as it is iterated.
 struct Seq<F>(F);
 
@@ -144,27 +157,6 @@ where
 
 /// `[]`.
 const EMPTY: [u8; 0] = [];
-
-/// The whole file.
-struct Document<'a, 'v> {
-    node: &'a Node,
-    run: &'a RunInfo,
-    options: &'a JsonOptions,
-    processes: &'a [ProcessView<'v>],
-}
-
-impl Serialize for Document<'_, '_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(1))?;
-        let processes = Seq(|| {
-            self.processes
-                .iter()
-                .map(|view| Process::new(view, self.node, self.run, self.options))
-        });
-        m.serialize_entry("rocprofiler-sdk-tool", &processes)?;
-        m.end()
-    }
-}
 
 /// `{"handle": ...}`.
 #[derive(Serialize, Clone, Copy)]
@@ -280,7 +272,9 @@ impl<'a, 'v> Process<'a, 'v> {
             lo = lo.min(start).min(end);
             hi = hi.max(start).max(end);
         };
-        v.trace.api.iter().for_each(|r| see(r.start, r.end));
+        if let Some((lo, hi)) = v.api_bounds() {
+            see(lo, hi);
+        }
         v.copies.iter().for_each(|c| see(c.start, c.end));
         v.markers.iter().for_each(|m| see(m.start, m.end));
         v.trace.allocations.iter().for_each(|a| see(a.start, a.end));
@@ -320,6 +314,9 @@ impl<'a, 'v> Process<'a, 'v> {
         self.dispatches.get(&c.dispatch_id).copied()
     }
 
+    /// An API record as serde_json would write it (what [`Process::api_text`] writes by
+    /// hand; compared in a test).
+    #[cfg(test)]
     fn api_record(&self, a: &Api) -> ApiOut {
         let r = a.record;
         let hip = a.domain.is_hip();
@@ -341,17 +338,6 @@ impl<'a, 'v> Process<'a, 'v> {
             retval,
             stream_id: hip.then(|| Handle::of(self.view.stream_of(r.correlation_id).unwrap_or(0))),
         }
-    }
-
-    /// The API records of the domains `pick` accepts, in time order.
-    fn api_records(
-        &self,
-        pick: fn(ApiDomain) -> bool,
-    ) -> impl Iterator<Item = ApiOut> + use<'_, 'a, 'v> {
-        self.view
-            .api()
-            .filter(move |a| pick(a.domain))
-            .map(move |a| self.api_record(&a))
     }
 
     fn marker_record(&self, k: usize, m: &MarkerRecord) -> ApiOut {
@@ -587,11 +573,13 @@ impl<'a, 'v> Process<'a, 'v> {
     }
 }
 
-impl Serialize for Process<'_, '_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+impl Process<'_, '_> {
+    /// Writes the process's object.
+    fn write(&self, out: &mut crate::output::Out) -> serde_json::Result<()> {
         let v = self.view;
-        let mut m = s.serialize_map(Some(10))?;
-        m.serialize_entry(
+        let mut m = Open::object(out)?;
+        m.entry(
+            out,
             "metadata",
             &Metadata {
                 node: self.node,
@@ -602,16 +590,137 @@ impl Serialize for Process<'_, '_> {
                 config: self.options.config.as_ref(),
             },
         )?;
-        m.serialize_entry("agents", &Seq(|| v.agents().iter().map(AgentOut::of)))?;
-        m.serialize_entry("counters", &self.counter_infos())?;
-        m.serialize_entry("strings", &Strings(self))?;
-        m.serialize_entry("code_objects", &code_objects::CodeObjects(v.trace))?;
-        m.serialize_entry("kernel_symbols", &Seq(|| self.kernel_symbols()))?;
-        m.serialize_entry("host_functions", &code_objects::HostFunctions(v.trace))?;
-        m.serialize_entry("summary", &self.summary())?;
-        m.serialize_entry("callback_records", &CallbackRecords(self))?;
-        m.serialize_entry("buffer_records", &BufferRecords(self))?;
-        m.end()
+        m.entry(out, "agents", &Seq(|| v.agents().iter().map(AgentOut::of)))?;
+        m.entry(out, "counters", &self.counter_infos())?;
+        m.entry(out, "strings", &Strings(self))?;
+        m.entry(out, "code_objects", &code_objects::CodeObjects(v.trace))?;
+        m.entry(out, "kernel_symbols", &Seq(|| self.kernel_symbols()))?;
+        m.entry(out, "host_functions", &code_objects::HostFunctions(v.trace))?;
+        m.entry(out, "summary", &self.summary())?;
+        m.entry(out, "callback_records", &CallbackRecords(self))?;
+        m.key(out, "buffer_records")?;
+        self.write_buffer_records(out)?;
+        m.close(out)
+    }
+
+    /// `buffer_records`.
+    fn write_buffer_records(&self, out: &mut crate::output::Out) -> serde_json::Result<()> {
+        let v = self.view;
+        let mut m = Open::object(out)?;
+        let dispatches = Seq(|| {
+            let records = if self.kernel_trace {
+                &v.dispatches[..]
+            } else {
+                &[]
+            };
+            records.iter().map(|d| self.dispatch_record(d))
+        });
+        m.entry(out, "kernel_dispatch", &dispatches)?;
+        let mut text = Vec::with_capacity(512);
+        for (key, pick) in [
+            ("hip_api", ApiDomain::is_hip as fn(ApiDomain) -> bool),
+            ("hsa_api", ApiDomain::is_hsa),
+        ] {
+            m.key(out, key)?;
+            let mut list = Open::array(out)?;
+            self.write_api_records(out, &mut list, &mut text, pick)?;
+            list.close(out)?;
+        }
+        m.key(out, "marker_api")?;
+        let mut list = Open::array(out)?;
+        for (k, r) in v.markers.iter().enumerate() {
+            list.item(out)?;
+            value(&mut *out, &self.marker_record(k, r))?;
+        }
+        self.write_api_records(out, &mut list, &mut text, is_marker)?;
+        list.close(out)?;
+        m.entry(out, "rccl_api", &EMPTY)?;
+        m.entry(
+            out,
+            "memory_copy",
+            &Seq(|| v.copies.iter().map(|c| self.copy_record(c))),
+        )?;
+        m.entry(
+            out,
+            "memory_allocation",
+            &Seq(|| {
+                v.trace
+                    .allocations
+                    .iter()
+                    .map(|a| self.allocation_record(a))
+            }),
+        )?;
+        m.entry(
+            out,
+            "scratch_memory",
+            &Seq(|| v.trace.scratch.iter().map(|e| self.scratch_record(e))),
+        )?;
+        for empty in [
+            "rocdecode_api",
+            "rocjpeg_api",
+            "pc_sample_host_trap",
+            "pc_sample_stochastic",
+        ] {
+            m.entry(out, empty, &EMPTY)?;
+        }
+        m.close(out)
+    }
+
+    /// The API records of the domains `pick` accepts, in time order, as members of `list`
+    /// (no pass over the calls when none is of those domains).
+    fn write_api_records(
+        &self,
+        out: &mut crate::output::Out,
+        list: &mut Open,
+        text: &mut Vec<u8>,
+        pick: fn(ApiDomain) -> bool,
+    ) -> serde_json::Result<()> {
+        if self.view.api_count(pick) == 0 {
+            return Ok(());
+        }
+        for a in self.view.api().filter(|a| pick(a.domain)) {
+            list.item(out)?;
+            text.clear();
+            self.api_text(text, &a)?;
+            out.write_all(text).map_err(layout::io)?;
+        }
+        Ok(())
+    }
+
+    /// An API record's text, as serde_json writes its [`ApiOut`] (`api_record`), appended to
+    /// `text`.
+    fn api_text(&self, text: &mut Vec<u8>, a: &Api) -> serde_json::Result<()> {
+        let r = &a.record;
+        text.extend_from_slice(b"{\n\"size\": ");
+        number(text, size::API_RECORD);
+        text.extend_from_slice(b",\n\"kind\": ");
+        number(text, tracing_kind(a.domain));
+        text.extend_from_slice(b",\n\"operation\": ");
+        number(text, r.operation);
+        text.extend_from_slice(b",\n\"correlation_id\": {\n\"internal\": ");
+        number(text, a.id);
+        text.extend_from_slice(b",\n\"external\": 0,\n\"ancestor\": ");
+        number(text, a.ancestor);
+        text.extend_from_slice(b"\n},\n\"start_timestamp\": ");
+        number(text, r.start);
+        text.extend_from_slice(b",\n\"end_timestamp\": ");
+        number(text, r.end);
+        text.extend_from_slice(b",\n\"thread_id\": ");
+        number(text, r.thread_id);
+        if a.domain.is_hip() {
+            let (args, retval) = args::of(self.view, r);
+            text.extend_from_slice(b",\n\"args\": ");
+            value(&mut *text, &args)?;
+            if let Some(retval) = retval {
+                text.extend_from_slice(b",\n\"retval\": ");
+                value(&mut *text, &retval)?;
+            }
+            text.extend_from_slice(b",\n\"stream_id\": {\n\"handle\": ");
+            number(text, self.view.stream_of(r.correlation_id).unwrap_or(0));
+            text.extend_from_slice(b"\n}");
+        }
+        text.extend_from_slice(b"\n}");
+        Ok(())
     }
 }
 
@@ -1212,59 +1321,6 @@ impl Serialize for CallbackRecords<'_, '_, '_> {
     }
 }
 
-/// `buffer_records`.
-struct BufferRecords<'p, 'a, 'v>(&'p Process<'a, 'v>);
-
-impl Serialize for BufferRecords<'_, '_, '_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let p = self.0;
-        let v = p.view;
-        let mut m = s.serialize_map(Some(12))?;
-        let dispatches = Seq(|| {
-            let records = if p.kernel_trace {
-                &v.dispatches[..]
-            } else {
-                &[]
-            };
-            records.iter().map(|d| p.dispatch_record(d))
-        });
-        m.serialize_entry("kernel_dispatch", &dispatches)?;
-        m.serialize_entry("hip_api", &Seq(|| p.api_records(ApiDomain::is_hip)))?;
-        m.serialize_entry("hsa_api", &Seq(|| p.api_records(ApiDomain::is_hsa)))?;
-        let markers = Seq(|| {
-            let ranges = v
-                .markers
-                .iter()
-                .enumerate()
-                .map(|(k, r)| p.marker_record(k, r));
-            ranges.chain(p.api_records(is_marker))
-        });
-        m.serialize_entry("marker_api", &markers)?;
-        m.serialize_entry("rccl_api", &EMPTY)?;
-        m.serialize_entry(
-            "memory_copy",
-            &Seq(|| v.copies.iter().map(|c| p.copy_record(c))),
-        )?;
-        m.serialize_entry(
-            "memory_allocation",
-            &Seq(|| v.trace.allocations.iter().map(|a| p.allocation_record(a))),
-        )?;
-        m.serialize_entry(
-            "scratch_memory",
-            &Seq(|| v.trace.scratch.iter().map(|e| p.scratch_record(e))),
-        )?;
-        for empty in [
-            "rocdecode_api",
-            "rocjpeg_api",
-            "pc_sample_host_trap",
-            "pc_sample_stochastic",
-        ] {
-            m.serialize_entry(empty, &EMPTY)?;
-        }
-        m.end()
-    }
-}
-
 /// Whether `d` is a ROCTx API domain.
 fn is_marker(d: ApiDomain) -> bool {
     !d.is_hip() && !d.is_hsa()
@@ -1300,5 +1356,69 @@ mod tests {
         assert_eq!(json["ASICRevision"], 3);
         assert!(json.get("Reserved").is_none());
         assert_eq!(json.as_object().unwrap().len(), 23);
+    }
+
+    #[test]
+    fn hand_written_api_records_are_what_serde_writes() {
+        let call = |correlation_id, start, end, thread_id, domain: ApiDomain| ApiRecord {
+            correlation_id,
+            start,
+            end,
+            thread_id,
+            operation: 3,
+            domain: domain as u8,
+            reserved: 0,
+        };
+        let calls = vec![
+            call(1, 10, 100, 7, ApiDomain::HipRuntime),
+            call(2, 20, 30, 7, ApiDomain::HsaCore),
+            call(1, 40, 50, 7, ApiDomain::HsaAmdExt),
+            call(u64::MAX - 1, 60, 60, u32::MAX, ApiDomain::HipCompiler),
+            call(5, 70, 80, 9, ApiDomain::MarkerCore),
+            call(6, 90, 95, 9, ApiDomain::HipRuntime),
+        ];
+        let mut trace = trace_records::ProcessTrace::default();
+        trace.strings.insert(1, "hipMalloc".into());
+        trace.operations.insert((ApiDomain::HipRuntime as u8, 3), 1);
+        trace.api_args.insert(
+            trace_records::ApiArgs::key(&calls[0]),
+            trace_records::ApiArgs {
+                header: ApiArgsHeader {
+                    rax: 0,
+                    int_words: 2,
+                    sse_words: 0,
+                    stack_words: 0,
+                    strings: 0,
+                    reserved: 0,
+                },
+                words: vec![0x7f00_1000, 4096],
+                strings: Vec::new(),
+            },
+        );
+        trace.dispatches.push(KernelDispatchRecord {
+            correlation_id: 6,
+            stream_id: 0x55,
+            ..Default::default()
+        });
+        trace.api = calls.into();
+        let labels = trace_records::agents::AgentLabels::default();
+        let view = ProcessView::new(&trace, &labels);
+        let (node, run, options) = (Node::default(), RunInfo::default(), JsonOptions::default());
+        let p = Process::new(&view, &node, &run, &options);
+        let mut texts = Vec::new();
+        for a in view.api() {
+            let mut text = Vec::new();
+            p.api_text(&mut text, &a).unwrap();
+            let mut want = Vec::new();
+            value(&mut want, &p.api_record(&a)).unwrap();
+            let text = String::from_utf8(text).unwrap();
+            assert_eq!(text, String::from_utf8(want).unwrap());
+            texts.push(text);
+        }
+        assert_eq!(texts.len(), 6);
+        assert!(texts[0].contains("\"args\": [\n{"), "{}", texts[0]);
+        assert!(texts[0].contains("\"retval\": {"), "{}", texts[0]);
+        assert!(texts.iter().any(|t| t.contains("\"handle\": 85")));
+        assert!(texts.iter().any(|t| t.contains("\"args\": [],")));
     }
 }

@@ -70,6 +70,10 @@ pub struct ProcessView<'a> {
     pub has_hip_calls: bool,
     /// The highest correlation id any record holds; fresh ids are given above it.
     highest: u64,
+    /// How many API calls of each domain (by the domain a call resolves to, [`Api::domain`]).
+    domain_calls: [usize; 256],
+    /// The least and greatest timestamp (start or end) of any API call, unfiltered.
+    api_bounds: Option<(u64, u64)>,
     symbols: HashMap<u64, &'a KernelSymbolRecord>,
     /// By the correlation id of a dispatch, copy or marker: the call that issued it.
     issuing: HashMap<u64, Api>,
@@ -128,17 +132,24 @@ impl<'a> ProcessView<'a> {
             .chain(trace.scratch.iter().map(|s| s.correlation_id))
             .max()
             .unwrap_or(0);
-        let mut has_hip_calls = false;
         let mut last_thread = None;
+        let mut domain_calls = [0usize; 256];
+        let (mut lo, mut hi) = (u64::MAX, 0u64);
         for r in trace.api.iter() {
             highest = highest.max(r.correlation_id);
             see(r.start, r.end);
+            lo = lo.min(r.start.min(r.end));
+            hi = hi.max(r.start.max(r.end));
             if last_thread != Some(r.thread_id) {
                 threads.insert(r.thread_id);
                 last_thread = Some(r.thread_id);
             }
-            has_hip_calls |= ApiDomain::from_u8(r.domain).is_some_and(ApiDomain::is_hip);
+            domain_calls[domain_of(r.domain) as usize] += 1;
         }
+        let api_bounds = (!trace.api.is_empty()).then_some((lo, hi));
+        let has_hip_calls = ApiDomain::ALL
+            .iter()
+            .any(|&d| d.is_hip() && domain_calls[d as usize] > 0);
         let span = span.unwrap_or((trace.created_ns, trace.created_ns));
 
         let mut view = ProcessView {
@@ -153,6 +164,8 @@ impl<'a> ProcessView<'a> {
             span,
             has_hip_calls,
             highest,
+            domain_calls,
+            api_bounds,
             symbols: trace.symbols_by_id(),
             issuing: HashMap::new(),
             streams,
@@ -202,6 +215,21 @@ impl<'a> ProcessView<'a> {
     /// How many API calls.
     pub fn api_len(&self) -> usize {
         self.trace.api.len()
+    }
+
+    /// How many API calls are of a domain `pick` accepts (by [`Api::domain`]), so a writer
+    /// can leave out a pass over the calls that would find none.
+    pub fn api_count(&self, pick: impl Fn(ApiDomain) -> bool) -> usize {
+        ApiDomain::ALL
+            .iter()
+            .filter(|&&d| pick(d))
+            .map(|&d| self.domain_calls[d as usize])
+            .sum()
+    }
+
+    /// The least and greatest timestamp, start or end, of any API call (`None`: no calls).
+    pub fn api_bounds(&self) -> Option<(u64, u64)> {
+        self.api_bounds
     }
 
     /// Whether every pass over the API calls read them all (a spilled run may fail to read
@@ -302,11 +330,28 @@ impl Iterator for ApiIter<'_> {
         stack.push((r.end, id));
         Some(Api {
             record: r,
-            domain: ApiDomain::from_u8(r.domain).unwrap_or(ApiDomain::HsaCore),
+            domain: domain_of(r.domain),
             id,
             ancestor,
         })
     }
+}
+
+/// Each domain by its number; an unknown number reads as [`ApiDomain::HsaCore`].
+const DOMAINS: [ApiDomain; 256] = {
+    let mut t = [ApiDomain::HsaCore; 256];
+    let mut k = 0;
+    while k < ApiDomain::ALL.len() {
+        t[ApiDomain::ALL[k] as usize] = ApiDomain::ALL[k];
+        k += 1;
+    }
+    t
+};
+
+/// The domain a call's stored domain number resolves to (an unknown one: HSA core).
+#[inline]
+fn domain_of(number: u8) -> ApiDomain {
+    DOMAINS[usize::from(number)]
 }
 
 /// Gives ids: the recorded one to the first to carry it, fresh ones above the highest to the
