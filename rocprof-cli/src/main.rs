@@ -14,6 +14,7 @@ mod input;
 mod launch_options;
 mod messages;
 mod outputs;
+mod progress;
 mod report;
 mod run;
 mod scope;
@@ -143,6 +144,8 @@ use input::LogLevel;
 /// line rocprof prints is a notice, rendered as `rocprof: <level>: …`.
 fn init_logging(level: Option<LogLevel>, default: &str) {
     use tracing_subscriber::EnvFilter;
+    // The quiet levels show no progress either.
+    progress::set_quiet(matches!(level, Some(LogLevel::Fatal | LogLevel::Error)));
     let filter = match level {
         None => EnvFilter::new(default),
         Some(LogLevel::Fatal | LogLevel::Error) => EnvFilter::new("error"),
@@ -243,7 +246,9 @@ fn run(args: Vec<OsString>) -> Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
-    match run(std::env::args_os().collect()) {
+    let result = run(std::env::args_os().collect());
+    progress::end();
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("{}", report::error_line(&e));

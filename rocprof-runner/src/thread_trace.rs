@@ -7,7 +7,7 @@
 //! application at its end): it is said before the run, and the raw `.att` and `.out` files are
 //! written undecoded.
 
-use crate::notice::{LaunchNotice, Report};
+use crate::notice::{LaunchNotice, Progress, Report, Task};
 use crate::plan::{AttConfig, AttPlan};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -88,6 +88,7 @@ pub fn write_outputs(
     record_dir: &Path,
     staged: &OutputPrefix,
     final_dir: &Path,
+    report: &mut dyn Report,
 ) -> Written {
     let mut w = Written::default();
     let raw = record_dir.join(RAW_DIR);
@@ -157,7 +158,7 @@ pub fn write_outputs(
             return w;
         }
     };
-    decode_all(t, &decoder, &raw, final_dir, &mut w);
+    decode_all(t, &decoder, &raw, final_dir, &mut w, report);
     w
 }
 
@@ -204,6 +205,7 @@ fn decode_all(
     raw: &Path,
     final_dir: &Path,
     w: &mut Written,
+    report: &mut dyn Report,
 ) {
     use att::codeobj::{ByAddress, CodeObject, CodeObjectTable, Listing};
     let mut base = CodeObjectTable::new();
@@ -231,7 +233,12 @@ fn decode_all(
     let mut writer =
         att::outputs::AttWriter::new(final_dir, att::outputs::OutputOptions::default());
     let mut said = std::collections::HashSet::new();
+    // Progress: one step per traced dispatch.
+    let (mut done, total) = (0, t.docs.thread_traces.len());
     for d in &t.docs.thread_traces {
+        let item = format!("dispatch {}", d.dispatch_id);
+        report.progress(Progress::new(Task::Decode, done, total, item));
+        done += 1;
         let gfx = agent_name(t, d.agent_node_id).unwrap_or("gfx1150");
         let disassembler = comgr.as_ref().and_then(|c| {
             c.disassembler(&att::comgr::isa_name(gfx))
@@ -339,6 +346,7 @@ fn decode_all(
                 .push(format!("thread trace: dispatch {}: {e}", d.dispatch_id)),
         }
     }
+    report.progress(Progress::new(Task::Decode, total, total, ""));
 }
 
 /// Without a disassembler: a kernel symbol per code object covering the instructions the
