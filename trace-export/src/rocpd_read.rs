@@ -1435,4 +1435,172 @@ mod tests {
         assert_eq!(t.api.len(), 1);
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    /// A process of `calls` (domain, name, start): each call its own correlation id.
+    fn calls(pid: u32, calls: &[(ApiDomain, &str, u64)]) -> ProcessTrace {
+        let mut t = ProcessTrace {
+            pid,
+            ppid: 1,
+            created_ns: 100,
+            ..ProcessTrace::default()
+        };
+        let mut api = Vec::new();
+        for (k, &(domain, name, start)) in calls.iter().enumerate() {
+            let id = k as StringId + 1;
+            t.strings.insert(id, name.to_owned());
+            t.operations.insert((domain as u8, k as u16), id);
+            api.push(ApiRecord {
+                correlation_id: 1 + k as u64,
+                start,
+                end: start + 10,
+                thread_id: pid,
+                operation: k as u16,
+                domain: domain as u8,
+                reserved: 0,
+            });
+        }
+        t.api = api.into_iter().collect();
+        t
+    }
+
+    /// (domain, name) of every call read back, in order.
+    fn names(t: &ProcessTrace) -> Vec<(u8, String)> {
+        t.api
+            .iter()
+            .map(|a| {
+                (
+                    a.domain,
+                    t.operation_name(a.domain, a.operation).into_owned(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_process_of_a_file_reads_its_own_strings() {
+        // String ids are per process: the same ids name other strings in the second one.
+        let one = calls(
+            7,
+            &[
+                (ApiDomain::HsaCore, "hsa_init", 1_000),
+                (ApiDomain::HsaCore, "hsa_shut_down", 2_000),
+            ],
+        );
+        let two = calls(
+            8,
+            &[
+                (ApiDomain::HipRuntime, "hipMalloc", 1_500),
+                (ApiDomain::HipRuntime, "hipFree", 2_500),
+            ],
+        );
+        let dir = scratch("strings");
+        let path = dir.join("two.db");
+        let labels = AgentLabels::new(Vec::new(), AgentIndex::default());
+        let run = RunInfo {
+            hostname: "h".into(),
+            command: vec!["app".into()],
+        };
+        let views = [
+            ProcessView::new(&one, &labels),
+            ProcessView::new(&two, &labels),
+        ];
+        crate::rocpd::write_rocpd(&path, &run, &views).unwrap();
+        let back = read(&path).unwrap();
+        let by_pid = |pid: u32| back.iter().find(|t| t.pid == pid).unwrap();
+        let hsa = ApiDomain::HsaCore as u8;
+        let hip = ApiDomain::HipRuntime as u8;
+        assert_eq!(
+            names(by_pid(7)),
+            [
+                (hsa, "hsa_init".to_owned()),
+                (hsa, "hsa_shut_down".to_owned())
+            ]
+        );
+        assert_eq!(
+            names(by_pid(8)),
+            [(hip, "hipMalloc".to_owned()), (hip, "hipFree".to_owned())]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A schema-3 file as upstream's tables have it (no suffix), with the given rows.
+    fn upstream(name: &str, rows: &str) -> std::path::PathBuf {
+        let dir = scratch(name);
+        let path = dir.join("upstream.db");
+        let db = Connection::open(&path).unwrap();
+        db.execute_batch(&format!(
+            "CREATE TABLE rocpd_string (id INTEGER PRIMARY KEY, guid TEXT, string TEXT);
+             CREATE TABLE rocpd_info_process (id INTEGER PRIMARY KEY, guid TEXT, pid INTEGER,
+                 ppid INTEGER, init INTEGER);
+             CREATE TABLE rocpd_event (id INTEGER PRIMARY KEY, guid TEXT, category_id INTEGER,
+                 stack_id INTEGER, parent_stack_id INTEGER, correlation_id INTEGER, extdata TEXT);
+             CREATE TABLE rocpd_region (id INTEGER PRIMARY KEY, guid TEXT, pid INTEGER,
+                 start INTEGER, end INTEGER, tid INTEGER, name_id INTEGER, event_id INTEGER);
+             CREATE TABLE rocpd_kernel_dispatch (id INTEGER PRIMARY KEY, guid TEXT,
+                 pid INTEGER, tid INTEGER, agent_id INTEGER, kernel_id INTEGER,
+                 dispatch_id INTEGER, queue_id INTEGER, stream_id INTEGER, start INTEGER,
+                 end INTEGER, private_segment_size INTEGER, group_segment_size INTEGER,
+                 workgroup_size_x INTEGER, workgroup_size_y INTEGER, workgroup_size_z INTEGER,
+                 grid_size_x INTEGER, grid_size_y INTEGER, grid_size_z INTEGER,
+                 event_id INTEGER);
+             INSERT INTO rocpd_info_process VALUES (1, 'g', 7, 1, 100);
+             {rows}"
+        ))
+        .unwrap();
+        path
+    }
+
+    #[test]
+    fn operations_are_numbered_by_first_use_in_time_whatever_the_row_order() {
+        // The later call is stored first.
+        let path = upstream(
+            "order",
+            "INSERT INTO rocpd_string VALUES (1, 'g', 'HSA_CORE_API'), (2, 'g', 'late'),
+                 (3, 'g', 'early');
+             INSERT INTO rocpd_event VALUES (1, 'g', 1, 1, 0, 0, '{}'), (2, 'g', 1, 2, 0, 0, '{}'),
+                 (3, 'g', 1, 3, 0, 0, '{}');
+             INSERT INTO rocpd_region VALUES (1, 'g', 7, 3000, 3100, 7, 2, 1),
+                 (2, 'g', 7, 1000, 1100, 7, 3, 2), (3, 'g', 7, 2000, 2100, 7, 2, 3);",
+        );
+        let back = read(&path).unwrap();
+        let t = &back[0];
+        let d = ApiDomain::HsaCore as u8;
+        assert_eq!(t.operation_name(d, 0), "early");
+        assert_eq!(t.operation_name(d, 1), "late");
+        let ops: Vec<(u64, u16)> = t.api.iter().map(|a| (a.start, a.operation)).collect();
+        assert_eq!(ops, [(1000, 0), (2000, 1), (3000, 1)]);
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn a_dispatch_takes_the_stack_id_of_the_outermost_call_it_descends_from() {
+        // hipLaunchKernel (stack 10) calls an HSA function (stack 11, parent 10), whose
+        // dispatch carries stack 11: it belongs to the outermost call, 10. A dispatch without
+        // a stack keeps its external correlation id.
+        let path = upstream(
+            "roots",
+            "INSERT INTO rocpd_string VALUES (1, 'g', 'HIP_RUNTIME_API'), (2, 'g', 'HSA_CORE_API'),
+                 (3, 'g', 'KERNEL_DISPATCH'), (4, 'g', 'hipLaunchKernel'),
+                 (5, 'g', 'hsa_signal_store');
+             INSERT INTO rocpd_event VALUES (1, 'g', 1, 10, 0, 0, '{}'),
+                 (2, 'g', 2, 11, 10, 0, '{}'), (3, 'g', 3, 11, 10, 0, '{}'),
+                 (4, 'g', 3, 0, 0, 42, '{}');
+             INSERT INTO rocpd_region VALUES (1, 'g', 7, 1000, 2000, 7, 4, 1),
+                 (2, 'g', 7, 1100, 1200, 7, 5, 2);
+             INSERT INTO rocpd_kernel_dispatch VALUES
+                 (1, 'g', 7, 7, 1, 1, 1, 1, 0, 3000, 4000, 0, 0, 64, 1, 1, 64, 1, 1, 3),
+                 (2, 'g', 7, 7, 1, 1, 2, 1, 0, 5000, 6000, 0, 0, 64, 1, 1, 64, 1, 1, 4);",
+        );
+        let back = read(&path).unwrap();
+        let t = &back[0];
+        let calls: Vec<u64> = t.api.iter().map(|a| a.correlation_id).collect();
+        assert_eq!(calls, [10, 11], "a call keeps its own stack id");
+        let dispatches: Vec<(u64, u64)> = t
+            .dispatches
+            .iter()
+            .map(|d| (d.dispatch_id, d.correlation_id))
+            .collect();
+        assert_eq!(dispatches, [(1, 10), (2, 42)]);
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
 }
