@@ -76,52 +76,9 @@ pub fn merge(inputs: &[PathBuf], output: &OutputOptions) -> Result<ExitCode> {
     if output.output_file.is_none() {
         settings.file = rocprof_runner::merge::DEFAULT_MERGED.into();
     }
-    let shown = std::cell::Cell::new(false);
-    let mut progress = MergeProgressLine {
-        terminal: std::io::IsTerminal::is_terminal(&std::io::stderr()),
-        shown: &shown,
-    };
-    let mut report = ClearingProgress(&shown);
-    let code = rocprof_runner::merge::merge(inputs, &cwd, &settings, &mut report, &mut progress);
-    ClearingProgress(&shown).clear();
+    let code = rocprof_runner::merge::merge(inputs, &cwd, &settings, &mut Terminal);
+    crate::progress::end();
     Ok(code?)
-}
-
-/// A merge's progress on one line of stderr, only on a terminal and once it takes longer
-/// than a second; the notices clear it first.
-struct MergeProgressLine<'a> {
-    terminal: bool,
-    shown: &'a std::cell::Cell<bool>,
-}
-
-impl rocprof_runner::merge::Progress for MergeProgressLine<'_> {
-    fn merge_progress(&mut self, p: rocprof_runner::merge::MergeProgress) {
-        if self.terminal && p.elapsed.as_secs() >= 1 {
-            eprint!(
-                "\r\x1b[Krocprof: merging: {}/{} inputs, {} processes",
-                p.inputs_done, p.inputs, p.processes
-            );
-            self.shown.set(true);
-        }
-    }
-}
-
-/// The terminal's report, clearing the progress line before each notice.
-struct ClearingProgress<'a>(&'a std::cell::Cell<bool>);
-
-impl ClearingProgress<'_> {
-    fn clear(&self) {
-        if self.0.replace(false) {
-            eprint!("\r\x1b[K");
-        }
-    }
-}
-
-impl rocprof_runner::notice::Report for ClearingProgress<'_> {
-    fn notice(&mut self, notice: rocprof_runner::notice::Notice) {
-        self.clear();
-        Terminal.notice(notice);
-    }
 }
 
 /// `rocprof convert <record-dir>…`.
@@ -151,9 +108,7 @@ pub fn run(args: &Args) -> Result<ExitCode> {
         outputs::validate(&manifest.outputs, &manifest.launch)?;
         jobs.push((dir, manifest));
     }
-    Ok(rocprof_runner::convert::convert_all(
-        jobs,
-        signals,
-        &mut Terminal,
-    ))
+    let code = rocprof_runner::convert::convert_all(jobs, signals, &mut Terminal);
+    crate::progress::end();
+    Ok(code)
 }

@@ -14,6 +14,7 @@ mod input;
 mod launch_options;
 mod messages;
 mod outputs;
+mod progress;
 mod report;
 mod run;
 mod scope;
@@ -143,6 +144,8 @@ use input::LogLevel;
 /// line rocprof prints is a notice, rendered as `rocprof: <level>: …`.
 fn init_logging(level: Option<LogLevel>, default: &str) {
     use tracing_subscriber::EnvFilter;
+    // The quiet levels show no progress either.
+    progress::set_quiet(matches!(level, Some(LogLevel::Fatal | LogLevel::Error)));
     let filter = match level {
         None => EnvFilter::new(default),
         Some(LogLevel::Fatal | LogLevel::Error) => EnvFilter::new("error"),
@@ -243,11 +246,153 @@ fn run(args: Vec<OsString>) -> Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
-    match run(std::env::args_os().collect()) {
+    let result = run(std::env::args_os().collect());
+    progress::end();
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("{}", report::error_line(&e));
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Every multi-value option (issue 28): the lists it takes, and that it never takes the
+    //! positional words after it (the inputs of `convert -i`/`merge`, the application).
+    use super::*;
+    use std::path::PathBuf;
+
+    fn run_mode(args: &[&str]) -> (RunCli, clap::ArgMatches) {
+        let args = std::iter::once("rocprof").chain(args.iter().copied());
+        let matches = <RunCli as clap::CommandFactory>::command()
+            .try_get_matches_from(args)
+            .unwrap();
+        let mut cli = <RunCli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap();
+        cli.run.group_pmc(&matches);
+        (cli, matches)
+    }
+
+    fn subcommand(args: &[&str]) -> Result<Cli, clap::Error> {
+        let args = std::iter::once("rocprof").chain(args.iter().copied());
+        let matches = one_value_per_option(<Cli as clap::CommandFactory>::command())
+            .try_get_matches_from(args)?;
+        <Cli as clap::FromArgMatches>::from_arg_matches(&matches)
+    }
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn pmc_groups_are_one_per_occurrence_and_split_as_rocprofv3_splits_them() {
+        let (cli, _) = run_mode(&[
+            "--pmc",
+            "SQ_WAVES",
+            "GRBM_COUNT",
+            "--pmc",
+            "A,B",
+            "--",
+            "app",
+        ]);
+        assert_eq!(
+            cli.run.pmc_groups(),
+            [strings(&["SQ_WAVES", "GRBM_COUNT"]), strings(&["A", "B"])]
+        );
+        assert_eq!(cli.app, ["app"]);
+    }
+
+    #[test]
+    fn run_mode_lists_take_every_word_up_to_the_next_option_and_the_app_after_dashes() {
+        let (cli, _) = run_mode(&[
+            "-f",
+            "csv",
+            "json,rocpd",
+            "--summary-groups",
+            "KERNEL_DISPATCH|MEMORY_COPY",
+            "HIP_API",
+            "--kernel-iteration-range",
+            "[1-3]",
+            "5",
+            "-P",
+            "1:2:0",
+            "3:4:1",
+            "--preload",
+            "a.so",
+            "b.so",
+            "--",
+            "app",
+            "-f",
+        ]);
+        let o = &cli.run.output;
+        assert_eq!(o.output_format, strings(&["csv", "json", "rocpd"]));
+        assert_eq!(
+            o.summary_groups,
+            strings(&["KERNEL_DISPATCH|MEMORY_COPY", "HIP_API"])
+        );
+        assert_eq!(
+            cli.run.scope.kernel_iteration_range,
+            strings(&["[1-3]", "5"])
+        );
+        assert_eq!(
+            cli.run.scope.collection_period,
+            strings(&["1:2:0", "3:4:1"])
+        );
+        assert_eq!(cli.run.launch.preload, strings(&["a.so", "b.so"]));
+        assert_eq!(
+            cli.app,
+            ["app", "-f"],
+            "the application's own words are its own"
+        );
+    }
+
+    #[test]
+    fn convert_inputs_are_every_word_after_i_repeated_or_not_and_stop_at_an_option() {
+        let inputs = |cli: Cli| match cli.command {
+            Command::Convert(a) => (a.inputs, a.output.output_format),
+            other => panic!("{other:?}"),
+        };
+        let want = vec![PathBuf::from("a.db"), PathBuf::from("b.db")];
+        for args in [
+            &["convert", "-i", "a.db", "b.db", "-f", "csv"][..],
+            &["convert", "-i", "a.db", "-i", "b.db", "-f", "csv"],
+            &["convert", "-f", "csv", "-i", "a.db", "b.db"],
+        ] {
+            let (got, formats) = inputs(subcommand(args).unwrap());
+            assert_eq!(got, want, "{args:?}");
+            assert_eq!(formats, ["csv"], "{args:?}");
+        }
+    }
+
+    #[test]
+    fn merge_lists_take_one_word_per_occurrence_so_the_inputs_stay_inputs() {
+        let cli = subcommand(&[
+            "merge",
+            "-f",
+            "csv,rocpd",
+            "--summary-groups",
+            "KERNEL_DISPATCH",
+            "--summary-groups",
+            "HIP_API|HSA_API",
+            "a.db",
+            "b.db",
+        ])
+        .unwrap();
+        let Command::Merge(m) = cli.command else {
+            panic!("not a merge")
+        };
+        assert_eq!(m.inputs, [PathBuf::from("a.db"), PathBuf::from("b.db")]);
+        assert_eq!(m.output.output_format, strings(&["csv", "rocpd"]));
+        assert_eq!(
+            m.output.summary_groups,
+            strings(&["KERNEL_DISPATCH", "HIP_API|HSA_API"])
+        );
+        // The word after a regex is an input, not a second regex.
+        let cli = subcommand(&["merge", "--summary-groups", "KERNEL_DISPATCH", "a.db"]).unwrap();
+        let Command::Merge(m) = cli.command else {
+            panic!("not a merge")
+        };
+        assert_eq!(m.inputs, [PathBuf::from("a.db")]);
     }
 }

@@ -90,7 +90,17 @@ pub fn terminal_text(notice: &Notice) -> String {
 }
 
 impl Report for Terminal {
+    fn progress(&mut self, progress: rocprof_runner::notice::Progress) {
+        crate::progress::update(&progress);
+    }
+
     fn notice(&mut self, notice: Notice) {
+        crate::progress::suspend(|| self.write_notice(notice));
+    }
+}
+
+impl Terminal {
+    fn write_notice(&mut self, notice: Notice) {
         if let Notice::Summary(s) = &notice {
             if let Some(pid) = s.pid {
                 line(&format!("summary of process {pid}:"));
@@ -119,7 +129,8 @@ impl Report for Terminal {
 /// `rocprof: <text>` on stderr, in one write (ranks sharing a terminal do not interleave);
 /// `text` is terminal-safe already.
 fn write_line(text: &str) {
-    let _ = std::io::stderr().write_all(format!("rocprof: {text}\n").as_bytes());
+    let line = format!("rocprof: {text}\n");
+    let _ = crate::progress::suspend(|| std::io::stderr().write_all(line.as_bytes()));
 }
 
 /// `rocprof: <text>` on stderr as one line: every control, bidirectional control and backslash

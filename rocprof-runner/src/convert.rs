@@ -8,8 +8,8 @@
 //! or damaged, records lost, an output that could not be written, or a signal.
 
 use crate::notice::{
-    CounterNotice, EndNotice, Finding, OutputNotice, RecordNotice, Report, SeenKernel, Stream,
-    SummaryText,
+    CounterNotice, EndNotice, Finding, OutputNotice, Progress, RecordNotice, Report, SeenKernel,
+    Stream, SummaryText, Task,
 };
 use crate::outputs::{self, Placement, Replacement, WriteFailure};
 use crate::placeholders::Context;
@@ -127,10 +127,16 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
         );
     }
     let mut traces: Vec<ProcessTrace> = Vec::new();
-    for log in &logs {
+    // Progress: each log read, then each process written.
+    for (k, log) in logs.iter().enumerate() {
         if signals.interrupted().is_some() {
             break;
         }
+        let item = format!(
+            "reading {}",
+            log.file_name().unwrap_or_default().to_string_lossy()
+        );
+        report.progress(Progress::new(Task::Convert, k, 2 * logs.len(), item));
         match ProcessTrace::read(log) {
             Ok(t) => {
                 for d in &t.damage {
@@ -244,9 +250,15 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
         let output_config = crate::output_config::output_config(settings, &ctx);
         let json = json_options(settings, &output_config);
         let mut decoded: Vec<PathBuf> = Vec::new();
+        let steps = (logs.len() + index, logs.len() + traces.len());
+        let step = |report: &mut dyn Report, what: &str| {
+            let item = format!("process {}: {what}", t.pid);
+            report.progress(Progress::new(Task::Convert, steps.0, steps.1, item));
+        };
         let staged = placement.stage(&prefix).and_then(|staged| {
             let mut files = Vec::new();
             if settings.formats.contains(&OutputFormat::Csv) {
+                step(report, "csv");
                 files =
                     write_csv(&staged, t, &labels, csv).map_err(|e| write_failure(e, &prefix))?;
             }
@@ -258,6 +270,7 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
                     continue;
                 };
                 let path = staged.file(name, ext);
+                step(report, ext);
                 let views = std::slice::from_ref(view);
                 if *format == OutputFormat::Otf2 {
                     files.extend(write_otf2(&path, &run, views, &prefix)?);
@@ -282,8 +295,14 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
                     .parent()
                     .map(Path::to_owned)
                     .unwrap_or_default();
-                let w =
-                    crate::thread_trace::write_outputs(t, plan, dir.path(), &staged, &final_dir);
+                let w = crate::thread_trace::write_outputs(
+                    t,
+                    plan,
+                    dir.path(),
+                    &staged,
+                    &final_dir,
+                    report,
+                );
                 for line in &w.warnings {
                     report.notice(
                         OutputNotice::ThreadTrace {
@@ -385,6 +404,8 @@ pub fn convert(job: Job, signals: &Signals, report: &mut dyn Report) -> Outcome 
             }
         }
     }
+    let steps = logs.len() + traces.len();
+    report.progress(Progress::new(Task::Convert, steps, steps, ""));
     if !too_small.is_empty() {
         report.notice(
             OutputNotice::BelowMinimum {

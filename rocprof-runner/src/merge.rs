@@ -9,7 +9,7 @@
 
 use crate::convert::{counter_values, order_processes, unique_prefix, write_failure};
 use crate::error::Error;
-use crate::notice::{EndNotice, OutputNotice, Report};
+use crate::notice::{EndNotice, OutputNotice, Progress, Report, Task};
 use crate::outputs::{self, Placement, WriteFailure};
 use crate::placeholders::Context;
 use crate::plan::{Launch, OutputFormat, OutputSettings};
@@ -67,30 +67,6 @@ fn read_input(path: &Path, report: &mut dyn Report) -> Result<Input, Error> {
     }
     Err(Error::MergeInputUnknown(path.to_owned()))
 }
-
-/// How far a merge is, after each input (the CLI shows it once a merge takes longer than a
-/// second, on a terminal).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MergeProgress {
-    /// Inputs read and written so far.
-    pub inputs_done: usize,
-    /// Inputs in all.
-    pub inputs: usize,
-    /// Processes written so far.
-    pub processes: usize,
-    /// Since the merge started.
-    pub elapsed: std::time::Duration,
-}
-
-/// Receives [`MergeProgress`] (a no-op by default).
-pub trait Progress {
-    /// One more input done.
-    fn merge_progress(&mut self, _progress: MergeProgress) {}
-}
-
-/// No progress shown.
-pub struct NoProgress;
-impl Progress for NoProgress {}
 
 /// The run facts of a merge: the first record directory's launch (its manifest only), else
 /// this process's.
@@ -283,15 +259,14 @@ fn csv_selection(settings: &OutputSettings) -> CsvSelection {
 /// Merges `inputs` (relative to `cwd`) into the outputs `settings` ask for, one input at a
 /// time: each is read, its processes written (CSV, the one database) and dropped before the
 /// next is read, so memory holds one input whatever their number — except for JSON and
-/// Perfetto, whose writers need every process at once.
+/// Perfetto, whose writers need every process at once. How far it is goes to
+/// [`Report::progress`] before each input (steps: inputs) and at the end.
 pub fn merge(
     inputs: &[PathBuf],
     cwd: &Path,
     settings: &OutputSettings,
     report: &mut dyn Report,
-    progress: &mut dyn Progress,
 ) -> Result<ExitCode, Error> {
-    let started = std::time::Instant::now();
     let paths: Vec<PathBuf> = inputs.iter().map(|i| cwd.join(i)).collect();
     if let Some(p) = paths.iter().find(|p| !input_kind_known(p)) {
         return Err(Error::MergeInputUnknown(p.clone()));
@@ -318,6 +293,12 @@ pub fn merge(
     let mut first: Option<(u32, u32)> = None;
     let others = settings.formats.iter().any(|f| *f != OutputFormat::Rocpd);
     for (k, (input, path)) in inputs.iter().zip(&paths).enumerate() {
+        report.progress(Progress::new(
+            Task::Merge,
+            k,
+            inputs.len(),
+            input.display().to_string(),
+        ));
         let copied = match path.is_dir() {
             true => None,
             false => w.rocpd_copy(path, report)?,
@@ -344,12 +325,6 @@ pub fn merge(
             };
         }
         w.add(traces, copied.is_some(), report)?;
-        progress.merge_progress(MergeProgress {
-            inputs_done: k + 1,
-            inputs: inputs.len(),
-            processes: w.processes,
-            elapsed: started.elapsed(),
-        });
     }
     let Some((pid, ppid)) = first else {
         return Err(Error::MergeNothing);
@@ -377,6 +352,7 @@ pub fn merge(
         ..
     } = w;
     let _ = placement.finish();
+    report.progress(Progress::new(Task::Merge, inputs.len(), inputs.len(), ""));
     report.notice(
         EndNotice::Merged {
             inputs: inputs.len(),

@@ -6,6 +6,10 @@
 //! and a [`Level`] that says how it is introduced. A caller hands the runner a [`Report`]; the
 //! `rocprof` binary's writes each notice to stderr as `rocprof: <level>: <text>`, a test or
 //! another tool may simply keep them.
+//!
+//! Long work (a conversion, a merge, decoding thread traces) also reports how far it is, as
+//! [`Progress`] values through [`Report::progress`]: the runner only says where it is, the
+//! binary decides whether and how to show it (a bar on a terminal, nothing otherwise).
 
 use crate::process::signal_name;
 use crate::words::{convert_command, counted, in_dirs, quoted};
@@ -17,6 +21,65 @@ use std::path::{Path, PathBuf};
 pub trait Report {
     /// Takes one notice (in the order they happen).
     fn notice(&mut self, notice: Notice);
+
+    /// How far a long piece of work is (ignored by default). A task's first value has
+    /// `done == 0`; its last has `done == total` (work that ends early, by an error or a
+    /// signal, may send no last value: the receiver ends it at the next task or notice of
+    /// the end).
+    fn progress(&mut self, _progress: Progress) {}
+}
+
+/// Which long piece of work a [`Progress`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Task {
+    /// Writing a run's outputs from its record logs (steps: processes).
+    Convert,
+    /// Merging inputs into one output (steps: inputs).
+    Merge,
+    /// Decoding thread traces (steps: traced dispatches).
+    Decode,
+}
+
+impl Task {
+    /// What the task is doing, as a progress line says it.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Task::Convert => "converting",
+            Task::Merge => "merging",
+            Task::Decode => "decoding thread traces",
+        }
+    }
+}
+
+/// How far a task is: `done` of `total` steps, and what it works on now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Progress {
+    /// The task.
+    pub task: Task,
+    /// Steps done.
+    pub done: u64,
+    /// Steps in all.
+    pub total: u64,
+    /// What the current step works on (an input, a process, a dispatch), for the user.
+    pub item: String,
+}
+
+impl Progress {
+    /// `done` of `total` steps of `task`, working on `item`.
+    pub fn new(task: Task, done: usize, total: usize, item: impl Into<String>) -> Self {
+        Progress {
+            task,
+            done: done as u64,
+            total: total as u64,
+            item: item.into(),
+        }
+    }
+
+    /// Whether this is the task's last value.
+    pub fn finished(&self) -> bool {
+        self.done >= self.total
+    }
 }
 
 /// Keeping the notices is a report too (for tests and tools that look at them afterwards).

@@ -7,7 +7,7 @@
 //! application at its end): it is said before the run, and the raw `.att` and `.out` files are
 //! written undecoded.
 
-use crate::notice::{LaunchNotice, Report};
+use crate::notice::{LaunchNotice, Progress, Report, Task};
 use crate::plan::{AttConfig, AttPlan};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -88,6 +88,7 @@ pub fn write_outputs(
     record_dir: &Path,
     staged: &OutputPrefix,
     final_dir: &Path,
+    report: &mut dyn Report,
 ) -> Written {
     let mut w = Written::default();
     let raw = record_dir.join(RAW_DIR);
@@ -163,7 +164,7 @@ pub fn write_outputs(
             return w;
         }
     };
-    decode_all(t, &decoder, &raw, final_dir, &mut w);
+    decode_all(t, &decoder, &raw, final_dir, &mut w, report);
     w
 }
 
@@ -210,6 +211,7 @@ fn decode_all(
     raw: &Path,
     final_dir: &Path,
     w: &mut Written,
+    report: &mut dyn Report,
 ) {
     use att::codeobj::{ByAddress, CodeObject, CodeObjectTable, Listing};
     let mut base = CodeObjectTable::new();
@@ -247,12 +249,18 @@ fn decode_all(
     let mut said = std::collections::HashSet::new();
     // Per submitted dispatch: its id and the warnings of its decoding.
     let mut submitted: Vec<(u64, Vec<String>)> = Vec::new();
-    for d in t
+    let traced: Vec<_> = t
         .docs
         .thread_traces
         .iter()
         .filter(|d| d.packets_ran != Some(false))
-    {
+        .collect();
+    // Progress: one step per traced dispatch.
+    let (mut done, total) = (0, traced.len());
+    for d in traced {
+        let item = format!("dispatch {}", d.dispatch_id);
+        report.progress(Progress::new(Task::Decode, done, total, item));
+        done += 1;
         let mut warnings = Vec::new();
         let gfx = agent_name(t, d.agent_node_id).unwrap_or("gfx1150");
         let disassembler = comgr.as_ref().and_then(|c| {
@@ -365,6 +373,7 @@ fn decode_all(
                 .push(format!("thread trace: dispatch {dispatch_id}: {e}")),
         }
     }
+    report.progress(Progress::new(Task::Decode, total, total, ""));
 }
 
 /// Without a disassembler: a kernel symbol per code object covering the instructions the

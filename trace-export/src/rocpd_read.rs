@@ -12,11 +12,23 @@
 //! dispatches, memory copies (the direction from their name) and counter values (summed per
 //! dispatch and counter). Columns a file lacks read as 0 or empty; a table it lacks gives no
 //! records; a file without the process view is refused with the reason.
+//!
+//! **Streaming.** Nothing is held per event or per row of a table: each kind of record is one
+//! query over the process's own tables (`rocpd_<name><suffix>`, found through its
+//! `rocpd_info_process<suffix>` table; the plain views when a file has no such tables), joined
+//! to its event by the event's primary key. The API calls go from the rows straight into the
+//! sorted runs ([`RecordsBuilder`]: spilled to disk past one run, as from a record log), in the
+//! table's own order (no sort in SQLite); strings come through a bounded cache of the
+//! process's string table; the correlation ids of markers, dispatches, copies and allocations
+//! (the root of their stack) are resolved afterwards by scanning the events for just the
+//! stacks those records name ([`roots`]). What is held is what [`ProcessTrace`] holds: the
+//! device records, markers and counters (the calls are in the runs).
 
 use crate::Error;
 use rusqlite::{Connection, OpenFlags, Row};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::rc::Rc;
 use trace_records::ProcessTrace;
 use trace_records::agents::{Agent, AgentKind, GpuProperties};
 use trace_records::docs::{AgentsList, Document};
@@ -80,37 +92,50 @@ fn agent_from_extdata(extdata: &str, gpu: bool) -> Option<Agent> {
 
 /// The processes a rocpd database holds, in the order of their rows.
 pub fn read(path: &Path) -> Result<Vec<ProcessTrace>, Error> {
+    let mut out = Vec::new();
+    read_each(path, &mut |t| out.push(t))?;
+    Ok(out)
+}
+
+/// Reads the processes of a rocpd database one after another, in the order of their rows,
+/// handing each to `each` before the next is read (so a caller that writes and drops each
+/// holds one process at a time).
+pub fn read_each(path: &Path, each: &mut dyn FnMut(ProcessTrace)) -> Result<(), Error> {
     let fail = |message: String| Error::Format {
         path: path.to_owned(),
         message,
     };
-    let db = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+    // One thread uses the connection: no mutex around every column read (a fifth of the
+    // read-back's time in serialised mode).
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let db = Connection::open_with_flags(path, flags)
         .map_err(|e| fail(format!("cannot open it as SQLite: {e}")))?;
     let sql = |e: rusqlite::Error| fail(e.to_string());
-    if !has(&db, "rocpd_info_process") {
+    let names = Names::of(&db).map_err(sql)?;
+    if !names.has("rocpd_info_process") {
         return Err(fail(
             "no rocpd_info_process view: not a rocpd database (schema 3)".into(),
         ));
     }
-    let strings: HashMap<i64, String> = rows(&db, "SELECT id, string FROM rocpd_string", |r| {
-        Ok((r.get::<_, i64>(0)?, text(r, 1)))
-    })
-    .map_err(sql)?
-    .into_iter()
-    .collect();
+    let suffixes = names.process_suffixes(&db).map_err(sql)?;
     let processes = rows(
         &db,
         "SELECT guid, pid, ppid, init FROM rocpd_info_process ORDER BY id",
         |r| Ok((text(r, 0), int(r, 1), int(r, 2), int(r, 3))),
     )
     .map_err(sql)?;
-    let mut out = Vec::with_capacity(processes.len());
     for (guid, pid, ppid, init) in processes {
-        let mut p = Reader {
+        let suffix = suffixes.get(&(guid.clone(), pid)).cloned();
+        let tables = Tables {
             db: &db,
-            strings: &strings,
+            names: &names,
+            suffix,
             guid,
             pid,
+        };
+        let mut p = Reader {
+            strings: StringCache::new(&tables).map_err(sql)?,
+            t: &tables,
             trace: ProcessTrace {
                 pid: pid as u32,
                 ppid: ppid as u32,
@@ -118,29 +143,30 @@ pub fn read(path: &Path) -> Result<Vec<ProcessTrace>, Error> {
                 ..ProcessTrace::default()
             },
             interned: HashMap::new(),
-            operations: HashMap::new(),
-            correlations: HashMap::new(),
-            own_ids: HashMap::new(),
+            pending: Pending::default(),
         };
-        (p.correlations, p.own_ids) = p.stacks().map_err(sql)?;
         p.agents().map_err(sql)?;
         p.api().map_err(sql)?;
         p.symbols().map_err(sql)?;
         p.code_objects().map_err(sql)?;
-        p.dispatches().map_err(sql)?;
+        let counted = p.counted();
+        let dispatch_of = p.dispatches(counted).map_err(sql)?;
         p.copies().map_err(sql)?;
         p.allocations().map_err(sql)?;
-        p.counters().map_err(sql)?;
-        out.push(p.trace);
+        p.correlate().map_err(sql)?;
+        if counted {
+            p.counters(&dispatch_of).map_err(sql)?;
+        }
+        each(p.trace);
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The (pid, ppid) of a database's earliest started process, if it is a rocpd database with
 /// one (a merge names its one database after it).
 pub fn first_process(path: &Path) -> Option<(u32, u32)> {
     let db = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;
-    if !has(&db, "rocpd_info_process") {
+    if !Names::of(&db).ok()?.has("rocpd_info_process") {
         return None;
     }
     db.query_row(
@@ -151,13 +177,224 @@ pub fn first_process(path: &Path) -> Option<(u32, u32)> {
     .ok()
 }
 
-fn has(db: &Connection, name: &str) -> bool {
-    db.query_row(
-        "SELECT COUNT(*) FROM sqlite_master WHERE name = ?1",
-        [name],
-        |r| r.get::<_, i64>(0),
-    )
-    .is_ok_and(|n| n > 0)
+/// The file's tables and views.
+struct Names(HashSet<String>);
+
+impl Names {
+    fn of(db: &Connection) -> rusqlite::Result<Self> {
+        let names = rows(db, "SELECT name FROM sqlite_master", |r| Ok(text(r, 0)))?;
+        Ok(Names(names.into_iter().collect()))
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.0.contains(name)
+    }
+
+    /// Each process's table suffix: the process tables `rocpd_info_process<suffix>` (ours and
+    /// upstream's one table set per process; a file whose `rocpd_info_process` is itself a
+    /// table has the suffix ""), by the (guid, pid) of their rows.
+    fn process_suffixes(
+        &self,
+        db: &Connection,
+    ) -> rusqlite::Result<HashMap<(String, i64), String>> {
+        let tables = rows(
+            db,
+            "SELECT name FROM sqlite_master WHERE type = 'table' \
+             AND substr(name, 1, 18) = 'rocpd_info_process'",
+            |r| Ok(text(r, 0)),
+        )?;
+        let mut out = HashMap::new();
+        for table in tables {
+            let suffix = table["rocpd_info_process".len()..].to_owned();
+            let sql = format!("SELECT guid, pid FROM {}", quoted(&table));
+            for (guid, pid) in rows(db, &sql, |r| Ok((text(r, 0), int(r, 1))))? {
+                out.entry((guid, pid)).or_insert_with(|| suffix.clone());
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `name` as an SQL identifier.
+fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Where one process's rows are: its own tables (`rocpd_<name><suffix>`) when the file has
+/// them, so every query reads one table straight by its primary key and joins by it; else the
+/// plain views (filtered by the process's guid and pid, as the rows of any process).
+struct Tables<'c> {
+    db: &'c Connection,
+    names: &'c Names,
+    suffix: Option<String>,
+    guid: String,
+    pid: i64,
+}
+
+impl Tables<'_> {
+    /// The table (or view) holding this process's rows of `base`, if the file has one.
+    fn of(&self, base: &str) -> Option<String> {
+        if let Some(s) = &self.suffix {
+            let own = format!("{base}{s}");
+            if self.names.has(&own) {
+                return Some(quoted(&own));
+            }
+        }
+        self.names.has(base).then(|| quoted(base))
+    }
+
+    /// The filter selecting this process's rows of `base` under the alias `alias`: its guid,
+    /// and its pid where the table has one (events, samples and counter values have none:
+    /// their guid is the process's).
+    fn filter(base: &str, alias: &str) -> String {
+        match base {
+            "rocpd_event" | "rocpd_sample" | "rocpd_pmc_event" => format!("{alias}.guid = ?1"),
+            _ => format!("{alias}.guid = ?1 AND {alias}.pid = ?2"),
+        }
+    }
+
+    /// `column` when `base` has it, else `NULL` (databases of older writers lack the newer
+    /// columns).
+    fn column_or_null(&self, base: &str, column: &str) -> String {
+        let found = self.of(base).is_some_and(|t| {
+            self.db
+                .prepare(&format!("SELECT * FROM {t} LIMIT 0"))
+                .is_ok_and(|stmt| stmt.column_names().contains(&column))
+        });
+        match found {
+            true => column.to_owned(),
+            false => "NULL".to_owned(),
+        }
+    }
+
+    /// `SELECT <columns> FROM <base> AS x [<join>] WHERE <this process> <tail>`, each row to
+    /// `f` as it comes; nothing when the file has no such table. `join` may name `E`, this
+    /// process's events (left out, and its columns `NULL`, when the file has none).
+    fn each(
+        &self,
+        base: &str,
+        columns: &str,
+        tail: &str,
+        mut f: impl FnMut(&Row<'_>) -> rusqlite::Result<()>,
+    ) -> rusqlite::Result<()> {
+        let Some(table) = self.of(base) else {
+            return Ok(());
+        };
+        let sql = format!(
+            "SELECT {columns} FROM {table} AS x WHERE {} {tail}",
+            Self::filter(base, "x")
+        );
+        self.query(&sql, &mut f)
+    }
+
+    /// As [`Tables::each`], each row of `base` with its event (`e`: columns `NULL` for a row
+    /// whose event this process does not have).
+    fn each_with_event(
+        &self,
+        base: &str,
+        columns: &str,
+        tail: &str,
+        mut f: impl FnMut(&Row<'_>) -> rusqlite::Result<()>,
+    ) -> rusqlite::Result<()> {
+        let Some(table) = self.of(base) else {
+            return Ok(());
+        };
+        let join = match self.of("rocpd_event") {
+            Some(events) => format!("LEFT JOIN {events} AS e ON e.id = x.event_id AND e.guid = ?1"),
+            None => "LEFT JOIN (SELECT NULL AS id, NULL AS stack_id, NULL AS correlation_id, \
+                     NULL AS category_id, NULL AS extdata) AS e ON 0"
+                .to_owned(),
+        };
+        let sql = format!(
+            "SELECT {columns} FROM {table} AS x {join} WHERE {} {tail}",
+            Self::filter(base, "x")
+        );
+        self.query(&sql, &mut f)
+    }
+
+    /// Runs `sql` (`?1` the process's guid, `?2` its pid), each row to `f`.
+    fn query(
+        &self,
+        sql: &str,
+        f: &mut dyn FnMut(&Row<'_>) -> rusqlite::Result<()>,
+    ) -> rusqlite::Result<()> {
+        let mut stmt = self.db.prepare(sql)?;
+        let mut rows = match stmt.parameter_count() {
+            0 => stmt.query([])?,
+            1 => stmt.query(rusqlite::params![self.guid])?,
+            _ => stmt.query(rusqlite::params![self.guid, self.pid])?,
+        };
+        while let Some(r) = rows.next()? {
+            f(r)?;
+        }
+        Ok(())
+    }
+
+    /// `SELECT <columns> FROM <base>` for this process, collected.
+    fn select<T>(
+        &self,
+        base: &str,
+        columns: &str,
+        tail: &str,
+        mut f: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<Vec<T>> {
+        let mut out = Vec::new();
+        self.each(base, columns, tail, |r| {
+            out.push(f(r)?);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}
+
+/// How many strings [`StringCache`] keeps before it starts over (names and categories are few;
+/// a file naming millions of distinct strings costs lookups, not memory).
+const STRING_CACHE: usize = 1 << 14;
+
+/// The process's strings by id, looked up as they are named and kept in a bounded cache.
+struct StringCache<'c> {
+    lookup: Option<rusqlite::Statement<'c>>,
+    cache: HashMap<i64, Rc<str>>,
+    empty: Rc<str>,
+}
+
+impl<'c> StringCache<'c> {
+    fn new(t: &Tables<'c>) -> rusqlite::Result<Self> {
+        // Every row of the process's string table (the file's, without one per process): ids
+        // are per process, and the table has no pid.
+        let lookup = match t.of("rocpd_string") {
+            Some(table) => {
+                Some(t.db.prepare(&format!("SELECT string FROM {table} WHERE id = ?1"))?)
+            }
+            None => None,
+        };
+        Ok(StringCache {
+            lookup,
+            cache: HashMap::new(),
+            empty: Rc::from(""),
+        })
+    }
+
+    fn get(&mut self, id: i64) -> rusqlite::Result<Rc<str>> {
+        if let Some(s) = self.cache.get(&id) {
+            return Ok(s.clone());
+        }
+        let Some(lookup) = self.lookup.as_mut() else {
+            return Ok(self.empty.clone());
+        };
+        // The last row with the id, as a file with several (a malformed one) read before.
+        let mut found: Option<String> = None;
+        let mut rows = lookup.query([id])?;
+        while let Some(r) = rows.next()? {
+            found = Some(text(r, 0));
+        }
+        let s: Rc<str> = found.map_or_else(|| self.empty.clone(), Rc::from);
+        if self.cache.len() >= STRING_CACHE {
+            self.cache.clear();
+        }
+        self.cache.insert(id, s.clone());
+        Ok(s)
+    }
 }
 
 fn rows<T>(
@@ -170,21 +407,12 @@ fn rows<T>(
     it.collect()
 }
 
-/// `column` when `table` (a table or view) has it, else `NULL` (databases of older writers
-/// lack the newer columns).
-fn column_or_null(db: &Connection, table: &str, column: &str) -> String {
-    let found = db
-        .prepare(&format!("SELECT * FROM {table} LIMIT 0"))
-        .is_ok_and(|stmt| stmt.column_names().contains(&column));
-    match found {
-        true => column.to_owned(),
-        false => "NULL".to_owned(),
-    }
-}
-
 /// A column as an integer (NULL, text or a missing value: 0).
 fn int(r: &Row<'_>, k: usize) -> i64 {
-    r.get::<_, Option<i64>>(k).ok().flatten().unwrap_or(0)
+    match r.get_ref(k) {
+        Ok(rusqlite::types::ValueRef::Integer(i)) => i,
+        _ => 0,
+    }
 }
 
 /// A column as text (NULL or another type: empty).
@@ -195,8 +423,15 @@ fn text(r: &Row<'_>, k: usize) -> String {
         .unwrap_or_default()
 }
 
-/// The API domain of an event category (rocprofiler's buffer-tracing kind names), and whether
-/// it is the ROCTx range category.
+/// A column as text without copying it (NULL or another type: empty).
+fn text_ref<'r>(r: &'r Row<'_>, k: usize) -> &'r str {
+    match r.get_ref(k) {
+        Ok(rusqlite::types::ValueRef::Text(t)) => std::str::from_utf8(t).unwrap_or(""),
+        _ => "",
+    }
+}
+
+/// The API domain of an event category (rocprofiler's buffer-tracing kind names).
 fn domain(category: &str) -> Option<ApiDomain> {
     Some(match category {
         "HSA_CORE_API" => ApiDomain::HsaCore,
@@ -210,6 +445,27 @@ fn domain(category: &str) -> Option<ApiDomain> {
         "MARKER_NAME_API" => ApiDomain::MarkerName,
         _ => return None,
     })
+}
+
+/// What the events of a category are read back as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// This project's ROCTx category (`MARKER_CORE_RANGE_API`): always a marker.
+    Range,
+    /// Upstream's `MARKER_CORE_API`: a marker when its event carries a message, else a call.
+    MarkerCore,
+    /// Calls of an API domain.
+    Api(ApiDomain),
+    /// Anything else: not read back.
+    Other,
+}
+
+fn class(category: &str) -> Class {
+    match category {
+        "MARKER_CORE_RANGE_API" => Class::Range,
+        "MARKER_CORE_API" => Class::MarkerCore,
+        c => domain(c).map_or(Class::Other, Class::Api),
+    }
 }
 
 /// The kind of a ROCTx record read back: a zero-length one (a sample: its name is not stored)
@@ -226,69 +482,140 @@ fn marker_kind(name: &str, sample: bool) -> MarkerKind {
     }
 }
 
-/// Per event id: its category and, for marker events, its `extdata`.
-type Events<'a> = HashMap<i64, (&'a str, Option<String>)>;
+/// Where a region or sample comes in the order the calls are numbered in: regions before
+/// samples, each by (start, row id).
+type Key = (u8, i64, i64);
 
-/// A region or sample read back.
-struct Call {
+/// What a record's correlation id will be once the stack roots are known.
+#[derive(Debug, Clone, Copy)]
+enum Correlation {
+    /// Known now.
+    Is(u64),
+    /// The root of this stack id.
+    Root(i64),
+}
+
+/// A record's correlation id from its event's columns (`found`: the event exists): the root of
+/// its stack id, else its external correlation id, else the event's own id; 0 without an event.
+fn correlation(found: bool, event: i64, stack: i64, corr: i64) -> Correlation {
+    match (found, stack, corr) {
+        (false, ..) => Correlation::Is(0),
+        (_, s, _) if s > 0 => Correlation::Root(s),
+        (_, _, c) if c > 0 => Correlation::Is(c as u64),
+        _ => Correlation::Is(event as u64),
+    }
+}
+
+/// A marker read back, waiting for its message's string id and its correlation id.
+struct PendingMarker {
+    key: Key,
+    record: MarkerRecord,
+    message: String,
+    correlation: Correlation,
+}
+
+/// The operations and strings of the API pass, numbered as the rows come and checked against
+/// the order of first use afterwards ([`Reader::api`]).
+#[derive(Default)]
+struct Ops {
+    /// The operation of each (domain, name string id) of a region, with the key of its first
+    /// use.
+    by_id: HashMap<(u8, i64), (u16, Key)>,
+    /// The operation of each (domain, name), with the key of its first use.
+    by_name: HashMap<(u8, Rc<str>), (u16, Key)>,
+    /// Operations given so far, per domain.
+    count: HashMap<u8, u16>,
+    /// The numbering to use (a second pass, when the first one's differed from the order of
+    /// first use).
+    fixed: Option<HashMap<(u8, Rc<str>), u16>>,
+}
+
+impl Ops {
+    fn get(&mut self, domain: u8, name: &Rc<str>, key: Key) -> u16 {
+        let fixed = self.fixed.as_ref();
+        let count = &mut self.count;
+        let entry = self
+            .by_name
+            .entry((domain, name.clone()))
+            .or_insert_with(|| {
+                let op = match fixed.and_then(|f| f.get(&(domain, name.clone()))) {
+                    Some(&op) => op,
+                    None => {
+                        let next = count.entry(domain).or_default();
+                        *next += 1;
+                        *next - 1
+                    }
+                };
+                (op, key)
+            });
+        if key < entry.1 {
+            entry.1 = key;
+        }
+        entry.0
+    }
+
+    /// The numbering of first use, when it is not the one given.
+    fn renumbered(&self) -> Option<HashMap<(u8, Rc<str>), u16>> {
+        let mut by_domain: HashMap<u8, Vec<(Key, &Rc<str>, u16)>> = HashMap::new();
+        for ((d, name), &(op, key)) in &self.by_name {
+            by_domain.entry(*d).or_default().push((key, name, op));
+        }
+        let mut differs = false;
+        let mut out = HashMap::new();
+        for (d, mut ops) in by_domain {
+            ops.sort_by_key(|o| o.0);
+            for (k, (_, name, op)) in ops.into_iter().enumerate() {
+                differs |= usize::from(op) != k;
+                out.insert((d, name.clone()), k as u16);
+            }
+        }
+        differs.then_some(out)
+    }
+}
+
+/// What the reader holds until the stack roots are resolved.
+#[derive(Default)]
+struct Pending {
+    markers: Vec<(MarkerRecord, Correlation)>,
+    dispatches: Vec<Correlation>,
+    copies: Vec<Correlation>,
+    allocations: Vec<Correlation>,
+    scratch: Vec<Correlation>,
+}
+
+struct Reader<'t, 'c> {
+    t: &'t Tables<'c>,
+    strings: StringCache<'c>,
+    trace: ProcessTrace,
+    interned: HashMap<String, StringId>,
+    pending: Pending,
+}
+
+/// One region or sample read back.
+struct Span<'r> {
+    key: Key,
     start: i64,
     end: i64,
     tid: i64,
     event: i64,
-    sample: bool,
+    stack: i64,
+    corr: i64,
+    category: i64,
+    /// The row, and the column of its event's `extdata` (read only for marker events).
+    row: &'r Row<'r>,
+    extdata: usize,
 }
 
-/// `SELECT <columns> FROM <view>` for one process (its guid, and its pid where the view has
-/// one), each row to `f` as it comes; nothing when the file has no such view.
-fn each_row(
-    db: &Connection,
-    guid: &str,
-    pid: i64,
-    view: &str,
-    columns: &str,
-    tail: &str,
-    mut f: impl FnMut(&Row<'_>) -> rusqlite::Result<()>,
-) -> rusqlite::Result<()> {
-    if !has(db, view) {
-        return Ok(());
-    }
-    // Events, samples and counter values have no pid: their guid is the process's.
-    let by_pid = !matches!(view, "rocpd_event" | "rocpd_sample" | "rocpd_pmc_event");
-    let filter = if by_pid {
-        "guid = ?1 AND pid = ?2"
-    } else {
-        "guid = ?1 AND ?2 = ?2"
-    };
-    let sql = format!("SELECT {columns} FROM {view} WHERE {filter} {tail}");
-    let mut stmt = db.prepare(&sql)?;
-    let mut rows = stmt.query(rusqlite::params![guid, pid])?;
-    while let Some(r) = rows.next()? {
-        f(r)?;
-    }
-    Ok(())
+/// The API pass's results.
+struct ApiPass {
+    api: RecordsBuilder<ApiRecord>,
+    markers: Vec<PendingMarker>,
+    ops: Ops,
+    /// Each string the pass interns (operation names, marker messages) with its first use.
+    first_use: HashMap<Rc<str>, Key>,
 }
 
-struct Reader<'a> {
-    db: &'a Connection,
-    strings: &'a HashMap<i64, String>,
-    guid: String,
-    pid: i64,
-    trace: ProcessTrace,
-    interned: HashMap<String, StringId>,
-    /// Per domain, the operation id of each name.
-    operations: HashMap<u8, HashMap<String, u16>>,
-    /// The correlation id of each event ([`Reader::stacks`]), read once per process.
-    correlations: HashMap<i64, u64>,
-    /// The stack id of each event that has one: an API call's own id (every call has its own,
-    /// nested ones included).
-    own_ids: HashMap<i64, u64>,
-}
-
-impl<'a> Reader<'a> {
-    fn string(&self, id: i64) -> &'a str {
-        self.strings.get(&id).map_or("", String::as_str)
-    }
-
+impl Reader<'_, '_> {
     fn intern(&mut self, s: &str) -> StringId {
         if let Some(&id) = self.interned.get(s) {
             return id;
@@ -299,37 +626,8 @@ impl<'a> Reader<'a> {
         id
     }
 
-    fn operation(&mut self, domain: ApiDomain, name: &str) -> u16 {
-        let names = self.operations.entry(domain as u8).or_default();
-        if let Some(&op) = names.get(name) {
-            return op;
-        }
-        let op = names.len() as u16;
-        names.insert(name.to_owned(), op);
-        let id = self.intern(name);
-        self.trace.operations.insert((domain as u8, op), id);
-        op
-    }
-
-    /// `SELECT <columns> FROM <view>` for this process (its guid, and its pid where the view has
-    /// one), or nothing when the file has no such view.
-    fn select<T>(
-        &self,
-        view: &str,
-        columns: &str,
-        tail: &str,
-        mut f: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
-    ) -> rusqlite::Result<Vec<T>> {
-        let mut out = Vec::new();
-        each_row(self.db, &self.guid, self.pid, view, columns, tail, |r| {
-            out.push(f(r)?);
-            Ok(())
-        })?;
-        Ok(out)
-    }
-
     fn agents(&mut self) -> rusqlite::Result<()> {
-        let agents = self.select(
+        let agents = self.t.select(
             "rocpd_info_agent",
             "id, type, absolute_index, logical_index, type_index, name, model_name, \
              vendor_name, product_name, extdata",
@@ -355,146 +653,130 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    /// Regions, and samples (zero-length calls), each joined to its event in one query, read
+    /// in the tables' own order (no sort) straight into the sorted runs: nothing per event is
+    /// held. Operation ids are numbered per domain in the order of first use by (start, row
+    /// id), regions before samples, as they always were: the pass numbers them as they come
+    /// and, when that order was not the order of first use (rows stored out of time order),
+    /// runs once more with the right numbering. Strings are interned in the order of first use
+    /// too, and markers kept in that order.
     fn api(&mut self) -> rusqlite::Result<()> {
-        // Regions, and samples (zero-length calls), with their event's category and ids.
-        // Only marker events carry a message: the others' extdata is not read.
-        let strings = self.strings;
-        let events: Events<'a> = self
-            .select(
-                "rocpd_event",
-                "id, category_id, stack_id, extdata",
-                "",
-                |r| {
-                    let category = strings.get(&int(r, 1)).map_or("", String::as_str);
-                    let marker = matches!(category, "MARKER_CORE_RANGE_API" | "MARKER_CORE_API");
-                    Ok((int(r, 0), (category, marker.then(|| text(r, 3)))))
-                },
-            )?
+        let mut pass = self.api_pass(None)?;
+        if let Some(fixed) = pass.ops.renumbered() {
+            pass = self.api_pass(Some(fixed))?;
+        }
+        let mut first: Vec<(Key, Rc<str>)> =
+            pass.first_use.into_iter().map(|(s, k)| (k, s)).collect();
+        first.sort_unstable();
+        for (_, s) in &first {
+            self.intern(s);
+        }
+        let mut ops: Vec<((u8, Rc<str>), u16)> = pass
+            .ops
+            .by_name
             .into_iter()
+            .map(|(k, (op, _))| (k, op))
             .collect();
-        let tracks: HashMap<i64, i64> = self
-            .select("rocpd_track", "id, tid", "", |r| Ok((int(r, 0), int(r, 1))))?
-            .into_iter()
-            .collect();
-        let sample_names = self.sample_names()?;
-        // The calls go straight from the rows into sorted runs (spilled past one run's
-        // worth), not into an intermediate list.
-        let mut api = RecordsBuilder::<ApiRecord>::new(std::env::temp_dir());
-        let (db, guid, pid) = (self.db, self.guid.clone(), self.pid);
-        let tail = "ORDER BY start, id";
-        let columns = "start, end, tid, name_id, event_id";
-        each_row(db, &guid, pid, "rocpd_region", columns, tail, |r| {
-            let name = strings.get(&int(r, 3)).map_or("", String::as_str);
-            let call = Call {
-                start: int(r, 0),
-                end: int(r, 1),
-                tid: int(r, 2),
-                event: int(r, 4),
-                sample: false,
-            };
-            self.call(&events, &mut api, call, name);
-            Ok(())
-        })?;
-        let tail = "ORDER BY timestamp, id";
-        let columns = "timestamp, track_id, event_id";
-        each_row(db, &guid, pid, "rocpd_sample", columns, tail, |r| {
-            let event = int(r, 2);
-            let name = sample_names.get(&event).map_or("", String::as_str);
-            let call = Call {
-                start: int(r, 0),
-                end: int(r, 0),
-                tid: tracks.get(&int(r, 1)).copied().unwrap_or(0),
-                event,
-                sample: true,
-            };
-            self.call(&events, &mut api, call, name);
-            Ok(())
-        })?;
-        self.trace.api = api
+        ops.sort_unstable_by(|a, b| (a.0.0, a.1).cmp(&(b.0.0, b.1)));
+        for ((d, name), op) in ops {
+            let id = self.intern(&name);
+            self.trace.operations.insert((d, op), id);
+        }
+        pass.markers.sort_unstable_by_key(|m| m.key);
+        for m in pass.markers {
+            let mut record = m.record;
+            record.message = self.intern(&m.message);
+            self.pending.markers.push((record, m.correlation));
+        }
+        self.trace.api = pass
+            .api
             .finish()
             .map_err(|(e, _)| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
         Ok(())
     }
 
-    /// One region or sample: a ROCTx record, an API call, or nothing (another category).
-    fn call(
+    fn api_pass(
         &mut self,
-        events: &Events<'_>,
-        api: &mut RecordsBuilder<ApiRecord>,
-        c: Call,
-        name: &str,
-    ) {
-        let Some((category, extdata)) = events.get(&c.event) else {
-            return;
+        fixed: Option<HashMap<(u8, Rc<str>), u16>>,
+    ) -> rusqlite::Result<ApiPass> {
+        let mut pass = ApiPass {
+            api: RecordsBuilder::<ApiRecord>::new(std::env::temp_dir()),
+            markers: Vec::new(),
+            ops: Ops {
+                fixed,
+                ..Ops::default()
+            },
+            first_use: HashMap::new(),
         };
-        let correlation = self
-            .correlations
-            .get(&c.event)
-            .copied()
-            .unwrap_or(c.event as u64);
-        let message = extdata
-            .as_deref()
-            .and_then(|e| serde_json::from_str::<serde_json::Value>(e).ok())
-            .and_then(|v| v.get("message")?.as_str().map(str::to_owned));
-        // ROCTx records: this project's category, or upstream's marker category with the
-        // message in the event (its other marker-domain calls stay calls).
-        let category = *category;
-        let marker = category == "MARKER_CORE_RANGE_API"
-            || (category == "MARKER_CORE_API" && message.is_some());
-        if marker {
-            let kind = marker_kind(name, c.sample);
-            let message = self.intern(&message.unwrap_or_else(|| name.to_owned()));
-            self.trace.markers.push(MarkerRecord {
-                correlation_id: correlation,
-                start: c.start as u64,
-                end: c.end as u64,
-                message,
-                thread_id: c.tid as u32,
-                kind: kind as u8,
-                reserved: [0; 7],
-            });
-            return;
+        let mut classes: HashMap<i64, Class> = HashMap::new();
+        let t = self.t;
+        let strings = &mut self.strings;
+        let columns = "x.start, x.\"end\", x.tid, x.name_id, x.id, e.id, e.stack_id, \
+                       e.correlation_id, e.category_id, e.extdata";
+        t.each_with_event("rocpd_region", columns, "", |r| {
+            if r.get_ref(5)?.data_type() == rusqlite::types::Type::Null {
+                return Ok(()); // no event of this process: not read back
+            }
+            let span = Span {
+                key: (0, int(r, 0), int(r, 4)),
+                start: int(r, 0),
+                end: int(r, 1),
+                tid: int(r, 2),
+                event: int(r, 5),
+                stack: int(r, 6),
+                corr: int(r, 7),
+                category: int(r, 8),
+                row: r,
+                extdata: 9,
+            };
+            pass.span(strings, &mut classes, &span, Name::Id(int(r, 3)))
+        })?;
+        // A sample's call name: upstream's `samples` view takes it from the event's `extdata`
+        // (`name`); the track gives its thread.
+        let track_join = match t.of("rocpd_track") {
+            Some(tracks) => format!(
+                "LEFT JOIN {tracks} AS k ON k.id = x.track_id AND {}",
+                Tables::filter("rocpd_track", "k")
+            ),
+            None => "LEFT JOIN (SELECT NULL AS id, NULL AS tid) AS k ON 0".to_owned(),
+        };
+        if let (Some(samples), Some(events)) = (t.of("rocpd_sample"), t.of("rocpd_event")) {
+            let sql = format!(
+                "SELECT x.timestamp, k.tid, x.id, e.id, e.stack_id, e.correlation_id, \
+                 e.category_id, e.extdata FROM {samples} AS x \
+                 JOIN {events} AS e ON e.id = x.event_id AND e.guid = ?1 {track_join} \
+                 WHERE x.guid = ?1"
+            );
+            t.query(&sql, &mut |r| {
+                let extdata = text_ref(r, 7);
+                let span = Span {
+                    key: (1, int(r, 0), int(r, 2)),
+                    start: int(r, 0),
+                    end: int(r, 0),
+                    tid: int(r, 1),
+                    event: int(r, 3),
+                    stack: int(r, 4),
+                    corr: int(r, 5),
+                    category: int(r, 6),
+                    row: r,
+                    extdata: 7,
+                };
+                let name = serde_json::from_str::<serde_json::Value>(extdata)
+                    .ok()
+                    .and_then(|v| Some(v.get("name")?.as_str()?.to_owned()))
+                    .unwrap_or_default();
+                pass.span(strings, &mut classes, &span, Name::Text(name))
+            })?;
         }
-        let Some(d) = domain(category) else { return };
-        let operation = self.operation(d, name);
-        api.push(ApiRecord {
-            correlation_id: self.own_ids.get(&c.event).copied().unwrap_or(correlation),
-            start: c.start as u64,
-            end: c.end as u64,
-            thread_id: c.tid as u32,
-            operation,
-            domain: d as u8,
-            reserved: 0,
-        });
-    }
-
-    /// A sample's call name: upstream's `samples` view takes it from the event's `extdata`
-    /// (`name`) or the track; this reads `extdata.name`, then the track's name.
-    fn sample_names(&self) -> rusqlite::Result<HashMap<i64, String>> {
-        // Only the samples' events (a superset: the subquery is over every process).
-        if !has(self.db, "rocpd_sample") {
-            return Ok(HashMap::new());
-        }
-        let events = self.select(
-            "rocpd_event",
-            "id, extdata",
-            "AND id IN (SELECT event_id FROM rocpd_sample)",
-            |r| Ok((int(r, 0), text(r, 1))),
-        )?;
-        Ok(events
-            .into_iter()
-            .filter_map(|(id, extdata)| {
-                let v: serde_json::Value = serde_json::from_str(&extdata).ok()?;
-                let name = v.get("name")?.as_str()?.to_owned();
-                Some((id, name))
-            })
-            .collect())
+        Ok(pass)
     }
 
     fn symbols(&mut self) -> rusqlite::Result<()> {
         // A file without the column (a reduced or older schema) names no code object.
-        let code_object = column_or_null(self.db, "rocpd_info_kernel_symbol", "code_object_id");
-        let symbols = self.select(
+        let code_object = self
+            .t
+            .column_or_null("rocpd_info_kernel_symbol", "code_object_id");
+        let symbols = self.t.select(
             "rocpd_info_kernel_symbol",
             &format!(
                 "id, kernel_name, display_name, kernel_object, kernarg_segment_size, \
@@ -539,7 +821,7 @@ impl<'a> Reader<'a> {
     }
 
     fn code_objects(&mut self) -> rusqlite::Result<()> {
-        let rows = self.select(
+        let rows = self.t.select(
             "rocpd_info_code_object",
             "id, agent_id, uri, load_base, load_size, load_delta, extdata",
             "ORDER BY id",
@@ -576,209 +858,248 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    /// The correlation id of each event: the stack id of the outermost call it descends from
-    /// (following `parent_stack_id`), so the dispatch a call enqueued and the outermost call
-    /// that issued it share one id, as in this project's records. An event without a stack id
-    /// keeps its external `correlation_id`, or its own id. Second, each event's own stack id
-    /// (what an API call keeps: ids are unique per call).
-    #[allow(clippy::type_complexity)]
-    fn stacks(&self) -> rusqlite::Result<(HashMap<i64, u64>, HashMap<i64, u64>)> {
-        let events = self.select(
-            "rocpd_event",
-            "id, stack_id, parent_stack_id, correlation_id",
-            "",
-            |r| Ok((int(r, 0), int(r, 1), int(r, 2), int(r, 3))),
-        )?;
-        let parent: HashMap<i64, i64> = events
-            .iter()
-            .filter(|e| e.1 > 0)
-            .map(|e| (e.1, e.2))
-            .collect();
-        let root = |mut stack: i64| {
-            // Bounded: a malformed file may hold a cycle.
-            for _ in 0..4096 {
-                match parent.get(&stack) {
-                    Some(&p) if p > 0 && p != stack && parent.contains_key(&p) => stack = p,
-                    _ => break,
-                }
-            }
-            stack
+    /// Whether the process has counter values to read (counter rows and a values table).
+    fn counted(&self) -> bool {
+        let Some(info) = self.t.of("rocpd_info_pmc") else {
+            return false;
         };
-        let own = events
-            .iter()
-            .filter(|e| e.1 > 0)
-            .map(|e| (e.0, e.1 as u64))
-            .collect();
-        let roots = events
-            .iter()
-            .map(|&(id, stack, _, corr)| {
-                let c = match (stack, corr) {
-                    (s, _) if s > 0 => root(s),
-                    (_, c) if c > 0 => c,
-                    _ => id,
-                };
-                (id, c as u64)
-            })
-            .collect();
-        Ok((roots, own))
+        let any = format!(
+            "SELECT 1 FROM {info} AS x WHERE {} LIMIT 1",
+            Tables::filter("rocpd_info_pmc", "x")
+        );
+        let mut found = false;
+        let _ = self.t.query(&any, &mut |_| {
+            found = true;
+            Ok(())
+        });
+        found && self.t.of("rocpd_pmc_event").is_some()
     }
 
-    fn dispatches(&mut self) -> rusqlite::Result<()> {
-        let region = column_or_null(self.db, "rocpd_kernel_dispatch", "region_name_id");
-        let rows = self.select(
+    /// The dispatches, each with its event in one query; returns, when `counted`, the dispatch
+    /// id of each dispatch event (the last row naming it) for the counter values.
+    fn dispatches(&mut self, counted: bool) -> rusqlite::Result<HashMap<i64, (i64, u64)>> {
+        let region = self
+            .t
+            .column_or_null("rocpd_kernel_dispatch", "region_name_id");
+        let region = match region.as_str() {
+            "NULL" => "NULL".to_owned(),
+            c => format!("x.{c}"),
+        };
+        let mut dispatch_of: HashMap<i64, (i64, u64)> = HashMap::new();
+        let mut rows: Vec<(KernelDispatchRecord, i64, Correlation)> = Vec::new();
+        self.t.each_with_event(
             "rocpd_kernel_dispatch",
             &format!(
-                "dispatch_id, kernel_id, queue_id, stream_id, start, end, tid, agent_id, \
-                 private_segment_size, group_segment_size, workgroup_size_x, workgroup_size_y, \
-                 workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, event_id, {region}"
+                "x.dispatch_id, x.kernel_id, x.queue_id, x.stream_id, x.start, x.\"end\", x.tid, \
+                 x.agent_id, x.private_segment_size, x.group_segment_size, x.workgroup_size_x, \
+                 x.workgroup_size_y, x.workgroup_size_z, x.grid_size_x, x.grid_size_y, \
+                 x.grid_size_z, x.event_id, {region}, x.id, e.id, e.stack_id, e.correlation_id"
             ),
-            "ORDER BY start, id",
-            |r| Ok((0..18).map(|k| int(r, k)).collect::<Vec<i64>>()),
+            "ORDER BY x.start, x.id",
+            |r| {
+                let v: Vec<i64> = (0..22).map(|k| int(r, k)).collect();
+                let found = r.get_ref(19)?.data_type() != rusqlite::types::Type::Null;
+                if counted {
+                    let e = dispatch_of.entry(v[16]).or_insert((v[18], v[0] as u64));
+                    if v[18] >= e.0 {
+                        *e = (v[18], v[0] as u64);
+                    }
+                }
+                let record = KernelDispatchRecord {
+                    dispatch_id: v[0] as u64,
+                    kernel_id: v[1] as u64,
+                    correlation_id: 0,
+                    start: v[4] as u64,
+                    end: v[5] as u64,
+                    queue_id: v[2] as u64,
+                    stream_id: v[3] as u64,
+                    agent_node_id: v[7] as u32,
+                    thread_id: v[6] as u32,
+                    grid: [v[13] as u32, v[14] as u32, v[15] as u32],
+                    workgroup: [v[10] as u32, v[11] as u32, v[12] as u32],
+                    private_segment_size: v[8] as u32,
+                    group_segment_size: v[9] as u32,
+                    region: 0,
+                    reserved: 0,
+                };
+                rows.push((record, v[17], correlation(found, v[16], v[20], v[21])));
+                Ok(())
+            },
         )?;
-        for v in rows {
+        for (mut record, region, c) in rows {
             // A --kernel-rename name (upstream's region name); "" when not renamed.
-            let region = match self.string(v[17]) {
+            let name = self.strings.get(region)?;
+            record.region = match &*name {
                 "" => 0,
                 name => self.intern(name),
             };
-            self.trace.dispatches.push(KernelDispatchRecord {
-                dispatch_id: v[0] as u64,
-                kernel_id: v[1] as u64,
-                correlation_id: self.correlations.get(&v[16]).copied().unwrap_or(0),
-                start: v[4] as u64,
-                end: v[5] as u64,
-                queue_id: v[2] as u64,
-                stream_id: v[3] as u64,
-                agent_node_id: v[7] as u32,
-                thread_id: v[6] as u32,
-                grid: [v[13] as u32, v[14] as u32, v[15] as u32],
-                workgroup: [v[10] as u32, v[11] as u32, v[12] as u32],
-                private_segment_size: v[8] as u32,
-                group_segment_size: v[9] as u32,
-                region,
-                reserved: 0,
-            });
+            self.trace.dispatches.push(record);
+            self.pending.dispatches.push(c);
         }
-        Ok(())
+        Ok(dispatch_of)
     }
 
     fn copies(&mut self) -> rusqlite::Result<()> {
-        let rows = self.select(
+        let t = self.t;
+        let strings = &mut self.strings;
+        let (copies, pending) = (&mut self.trace.copies, &mut self.pending.copies);
+        t.each_with_event(
             "rocpd_memory_copy",
-            "start, end, size, src_agent_id, dst_agent_id, tid, stream_id, name_id, event_id",
-            "ORDER BY start, id",
-            |r| Ok((0..9).map(|k| int(r, k)).collect::<Vec<i64>>()),
-        )?;
-        for v in rows {
-            let direction = [
-                CopyDirection::HostToHost,
-                CopyDirection::HostToDevice,
-                CopyDirection::DeviceToHost,
-                CopyDirection::DeviceToDevice,
-            ]
-            .into_iter()
-            .find(|d| d.csv_name() == self.string(v[7]))
-            .map_or(0, |d| d as u8);
-            self.trace.copies.push(MemoryCopyRecord {
-                correlation_id: self.correlations.get(&v[8]).copied().unwrap_or(0),
-                start: v[0] as u64,
-                end: v[1] as u64,
-                bytes: v[2] as u64,
-                stream_id: v[6] as u64,
-                src_node_id: v[3] as u32,
-                dst_node_id: v[4] as u32,
-                thread_id: v[5] as u32,
-                direction,
-                reserved: [0; 3],
-            });
-        }
-        Ok(())
+            "x.start, x.\"end\", x.size, x.src_agent_id, x.dst_agent_id, x.tid, x.stream_id, \
+             x.name_id, x.event_id, e.id, e.stack_id, e.correlation_id",
+            "ORDER BY x.start, x.id",
+            |r| {
+                let v: Vec<i64> = (0..12).map(|k| int(r, k)).collect();
+                let found = r.get_ref(9)?.data_type() != rusqlite::types::Type::Null;
+                let name = strings.get(v[7])?;
+                let direction = [
+                    CopyDirection::HostToHost,
+                    CopyDirection::HostToDevice,
+                    CopyDirection::DeviceToHost,
+                    CopyDirection::DeviceToDevice,
+                ]
+                .into_iter()
+                .find(|d| d.csv_name() == &*name)
+                .map_or(0, |d| d as u8);
+                copies.push(MemoryCopyRecord {
+                    correlation_id: 0,
+                    start: v[0] as u64,
+                    end: v[1] as u64,
+                    bytes: v[2] as u64,
+                    stream_id: v[6] as u64,
+                    src_node_id: v[3] as u32,
+                    dst_node_id: v[4] as u32,
+                    thread_id: v[5] as u32,
+                    direction,
+                    reserved: [0; 3],
+                });
+                pending.push(correlation(found, v[8], v[10], v[11]));
+                Ok(())
+            },
+        )
     }
 
     /// `rocpd_memory_allocate`: level `SCRATCH` rows are scratch events, the others memory
     /// allocations (`VIRTUAL` ones the VMEM operations), each in time order.
     fn allocations(&mut self) -> rusqlite::Result<()> {
-        let rows = self.select(
+        let t = self.t;
+        let trace = &mut self.trace;
+        let pending = &mut self.pending;
+        t.each_with_event(
             "rocpd_memory_allocate",
-            "tid, agent_id, type, level, start, end, address, size, queue_id, event_id, extdata",
-            "ORDER BY start, id",
+            "x.tid, x.agent_id, x.type, x.level, x.start, x.\"end\", x.address, x.size, \
+             x.queue_id, x.event_id, x.extdata, e.id, e.stack_id, e.correlation_id",
+            "ORDER BY x.start, x.id",
             |r| {
                 let agent = r.get::<_, Option<i64>>(1).ok().flatten();
-                Ok((
-                    [
-                        int(r, 0),
-                        int(r, 4),
-                        int(r, 5),
-                        int(r, 6),
-                        int(r, 7),
-                        int(r, 8),
-                        int(r, 9),
-                    ],
-                    agent,
-                    text(r, 2),
-                    text(r, 3),
-                    text(r, 10),
-                ))
-            },
-        )?;
-        for ([tid, start, end, address, size, queue, event], agent, kind, level, extdata) in rows {
-            let correlation_id = self.correlations.get(&event).copied().unwrap_or(0);
-            if level == "SCRATCH" {
-                let operation = match kind.as_str() {
-                    "FREE" => ScratchOperation::Free,
-                    "RECLAIM" => ScratchOperation::AsyncReclaim,
-                    _ => ScratchOperation::Alloc,
+                let [tid, start, end, address, size, queue, event] =
+                    [0, 4, 5, 6, 7, 8, 9].map(|k| int(r, k));
+                let (kind, level) = (text_ref(r, 2), text_ref(r, 3));
+                let found = r.get_ref(11)?.data_type() != rusqlite::types::Type::Null;
+                let c = correlation(found, event, int(r, 12), int(r, 13));
+                if level == "SCRATCH" {
+                    let operation = match kind {
+                        "FREE" => ScratchOperation::Free,
+                        "RECLAIM" => ScratchOperation::AsyncReclaim,
+                        _ => ScratchOperation::Alloc,
+                    };
+                    let flags = serde_json::from_str::<serde_json::Value>(text_ref(r, 10))
+                        .ok()
+                        .and_then(|v| v.get("flags")?.as_u64())
+                        .unwrap_or(0);
+                    trace.scratch.push(ScratchMemoryRecord {
+                        correlation_id: 0,
+                        start: start as u64,
+                        end: end as u64,
+                        queue_id: queue as u64,
+                        size: size as u64,
+                        thread_id: tid as u32,
+                        agent_node_id: agent.unwrap_or(0) as u32,
+                        flags: flags as u32,
+                        operation: operation as u8,
+                        reserved: [0; 3],
+                    });
+                    pending.scratch.push(c);
+                    return Ok(());
+                }
+                let operation = match (kind, level) {
+                    ("FREE", "VIRTUAL") => AllocationOperation::VmemFree,
+                    ("FREE", _) => AllocationOperation::Free,
+                    (_, "VIRTUAL") => AllocationOperation::VmemAllocate,
+                    _ => AllocationOperation::Allocate,
                 };
-                let flags = serde_json::from_str::<serde_json::Value>(&extdata)
-                    .ok()
-                    .and_then(|v| v.get("flags")?.as_u64())
-                    .unwrap_or(0);
-                self.trace.scratch.push(ScratchMemoryRecord {
-                    correlation_id,
+                trace.allocations.push(MemoryAllocationRecord {
+                    correlation_id: 0,
                     start: start as u64,
                     end: end as u64,
-                    queue_id: queue as u64,
+                    address: address as u64,
                     size: size as u64,
                     thread_id: tid as u32,
                     agent_node_id: agent.unwrap_or(0) as u32,
-                    flags: flags as u32,
                     operation: operation as u8,
-                    reserved: [0; 3],
+                    has_agent: u8::from(agent.is_some()),
+                    reserved: [0; 6],
                 });
-                continue;
-            }
-            let operation = match (kind.as_str(), level.as_str()) {
-                ("FREE", "VIRTUAL") => AllocationOperation::VmemFree,
-                ("FREE", _) => AllocationOperation::Free,
-                (_, "VIRTUAL") => AllocationOperation::VmemAllocate,
-                _ => AllocationOperation::Allocate,
-            };
-            self.trace.allocations.push(MemoryAllocationRecord {
-                correlation_id,
-                start: start as u64,
-                end: end as u64,
-                address: address as u64,
-                size: size as u64,
-                thread_id: tid as u32,
-                agent_node_id: agent.unwrap_or(0) as u32,
-                operation: operation as u8,
-                has_agent: u8::from(agent.is_some()),
-                reserved: [0; 6],
-            });
+                pending.allocations.push(c);
+                Ok(())
+            },
+        )
+    }
+
+    /// Gives the markers, dispatches, copies and allocations their correlation ids: the stack
+    /// id of the outermost call each descends from (following `parent_stack_id`), so the
+    /// dispatch a call enqueued and the outermost call that issued it share one id, as in this
+    /// project's records. The roots are found by scanning the events for just the stacks these
+    /// records name, one level of parents per scan ([`roots`]).
+    fn correlate(&mut self) -> rusqlite::Result<()> {
+        let p = &self.pending;
+        let wanted: HashSet<i64> = p
+            .markers
+            .iter()
+            .map(|m| m.1)
+            .chain(p.dispatches.iter().copied())
+            .chain(p.copies.iter().copied())
+            .chain(p.allocations.iter().copied())
+            .chain(p.scratch.iter().copied())
+            .filter_map(|c| match c {
+                Correlation::Root(s) => Some(s),
+                Correlation::Is(_) => None,
+            })
+            .collect();
+        let roots = roots(self.t, wanted)?;
+        let id = |c: Correlation| match c {
+            Correlation::Is(v) => v,
+            Correlation::Root(s) => roots.get(&s).copied().unwrap_or(s) as u64,
+        };
+        let pending = std::mem::take(&mut self.pending);
+        for (mut m, c) in pending.markers {
+            m.correlation_id = id(c);
+            self.trace.markers.push(m);
+        }
+        let t = &mut self.trace;
+        for (d, c) in t.dispatches.iter_mut().zip(pending.dispatches) {
+            d.correlation_id = id(c);
+        }
+        for (r, c) in t.copies.iter_mut().zip(pending.copies) {
+            r.correlation_id = id(c);
+        }
+        for (r, c) in t.allocations.iter_mut().zip(pending.allocations) {
+            r.correlation_id = id(c);
+        }
+        for (r, c) in t.scratch.iter_mut().zip(pending.scratch) {
+            r.correlation_id = id(c);
         }
         Ok(())
     }
 
-    fn counters(&mut self) -> rusqlite::Result<()> {
+    fn counters(&mut self, dispatch_of: &HashMap<i64, (i64, u64)>) -> rusqlite::Result<()> {
         let info: HashMap<i64, String> = self
+            .t
             .select("rocpd_info_pmc", "id, name", "", |r| {
                 Ok((int(r, 0), text(r, 1)))
             })?
             .into_iter()
             .collect();
-        if info.is_empty() || !has(self.db, "rocpd_pmc_event") {
-            return Ok(());
-        }
         let by_event: HashMap<u64, usize> = self
             .trace
             .dispatches
@@ -786,29 +1107,17 @@ impl<'a> Reader<'a> {
             .enumerate()
             .map(|(k, d)| (d.dispatch_id, k))
             .collect();
-        let events = self.select("rocpd_kernel_dispatch", "event_id, dispatch_id", "", |r| {
-            Ok((int(r, 0), int(r, 1) as u64))
-        })?;
-        let dispatch_of: HashMap<i64, u64> = events.into_iter().collect();
         // rocpd_pmc_event has no pid column: its events belong to this process's dispatches.
-        let mut stmt = self
-            .db
-            .prepare("SELECT event_id, pmc_id, value FROM rocpd_pmc_event WHERE guid = ?1")?;
-        let values = stmt
-            .query_map([&self.guid], |r| {
-                Ok((
-                    int(r, 0),
-                    int(r, 1),
-                    r.get::<_, Option<f64>>(2)?.unwrap_or(0.0),
-                ))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        // The values are summed as they come (one sum per dispatch and counter).
         let mut sums: HashMap<(u64, i64), f64> = HashMap::new();
-        for (event, pmc, value) in values {
-            if let Some(&d) = dispatch_of.get(&event) {
-                *sums.entry((d, pmc)).or_default() += value;
-            }
-        }
+        self.t
+            .each("rocpd_pmc_event", "event_id, pmc_id, value", "", |r| {
+                let value = r.get::<_, Option<f64>>(2)?.unwrap_or(0.0);
+                if let Some(&(_, d)) = dispatch_of.get(&int(r, 0)) {
+                    *sums.entry((d, int(r, 1))).or_default() += value;
+                }
+                Ok(())
+            })?;
         let mut keys: Vec<(u64, i64)> = sums.keys().copied().collect();
         keys.sort_unstable();
         for key in keys {
@@ -829,6 +1138,177 @@ impl<'a> Reader<'a> {
         }
         Ok(())
     }
+}
+
+/// A region's name (its string id) or a sample's (from its event).
+enum Name {
+    Id(i64),
+    Text(String),
+}
+
+impl ApiPass {
+    /// One region or sample: a ROCTx record, an API call, or nothing (another category).
+    fn span(
+        &mut self,
+        strings: &mut StringCache<'_>,
+        classes: &mut HashMap<i64, Class>,
+        c: &Span<'_>,
+        name: Name,
+    ) -> rusqlite::Result<()> {
+        let class = match classes.get(&c.category) {
+            Some(&k) => k,
+            None => {
+                let k = class(&strings.get(c.category)?);
+                classes.insert(c.category, k);
+                k
+            }
+        };
+        let d = match class {
+            Class::Other => return Ok(()),
+            Class::Api(d) => d,
+            Class::Range | Class::MarkerCore => {
+                // Only marker events carry a message: the others' extdata is not read.
+                let message = serde_json::from_str::<serde_json::Value>(text_ref(c.row, c.extdata))
+                    .ok()
+                    .and_then(|v| v.get("message")?.as_str().map(str::to_owned));
+                if class == Class::Range || message.is_some() {
+                    let name: Rc<str> = match &name {
+                        Name::Id(id) => strings.get(*id)?,
+                        Name::Text(s) => Rc::from(s.as_str()),
+                    };
+                    let sample = c.key.0 == 1;
+                    let kind = marker_kind(&name, sample);
+                    let message = message.unwrap_or_else(|| name.to_string());
+                    self.used(Rc::from(message.as_str()), c.key);
+                    self.markers.push(PendingMarker {
+                        key: c.key,
+                        record: MarkerRecord {
+                            correlation_id: 0,
+                            start: c.start as u64,
+                            end: c.end as u64,
+                            message: 0,
+                            thread_id: c.tid as u32,
+                            kind: kind as u8,
+                            reserved: [0; 7],
+                        },
+                        message,
+                        correlation: correlation(true, c.event, c.stack, c.corr),
+                    });
+                    return Ok(());
+                }
+                ApiDomain::MarkerCore
+            }
+        };
+        let domain = d as u8;
+        let operation = match name {
+            Name::Id(id) => match self.ops.by_id.get_mut(&(domain, id)) {
+                // The same name again: only its first use may move earlier (rows out of
+                // time order).
+                Some(e) if c.key >= e.1 => e.0,
+                Some(e) => {
+                    e.1 = c.key;
+                    let op = e.0;
+                    let name = strings.get(id)?;
+                    self.ops.get(domain, &name, c.key);
+                    self.used(name, c.key);
+                    op
+                }
+                None => {
+                    let name = strings.get(id)?;
+                    let op = self.ops.get(domain, &name, c.key);
+                    self.used(name, c.key);
+                    self.ops.by_id.insert((domain, id), (op, c.key));
+                    op
+                }
+            },
+            Name::Text(s) => {
+                let name: Rc<str> = Rc::from(s.as_str());
+                let op = self.ops.get(domain, &name, c.key);
+                self.used(name, c.key);
+                op
+            }
+        };
+        // An API call keeps its own stack id (unique per call, nested ones included).
+        let correlation_id = match (c.stack, c.corr) {
+            (s, _) if s > 0 => s as u64,
+            (_, k) if k > 0 => k as u64,
+            _ => c.event as u64,
+        };
+        self.api.push(ApiRecord {
+            correlation_id,
+            start: c.start as u64,
+            end: c.end as u64,
+            thread_id: c.tid as u32,
+            operation,
+            domain,
+            reserved: 0,
+        });
+        Ok(())
+    }
+
+    /// `s` was interned at `key` (its first use is the earliest).
+    fn used(&mut self, s: Rc<str>, key: Key) {
+        let k = self.first_use.entry(s).or_insert(key);
+        if key < *k {
+            *k = key;
+        }
+    }
+}
+
+/// How many scans of the events [`roots`] makes, one level of parents each, before it reads
+/// every stack's parent at once (a chain deeper than this is no file's we know).
+const ROOT_SCANS: usize = 16;
+
+/// The root of each stack id in `wanted`: following each stack's parent (the
+/// `parent_stack_id` of the last event with that stack id) while the parent is itself an
+/// event's stack id. The events are scanned for just the stacks asked for and then their
+/// parents, level by level, so what is held is the records' stacks, not a map of every event.
+fn roots(t: &Tables<'_>, wanted: HashSet<i64>) -> rusqlite::Result<HashMap<i64, i64>> {
+    // Stack id → (event id, parent) of the last event with it.
+    let mut parent: HashMap<i64, (i64, i64)> = HashMap::new();
+    let mut scanned: HashSet<i64> = HashSet::new();
+    let mut frontier = wanted.clone();
+    let mut scans = 0;
+    while !frontier.is_empty() {
+        scans += 1;
+        let whole = scans > ROOT_SCANS;
+        t.each(
+            "rocpd_event",
+            "id, stack_id, parent_stack_id",
+            "AND x.stack_id > 0",
+            |r| {
+                let (id, stack, p) = (int(r, 0), int(r, 1), int(r, 2));
+                if stack > 0 && (whole || frontier.contains(&stack)) {
+                    let e = parent.entry(stack).or_insert((id, p));
+                    if id >= e.0 {
+                        *e = (id, p);
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        if whole {
+            break;
+        }
+        scanned.extend(frontier.iter().copied());
+        frontier = frontier
+            .iter()
+            .filter_map(|s| parent.get(s))
+            .map(|&(_, p)| p)
+            .filter(|p| *p > 0 && !scanned.contains(p))
+            .collect();
+    }
+    let root = |mut stack: i64| {
+        // Bounded: a malformed file may hold a cycle.
+        for _ in 0..4096 {
+            match parent.get(&stack) {
+                Some(&(_, p)) if p > 0 && p != stack && parent.contains_key(&p) => stack = p,
+                _ => break,
+            }
+        }
+        stack
+    };
+    Ok(wanted.into_iter().map(|s| (s, root(s))).collect())
 }
 
 #[cfg(test)]
@@ -954,5 +1434,173 @@ mod tests {
         // A marker-domain call without a message stays a call.
         assert_eq!(t.api.len(), 1);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A process of `calls` (domain, name, start): each call its own correlation id.
+    fn calls(pid: u32, calls: &[(ApiDomain, &str, u64)]) -> ProcessTrace {
+        let mut t = ProcessTrace {
+            pid,
+            ppid: 1,
+            created_ns: 100,
+            ..ProcessTrace::default()
+        };
+        let mut api = Vec::new();
+        for (k, &(domain, name, start)) in calls.iter().enumerate() {
+            let id = k as StringId + 1;
+            t.strings.insert(id, name.to_owned());
+            t.operations.insert((domain as u8, k as u16), id);
+            api.push(ApiRecord {
+                correlation_id: 1 + k as u64,
+                start,
+                end: start + 10,
+                thread_id: pid,
+                operation: k as u16,
+                domain: domain as u8,
+                reserved: 0,
+            });
+        }
+        t.api = api.into_iter().collect();
+        t
+    }
+
+    /// (domain, name) of every call read back, in order.
+    fn names(t: &ProcessTrace) -> Vec<(u8, String)> {
+        t.api
+            .iter()
+            .map(|a| {
+                (
+                    a.domain,
+                    t.operation_name(a.domain, a.operation).into_owned(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_process_of_a_file_reads_its_own_strings() {
+        // String ids are per process: the same ids name other strings in the second one.
+        let one = calls(
+            7,
+            &[
+                (ApiDomain::HsaCore, "hsa_init", 1_000),
+                (ApiDomain::HsaCore, "hsa_shut_down", 2_000),
+            ],
+        );
+        let two = calls(
+            8,
+            &[
+                (ApiDomain::HipRuntime, "hipMalloc", 1_500),
+                (ApiDomain::HipRuntime, "hipFree", 2_500),
+            ],
+        );
+        let dir = scratch("strings");
+        let path = dir.join("two.db");
+        let labels = AgentLabels::new(Vec::new(), AgentIndex::default());
+        let run = RunInfo {
+            hostname: "h".into(),
+            command: vec!["app".into()],
+        };
+        let views = [
+            ProcessView::new(&one, &labels),
+            ProcessView::new(&two, &labels),
+        ];
+        crate::rocpd::write_rocpd(&path, &run, &views).unwrap();
+        let back = read(&path).unwrap();
+        let by_pid = |pid: u32| back.iter().find(|t| t.pid == pid).unwrap();
+        let hsa = ApiDomain::HsaCore as u8;
+        let hip = ApiDomain::HipRuntime as u8;
+        assert_eq!(
+            names(by_pid(7)),
+            [
+                (hsa, "hsa_init".to_owned()),
+                (hsa, "hsa_shut_down".to_owned())
+            ]
+        );
+        assert_eq!(
+            names(by_pid(8)),
+            [(hip, "hipMalloc".to_owned()), (hip, "hipFree".to_owned())]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A schema-3 file as upstream's tables have it (no suffix), with the given rows.
+    fn upstream(name: &str, rows: &str) -> std::path::PathBuf {
+        let dir = scratch(name);
+        let path = dir.join("upstream.db");
+        let db = Connection::open(&path).unwrap();
+        db.execute_batch(&format!(
+            "CREATE TABLE rocpd_string (id INTEGER PRIMARY KEY, guid TEXT, string TEXT);
+             CREATE TABLE rocpd_info_process (id INTEGER PRIMARY KEY, guid TEXT, pid INTEGER,
+                 ppid INTEGER, init INTEGER);
+             CREATE TABLE rocpd_event (id INTEGER PRIMARY KEY, guid TEXT, category_id INTEGER,
+                 stack_id INTEGER, parent_stack_id INTEGER, correlation_id INTEGER, extdata TEXT);
+             CREATE TABLE rocpd_region (id INTEGER PRIMARY KEY, guid TEXT, pid INTEGER,
+                 start INTEGER, end INTEGER, tid INTEGER, name_id INTEGER, event_id INTEGER);
+             CREATE TABLE rocpd_kernel_dispatch (id INTEGER PRIMARY KEY, guid TEXT,
+                 pid INTEGER, tid INTEGER, agent_id INTEGER, kernel_id INTEGER,
+                 dispatch_id INTEGER, queue_id INTEGER, stream_id INTEGER, start INTEGER,
+                 end INTEGER, private_segment_size INTEGER, group_segment_size INTEGER,
+                 workgroup_size_x INTEGER, workgroup_size_y INTEGER, workgroup_size_z INTEGER,
+                 grid_size_x INTEGER, grid_size_y INTEGER, grid_size_z INTEGER,
+                 event_id INTEGER);
+             INSERT INTO rocpd_info_process VALUES (1, 'g', 7, 1, 100);
+             {rows}"
+        ))
+        .unwrap();
+        path
+    }
+
+    #[test]
+    fn operations_are_numbered_by_first_use_in_time_whatever_the_row_order() {
+        // The later call is stored first.
+        let path = upstream(
+            "order",
+            "INSERT INTO rocpd_string VALUES (1, 'g', 'HSA_CORE_API'), (2, 'g', 'late'),
+                 (3, 'g', 'early');
+             INSERT INTO rocpd_event VALUES (1, 'g', 1, 1, 0, 0, '{}'), (2, 'g', 1, 2, 0, 0, '{}'),
+                 (3, 'g', 1, 3, 0, 0, '{}');
+             INSERT INTO rocpd_region VALUES (1, 'g', 7, 3000, 3100, 7, 2, 1),
+                 (2, 'g', 7, 1000, 1100, 7, 3, 2), (3, 'g', 7, 2000, 2100, 7, 2, 3);",
+        );
+        let back = read(&path).unwrap();
+        let t = &back[0];
+        let d = ApiDomain::HsaCore as u8;
+        assert_eq!(t.operation_name(d, 0), "early");
+        assert_eq!(t.operation_name(d, 1), "late");
+        let ops: Vec<(u64, u16)> = t.api.iter().map(|a| (a.start, a.operation)).collect();
+        assert_eq!(ops, [(1000, 0), (2000, 1), (3000, 1)]);
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn a_dispatch_takes_the_stack_id_of_the_outermost_call_it_descends_from() {
+        // hipLaunchKernel (stack 10) calls an HSA function (stack 11, parent 10), whose
+        // dispatch carries stack 11: it belongs to the outermost call, 10. A dispatch without
+        // a stack keeps its external correlation id.
+        let path = upstream(
+            "roots",
+            "INSERT INTO rocpd_string VALUES (1, 'g', 'HIP_RUNTIME_API'), (2, 'g', 'HSA_CORE_API'),
+                 (3, 'g', 'KERNEL_DISPATCH'), (4, 'g', 'hipLaunchKernel'),
+                 (5, 'g', 'hsa_signal_store');
+             INSERT INTO rocpd_event VALUES (1, 'g', 1, 10, 0, 0, '{}'),
+                 (2, 'g', 2, 11, 10, 0, '{}'), (3, 'g', 3, 11, 10, 0, '{}'),
+                 (4, 'g', 3, 0, 0, 42, '{}');
+             INSERT INTO rocpd_region VALUES (1, 'g', 7, 1000, 2000, 7, 4, 1),
+                 (2, 'g', 7, 1100, 1200, 7, 5, 2);
+             INSERT INTO rocpd_kernel_dispatch VALUES
+                 (1, 'g', 7, 7, 1, 1, 1, 1, 0, 3000, 4000, 0, 0, 64, 1, 1, 64, 1, 1, 3),
+                 (2, 'g', 7, 7, 1, 1, 2, 1, 0, 5000, 6000, 0, 0, 64, 1, 1, 64, 1, 1, 4);",
+        );
+        let back = read(&path).unwrap();
+        let t = &back[0];
+        let calls: Vec<u64> = t.api.iter().map(|a| a.correlation_id).collect();
+        assert_eq!(calls, [10, 11], "a call keeps its own stack id");
+        let dispatches: Vec<(u64, u64)> = t
+            .dispatches
+            .iter()
+            .map(|d| (d.dispatch_id, d.correlation_id))
+            .collect();
+        assert_eq!(dispatches, [(1, 10), (2, 42)]);
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 }
