@@ -122,6 +122,9 @@ fn with_stack<R>(f: impl FnOnce(&mut CallStack) -> R) -> Option<R> {
     let mut s = crate::thread_slot::get().cast::<CallStack>();
     if s.is_null() {
         s = STACK.try_with(UnsafeCell::get).ok()?;
+        // SAFETY: `s` is this thread's `STACK`, not referenced anywhere yet (the slot is
+        // still null); the thread id is cached before any exit reads it.
+        unsafe { (*s).tid() };
         crate::thread_slot::set(s.cast());
     }
     // SAFETY: `s` is this thread's `STACK` (the slot is per thread and set only here; the
@@ -204,7 +207,7 @@ pub(crate) enum Start {
 #[inline(always)]
 pub(crate) fn exit_tsc(state: *mut c_void, tag: u32, id: u64, start: u64) {
     finished(state, tag, id, Start::Tsc(start), |s, record| {
-        sink::emit_cached(&mut s.local, record)
+        sink::emit_cached(&mut s.local, *record)
     });
 }
 
@@ -212,7 +215,7 @@ pub(crate) fn exit_tsc(state: *mut c_void, tag: u32, id: u64, start: u64) {
 #[inline]
 pub(crate) fn exit_ns(state: *mut c_void, tag: u32, id: u64, start: u64) {
     finished(state, tag, id, Start::Ns(start), |s, record| {
-        sink::emit_cached(&mut s.local, record)
+        sink::emit_cached(&mut s.local, *record)
     });
 }
 
@@ -238,19 +241,36 @@ fn finished(
     // returning to the trampoline).
     let s = unsafe { &mut *state.cast::<CallStack>() };
     s.depth = s.depth.wrapping_sub(1);
-    if !crate::scope::collecting(start) {
-        return;
-    }
     let api = ApiRecord {
         correlation_id,
         start,
         end,
-        thread_id: s.tid(),
+        // Cached when the thread's state was first used (`with_stack`).
+        thread_id: s.tid,
         operation: tag as u16,
         domain: (tag >> 16) as u8,
         reserved: 0,
     };
+    // With collection periods the check is out of line (a tail call), so the common path makes
+    // no call that returns to it.
+    if crate::scope::enabled() {
+        return record_if_collecting(s, api, record);
+    }
     record(s, &api);
+}
+
+/// The end of [`finished`] under collection periods: `record` only if the call started inside
+/// one.
+#[cold]
+#[inline(never)]
+fn record_if_collecting(
+    s: &mut CallStack,
+    api: ApiRecord,
+    record: impl FnOnce(&mut CallStack, &ApiRecord),
+) {
+    if crate::scope::collecting(api.start) {
+        record(s, &api);
+    }
 }
 
 /// What a trampoline that captures arguments hands the exit: where the call's argument words

@@ -205,6 +205,7 @@ c_layout::c_struct! {
     /// What a trampoline's enter leaves in its frame for the exit.
     #[repr(C)]
     struct Frame as "Frame", size 40 {
+        /// The slot number (stored on the slow path and by the capturing trampoline only).
         slot: u32 => 0,
         tag: u32 => 4,
         /// The raw TSC (fast path: `state` set) or host-timeline ns (`slow_state`).
@@ -297,8 +298,9 @@ extern "C" fn trampoline_exit_args(
         std::panic::catch_unwind(|| tracer::exit_args(f.state, f.tag, f.id, start, &call, shape));
 }
 
-/// One trampoline and its `MAX_SLOTS` stubs. `$save` runs first (after the frame is made and
-/// the slot stored), `$copy` before the call (the stack words), `$keep`/`$restore` around
+/// One trampoline and its `MAX_SLOTS` stubs. `$save` runs first (after the frame is made; the
+/// slot number, in `r11`, is stored in the frame only where it is read: on the slow path and
+/// by the capturing exit), `$copy` before the call (the stack words), `$keep`/`$restore` around
 /// the exit, `$exit_args` sets up the exit's arguments (`rdi` = the frame).
 macro_rules! trampoline {
     (
@@ -329,7 +331,6 @@ macro_rules! trampoline {
             ".cfi_startproc",
             "subq $376, %rsp",
             ".cfi_adjust_cfa_offset 376",
-            "movq %r11, 96(%rsp)",
             "movq %rdx, 136(%rsp)",
             $($save,)*
             // The start, raw.
@@ -382,6 +383,7 @@ macro_rules! trampoline {
             // The slow path: every argument register saved around `trampoline_enter`, which
             // fills the frame and returns the original in `rax`.
             "5:",
+            "movq %r11, 96(%rsp)",
             "movq %rdi, 152(%rsp)",
             "movq %rsi, 160(%rsp)",
             "movq %rcx, 176(%rsp)",
@@ -492,6 +494,7 @@ trampoline! {
 trampoline! {
     name: "args",
     save: [
+        "movq %r11, 96(%rsp)",
         "movq %rdi, 152(%rsp)",
         "movq %rsi, 160(%rsp)",
         "movq %rdx, 168(%rsp)",
