@@ -61,8 +61,9 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// The raw time-stamp counter.
 #[inline]
-fn tsc() -> u64 {
+pub(crate) fn tsc() -> u64 {
     // SAFETY: RDTSC is available on every x86-64 CPU.
     unsafe { core::arch::x86_64::_rdtsc() }
 }
@@ -80,12 +81,41 @@ pub fn now_ns() -> u64 {
         e.ns0.load(Ordering::Relaxed),
         e.scale.load(Ordering::Relaxed),
     );
-    let dt = tsc().saturating_sub(tsc0);
+    ns0 + scaled(tsc().saturating_sub(tsc0), scale)
+}
+
+/// Whether [`now_ns`] reads the TSC (calibrated; once on, it stays on).
+#[inline]
+pub fn tsc_in_use() -> bool {
+    CLOCK.current.load(Ordering::Acquire) != NO_TSC
+}
+
+/// The host-timeline times of two raw TSC values `start <= end` read while [`tsc_in_use`]:
+/// `end` as [`now_ns`] would have given it when read, `start` that minus the ticks between
+/// them at the current epoch's rate (so the span is exact whichever epoch `start` was read
+/// under, and `start <= end`). One epoch read for both.
+#[inline]
+pub(crate) fn tsc_span_ns(start: u64, end: u64) -> (u64, u64) {
+    let current = CLOCK.current.load(Ordering::Acquire);
+    let e = &CLOCK.epochs[current % RING];
+    let (tsc0, ns0, scale) = (
+        e.tsc0.load(Ordering::Relaxed),
+        e.ns0.load(Ordering::Relaxed),
+        e.scale.load(Ordering::Relaxed),
+    );
+    let end_ns = ns0 + scaled(end.saturating_sub(tsc0), scale);
+    let span = scaled(end.saturating_sub(start), scale);
+    (end_ns.saturating_sub(span), end_ns)
+}
+
+/// `ticks · scale` in ns (`scale`: 32.32 fixed point ns per tick).
+#[inline]
+fn scaled(ticks: u64, scale: u64) -> u64 {
     // Epochs are at most ~50 ms old, so the product normally fits 64 bits; only a stalled
     // recalibration (a forked child has no clock thread) needs the wide multiply.
-    match dt.checked_mul(scale) {
-        Some(p) => ns0 + (p >> 32),
-        None => ns0 + ((u128::from(dt) * u128::from(scale)) >> 32) as u64,
+    match ticks.checked_mul(scale) {
+        Some(p) => p >> 32,
+        None => ((u128::from(ticks) * u128::from(scale)) >> 32) as u64,
     }
 }
 

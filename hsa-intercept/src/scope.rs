@@ -61,6 +61,7 @@ pub fn before_first_window(now: u64) -> Option<(u64, u64)> {
 }
 
 /// Whether collection periods are in force.
+#[inline]
 pub fn enabled() -> bool {
     WINDOWS.get().is_some()
 }

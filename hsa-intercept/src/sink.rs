@@ -34,12 +34,34 @@ impl ThreadBuffer {
     /// sealer's `membarrier` pairs with the owner's compiler fence). An owner that finds
     /// appends frozen waits for the sealer to finish (it takes microseconds) and appends then;
     /// the Acquire load that sees appends unfrozen also sees the slot the sealer emptied.
-    #[inline]
+    ///
+    /// The common case — `membarrier` registered, nothing frozen — reads [`MODE`] once, after
+    /// the announcement; anything else is [`ThreadBuffer::owner_with_slow`].
+    #[inline(always)]
     fn owner_with<R>(&self, f: impl FnOnce(&mut Option<Chunk>) -> R) -> Option<R> {
-        for _ in 0..2 {
-            // No check before the announcement: an owner that announces while appends are
-            // frozen sees it just below and withdraws (the sealer waits for that).
-            self.busy.store(true, Ordering::Relaxed);
+        // No check before the announcement: an owner that announces while appends are
+        // frozen sees it just below and withdraws (the sealer waits for that).
+        self.busy.store(true, Ordering::Relaxed);
+        compiler_fence(Ordering::SeqCst);
+        if MODE.load(Ordering::Acquire) != ASYMMETRIC {
+            return self.announced_slow(f);
+        }
+        // SAFETY: only the owning thread runs this, and a sealer touches the buffer only
+        // after freezing appends and seeing `busy` clear.
+        let r = f(unsafe { &mut *self.chunk.get() });
+        self.busy.store(false, Ordering::Release);
+        Some(r)
+    }
+
+    /// [`ThreadBuffer::owner_with`] when appends need a full fence (no `membarrier`) or are
+    /// frozen; entered announced.
+    #[cold]
+    #[inline(never)]
+    fn announced_slow<R>(&self, f: impl FnOnce(&mut Option<Chunk>) -> R) -> Option<R> {
+        for attempt in 0..2 {
+            if attempt > 0 {
+                self.busy.store(true, Ordering::Relaxed);
+            }
             if MODE.load(Ordering::Relaxed) & ASYMMETRIC != 0 {
                 compiler_fence(Ordering::SeqCst);
             } else {
@@ -52,8 +74,7 @@ impl ThreadBuffer {
                 }
                 continue;
             }
-            // SAFETY: only the owning thread runs this, and a sealer touches the buffer only
-            // after freezing appends and seeing `busy` clear.
+            // SAFETY: as in `owner_with`.
             let r = f(unsafe { &mut *self.chunk.get() });
             self.busy.store(false, Ordering::Release);
             return Some(r);
@@ -242,10 +263,74 @@ impl Local {
     };
 }
 
-/// [`emit`] through a cached [`Local`] (filled on first use).
-#[inline]
-pub fn emit_cached<R: FixedRecord>(local: &mut Local, record: &R) {
-    append_cached(local, |c| c.push(record));
+/// [`emit`] through a cached [`Local`] (filled on first use): the traced exit's append.
+///
+/// Always inlined, and written so that its hot path makes no call that returns to it: every
+/// uncommon case (no cached buffer, a full or missing chunk, appends needing a full fence or
+/// frozen) is a tail call to an out-of-line function that takes the record by value. The caller
+/// then keeps its values in scratch registers (no callee-saved registers to push and pop) and
+/// the record's fields are stored straight into the chunk.
+#[inline(always)]
+pub fn emit_cached<R: FixedRecord + Copy>(local: &mut Local, record: R) {
+    let p = CURRENT.load(Ordering::Acquire);
+    // A cached sink is never null, so one comparison covers "no buffer yet" and "a new sink".
+    if !std::ptr::eq(local.sink, p) || p.is_null() {
+        return emit_uncached(local, record);
+    }
+    // SAFETY: the registry owns the buffer and never drops it (`local.sink` is set only with
+    // the buffer).
+    let tb = unsafe { &*local.buffer };
+    // Announced (see `ThreadBuffer::owner_with`); the common mode needs a compiler fence only.
+    tb.busy.store(true, Ordering::Relaxed);
+    compiler_fence(Ordering::SeqCst);
+    if MODE.load(Ordering::Acquire) != ASYMMETRIC {
+        return emit_announced_slow(p, tb, record);
+    }
+    // SAFETY: only the owning thread runs this, and a sealer touches the buffer only after
+    // freezing appends and seeing `busy` clear.
+    let slot = unsafe { &mut *tb.chunk.get() };
+    if let Some(c) = slot
+        && c.push(&record)
+    {
+        tb.busy.store(false, Ordering::Release);
+        return;
+    }
+    emit_replacing(p, tb, record);
+}
+
+/// [`emit_cached`] without a cached buffer of the current sink: appends through the
+/// thread-local and caches the thread's buffer (or counts the record lost without a sink).
+#[cold]
+#[inline(never)]
+fn emit_uncached<R: FixedRecord + Copy>(local: &mut Local, record: R) {
+    append_uncached(local, &|c: &mut Chunk| c.push(&record));
+}
+
+/// [`emit_cached`] announced on `tb` when appends need a full fence or are frozen.
+#[cold]
+#[inline(never)]
+fn emit_announced_slow<R: FixedRecord + Copy>(sink: *const Sink, tb: &ThreadBuffer, record: R) {
+    // SAFETY: sinks are leaked once published and never freed.
+    let sink = unsafe { &*sink };
+    if tb
+        .announced_slow(|c| push_or_replace(sink, c, true, |c| c.push(&record)))
+        .is_none()
+    {
+        sink.log.lost(LossCause::NoBuffer, 1);
+    }
+}
+
+/// [`emit_cached`] announced on `tb` when its chunk is full or missing: seals it, starts a
+/// fresh one, appends there, and withdraws the announcement.
+#[cold]
+#[inline(never)]
+fn emit_replacing<R: FixedRecord + Copy>(sink: *const Sink, tb: &ThreadBuffer, record: R) {
+    // SAFETY: sinks are leaked once published and never freed.
+    let sink = unsafe { &*sink };
+    // SAFETY: as in `emit_cached`: the owner, announced and not frozen.
+    let slot = unsafe { &mut *tb.chunk.get() };
+    start_chunk(sink, slot, true, |c| c.push(&record));
+    tb.busy.store(false, Ordering::Release);
 }
 
 /// Appends one variable-length trace entry (`tag`, the concatenation of `parts`) through a
@@ -256,9 +341,32 @@ pub fn emit_parts_cached(local: &mut Local, tag: trace_records::Tag, parts: &[&[
 
 /// Appends one trace entry with `push` through a cached [`Local`]: the thread's buffer as
 /// cached when it belongs to the current sink, else (the thread's first entry, or a new sink)
-/// found or created and then cached.
-#[inline]
+/// found or created and then cached. Always inlined into the traced exit, whose record is then
+/// stored straight into the chunk; the uncommon cases are out of line.
+#[inline(always)]
 fn append_cached(local: &mut Local, push: impl Fn(&mut Chunk) -> bool) {
+    let p = CURRENT.load(Ordering::Acquire);
+    // A cached sink is never null, so one comparison covers "no buffer yet" and "a new sink".
+    if !std::ptr::eq(local.sink, p) || p.is_null() {
+        append_uncached(local, &push);
+        return;
+    }
+    // SAFETY: sinks are leaked once published and never freed.
+    let sink = unsafe { &*p };
+    // SAFETY: the registry owns the buffer and never drops it (`local.sink` is set only with
+    // the buffer).
+    let tb = unsafe { &*local.buffer };
+    let done = tb.owner_with(|c| push_or_replace(sink, c, true, &push));
+    if done.is_none() {
+        sink.log.lost(LossCause::NoBuffer, 1);
+    }
+}
+
+/// [`append_cached`] when the cache does not name the current sink: appends through the
+/// thread-local and caches the thread's buffer (or counts the entry lost without a sink).
+#[cold]
+#[inline(never)]
+fn append_uncached(local: &mut Local, push: &dyn Fn(&mut Chunk) -> bool) {
     let p = CURRENT.load(Ordering::Acquire);
     if p.is_null() {
         lost(LossCause::NoBuffer, 1);
@@ -266,25 +374,15 @@ fn append_cached(local: &mut Local, push: impl Fn(&mut Chunk) -> bool) {
     }
     // SAFETY: sinks are leaked once published and never freed.
     let sink = unsafe { &*p };
-    if local.buffer.is_null() || !std::ptr::eq(local.sink, p) {
-        with_local(true, |sink, c| push_or_replace(sink, c, true, &push));
-        if let Ok((tb, generation)) = LOCAL.try_with(Cell::get) {
-            *local = Local {
-                buffer: tb,
-                sink: if generation == sink.generation {
-                    p
-                } else {
-                    std::ptr::null()
-                },
-            };
-        }
-        return;
-    }
-    // SAFETY: the registry owns the buffer and never drops it.
-    let tb = unsafe { &*local.buffer };
-    let done = tb.owner_with(|c| push_or_replace(sink, c, true, &push));
-    if done.is_none() {
-        sink.log.lost(LossCause::NoBuffer, 1);
+    with_local(true, |sink, c| push_or_replace(sink, c, true, push));
+    if let Ok((tb, generation)) = LOCAL.try_with(Cell::get)
+        && !tb.is_null()
+        && generation == sink.generation
+    {
+        *local = Local {
+            buffer: tb,
+            sink: p,
+        };
     }
 }
 
@@ -422,7 +520,7 @@ fn tid() -> u32 {
 /// Appends with `push`; when the thread has no chunk or it is full, seals it and takes a fresh
 /// one from the log ([`start_chunk`]). What cannot be recorded is counted under its cause (a
 /// definition, i.e. not a trace `record`, under [`LossCause::Definitions`]).
-#[inline]
+#[inline(always)]
 fn push_or_replace(
     sink: &Sink,
     slot: &mut Option<Chunk>,

@@ -1,6 +1,6 @@
-//! The API tracer: one call stack per thread (correlation ids, start times, the ROCTx region,
-//! the thread's sink cache), and the enter and exit work around every traced call that turns it
-//! into one [`ApiRecord`].
+//! The API tracer: one call state per thread (correlation ids, depth, the outermost call's id,
+//! the ROCTx region, the thread's sink cache), and the enter and exit work around every traced
+//! call that turns it into one [`ApiRecord`].
 //!
 //! Every traced call takes a correlation id of its own, a call made inside another (an HSA
 //! call under `hipMemcpy`, `hsa_agent_get_info` in an `hsa_iterate_agents` callback) included,
@@ -8,46 +8,83 @@
 //! allocations) carries the id of the outermost call active on the thread
 //! ([`current_correlation_id`]), and the enclosing call of a nested one is its ancestor.
 //!
-//! The trampolines ([`crate::wrap`]) call `on_enter` and `on_exit` directly; the dispatch,
-//! copy and memory tracing and the tool's ROCTx wrappers take correlation ids, thread ids and
-//! the region from here. This module knows nothing of wrapping: it depends only on the clock,
-//! the collection periods and the sink.
+//! The trampolines ([`crate::wrap`]) do the enter work themselves on their fast path: they read
+//! the call state's fields at the offsets exported here ([`NEXT_ID_AT`], [`FAST_END_AT`],
+//! [`DEPTH_AT`], [`OUTER_AT`]), take the next id of the thread's block, count the depth and keep
+//! the call's id and raw TSC start in their own frame; the exit ([`exit_tsc`]) converts both
+//! times and records. Whenever that path does not apply (no call state yet, the block used up,
+//! no TSC clock, hooks other than the tracer), they call [`enter`] and [`exit_ns`] instead. The
+//! dispatch, copy and memory tracing and the tool's ROCTx wrappers take correlation ids, thread
+//! ids and the region from here. This module knows nothing of wrapping: it depends only on the
+//! clock, the collection periods and the sink.
 
-use crate::clock::now_ns;
+use crate::clock;
 use crate::sink;
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use trace_records::{ApiDomain, ApiRecord};
-
-/// Deepest nesting of traced calls recorded per thread; deeper calls are not recorded.
-pub const MAX_DEPTH: usize = 64;
 
 static NEXT_CORRELATION: AtomicU64 = AtomicU64::new(1);
 
-/// Correlation ids are handed to threads in blocks, so the traced path needs no shared atomic.
+/// Correlation ids are handed to threads in blocks, so the traced path needs no shared atomic:
+/// one `fetch_add` per 1024 ids. A thread's ids are unique in the process and increase.
 const ID_BLOCK: u64 = 1024;
 
-/// Everything a traced call needs from its thread, in one thread-local (one TLS lookup).
-struct CallStack {
-    frames: [(u64, u64); MAX_DEPTH],
-    depth: usize,
-    tid: u32,
+/// Whether the trampolines may take ids themselves (set once the API tracer is their hooks).
+static FAST_ENTER: AtomicBool = AtomicBool::new(false);
+
+/// Everything a traced call needs from its thread, in one thread-local (one TLS lookup). The
+/// first four fields are read and written by the trampolines' assembly at the offsets below.
+#[repr(C)]
+pub(crate) struct CallStack {
+    /// The thread's next correlation id (ids below `id_end` are the thread's).
     next_id: u64,
-    ids_left: u64,
+    /// `id_end` while the trampolines may take ids themselves ([`fast_enter_allowed`]), else
+    /// 0: a trampoline takes an id only while `next_id < fast_end`, and otherwise calls
+    /// [`enter`].
+    fast_end: u64,
+    /// Traced calls active on this thread.
+    depth: u64,
+    /// The correlation id of the outermost active call (meaningful while `depth > 0`).
+    outer: u64,
+    /// End of the thread's block of correlation ids.
+    id_end: u64,
+    tid: u32,
     /// The message of the innermost ROCTx range open on this thread (0 = none), kept by the
     /// tool's ROCTx wrappers for `--kernel-rename`.
     region: u32,
     local: sink::Local,
 }
 
+/// Offset of the next correlation id in the call state (for the trampolines).
+pub(crate) const NEXT_ID_AT: usize = std::mem::offset_of!(CallStack, next_id);
+/// Offset of the fast path's end of the id block in the call state.
+pub(crate) const FAST_END_AT: usize = std::mem::offset_of!(CallStack, fast_end);
+/// Offset of the depth in the call state.
+pub(crate) const DEPTH_AT: usize = std::mem::offset_of!(CallStack, depth);
+/// Offset of the outermost call's id in the call state.
+pub(crate) const OUTER_AT: usize = std::mem::offset_of!(CallStack, outer);
+
+/// Whether the trampolines may do the enter work themselves: the API tracer is installed and
+/// the clock is the TSC (the trampolines keep the raw TSC as the start).
+fn fast_enter_allowed() -> bool {
+    FAST_ENTER.load(Ordering::Relaxed) && clock::tsc_in_use()
+}
+
+/// Lets the trampolines take correlation ids and start times themselves (the API tracer is
+/// their hooks). Threads pick it up at their next call through [`enter`].
+pub(crate) fn allow_fast_enter() {
+    FAST_ENTER.store(true, Ordering::Relaxed);
+}
+
 impl CallStack {
     fn new_id(&mut self) -> u64 {
-        if self.ids_left == 0 {
+        if self.next_id >= self.id_end {
             self.next_id = NEXT_CORRELATION.fetch_add(ID_BLOCK, Ordering::Relaxed);
-            self.ids_left = ID_BLOCK;
+            self.id_end = self.next_id + ID_BLOCK;
+            self.fast_end = if fast_enter_allowed() { self.id_end } else { 0 };
         }
-        self.ids_left -= 1;
         self.next_id += 1;
         self.next_id - 1
     }
@@ -64,11 +101,12 @@ impl CallStack {
 thread_local! {
     static STACK: UnsafeCell<CallStack> = const {
         UnsafeCell::new(CallStack {
-            frames: [(0, 0); MAX_DEPTH],
-            depth: 0,
-            tid: 0,
             next_id: 0,
-            ids_left: 0,
+            fast_end: 0,
+            depth: 0,
+            outer: 0,
+            id_end: 0,
+            tid: 0,
             region: 0,
             local: sink::Local::EMPTY,
         })
@@ -84,6 +122,9 @@ fn with_stack<R>(f: impl FnOnce(&mut CallStack) -> R) -> Option<R> {
     let mut s = crate::thread_slot::get().cast::<CallStack>();
     if s.is_null() {
         s = STACK.try_with(UnsafeCell::get).ok()?;
+        // SAFETY: `s` is this thread's `STACK`, not referenced anywhere yet (the slot is
+        // still null); the thread id is cached before any exit reads it.
+        unsafe { (*s).tid() };
         crate::thread_slot::set(s.cast());
     }
     // SAFETY: `s` is this thread's `STACK` (the slot is per thread and set only here; the
@@ -102,7 +143,7 @@ pub fn thread_id() -> u32 {
     })
 }
 
-/// A new correlation id (unique in the process, from 1).
+/// A new correlation id (unique in the process, from 1; increasing on each thread).
 pub fn new_correlation_id() -> u64 {
     with_stack(CallStack::new_id)
         .unwrap_or_else(|| NEXT_CORRELATION.fetch_add(1, Ordering::Relaxed))
@@ -111,7 +152,7 @@ pub fn new_correlation_id() -> u64 {
 /// The correlation id of the outermost traced call active on this thread, if any: work enqueued
 /// inside `hipLaunchKernel` (even through nested HSA calls) carries the HIP call's id.
 pub fn current_correlation_id() -> Option<u64> {
-    with_stack(|s| (s.depth > 0).then(|| s.frames[0].0)).flatten()
+    with_stack(|s| (s.depth > 0).then_some(s.outer)).flatten()
 }
 
 /// Sets the message (an interned string id; 0 = none) of the innermost ROCTx range open on
@@ -131,82 +172,113 @@ pub const fn tag(domain: ApiDomain, operation: u16) -> u32 {
     ((domain as u32) << 16) | operation as u32
 }
 
-/// This thread's call state, as [`on_enter`] returns it (null if the thread has none), for an
-/// exit that did not keep what its enter returned.
+/// The tracer's work before a traced call, when the trampoline does not do it itself: takes
+/// the call's correlation id and counts it active. Returns this thread's call state for
+/// [`exit_ns`] and the id (`None` if the thread has no call state). The caller reads the start
+/// time ([`clock::now_ns`]).
 #[inline]
-pub(crate) fn call_state() -> *mut c_void {
-    with_stack(|s| std::ptr::from_mut(s).cast()).unwrap_or(std::ptr::null_mut())
-}
-
-/// The tracer's work before a traced call. Returns this thread's call state for [`on_exit`]
-/// (null if the thread has none).
-#[inline]
-pub(crate) fn on_enter() -> *mut c_void {
-    let start = now_ns();
+pub(crate) fn enter() -> Option<(*mut c_void, u64)> {
     with_stack(|s| {
         // Every call its own id, nested ones included (rocprofiler-sdk's `internal`); the
         // enclosing call is found from the thread's timeline after the run (the ancestor).
-        let correlation = s.new_id();
-        if s.depth < MAX_DEPTH {
-            s.frames[s.depth] = (correlation, start);
+        let id = s.new_id();
+        if s.depth == 0 {
+            s.outer = id;
         }
         s.depth += 1;
-        std::ptr::from_mut(s).cast::<c_void>()
+        // From now on (or not) the trampolines take ids themselves, with this block.
+        s.fast_end = if fast_enter_allowed() { s.id_end } else { 0 };
+        (std::ptr::from_mut(s).cast::<c_void>(), id)
     })
-    .unwrap_or(std::ptr::null_mut())
 }
 
-/// The tracer's work after a traced call: one [`ApiRecord`] tagged `tag` (see [`tag`]).
-/// `state` is what [`on_enter`] returned on this thread for the same call.
-#[inline]
-pub(crate) fn on_exit(tag: u32, state: *mut c_void) {
-    finished(tag, state, |s, record| {
-        sink::emit_cached(&mut s.local, record)
+/// When a traced call started, as its trampoline kept it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Start {
+    /// A raw TSC value (the trampoline's own enter).
+    Tsc(u64),
+    /// Host-timeline ns (an enter through [`enter`]).
+    Ns(u64),
+}
+
+/// The tracer's work after a traced call whose trampoline did the enter work (`start`: its raw
+/// TSC): one [`ApiRecord`] tagged `tag` (see [`tag`]) with correlation id `id`. `state` is this
+/// thread's call state (non-null).
+#[inline(always)]
+pub(crate) fn exit_tsc(state: *mut c_void, tag: u32, id: u64, start: u64) {
+    finished(state, tag, id, Start::Tsc(start), |s, record| {
+        sink::emit_cached(&mut s.local, *record)
     });
 }
 
-/// The common part of every exit: pops the call from this thread's stack (`state`, as
-/// [`on_enter`] returned it) and hands `record` the thread's state and the call's
-/// [`ApiRecord`] — unless it is not recorded (no call state, deeper than [`MAX_DEPTH`], outside
-/// the collection periods). Always inlined, so the plain exit is the code it was before the
-/// two exits shared this.
+/// [`exit_tsc`] for a call entered through [`enter`] (`start` in ns).
+#[inline]
+pub(crate) fn exit_ns(state: *mut c_void, tag: u32, id: u64, start: u64) {
+    finished(state, tag, id, Start::Ns(start), |s, record| {
+        sink::emit_cached(&mut s.local, *record)
+    });
+}
+
+/// The common part of every exit: counts the call done on this thread's state (`state`, as
+/// [`enter`] or the trampoline found it) and hands `record` the thread's state and the call's
+/// [`ApiRecord`] — unless it is outside the collection periods. Always inlined, so each exit
+/// is specialised for its kind of start.
 #[inline(always)]
-fn finished(tag: u32, state: *mut c_void, record: impl FnOnce(&mut CallStack, &ApiRecord)) {
-    let end = now_ns();
-    if state.is_null() {
-        return;
-    }
+fn finished(
+    state: *mut c_void,
+    tag: u32,
+    correlation_id: u64,
+    start: Start,
+    record: impl FnOnce(&mut CallStack, &ApiRecord),
+) {
+    let (start, end) = match start {
+        Start::Tsc(t) => clock::tsc_span_ns(t, clock::tsc()),
+        Start::Ns(n) => (n, clock::now_ns()),
+    };
     // SAFETY: `state` is the calling thread's `CallStack` (the call returns on the thread that
     // made it, and the thread-local has no destructor, so it outlives the call); nothing else
     // holds a reference to it while the exit runs (the caller uses it and lets it go before
     // returning to the trampoline).
     let s = unsafe { &mut *state.cast::<CallStack>() };
-    s.depth = s.depth.saturating_sub(1);
-    if s.depth >= MAX_DEPTH {
-        return;
-    }
-    let (correlation_id, start) = s.frames[s.depth];
-    if !crate::scope::collecting(start) {
-        return;
-    }
+    s.depth = s.depth.wrapping_sub(1);
     let api = ApiRecord {
         correlation_id,
         start,
         end,
-        thread_id: s.tid(),
+        // Cached when the thread's state was first used (`with_stack`).
+        thread_id: s.tid,
         operation: tag as u16,
         domain: (tag >> 16) as u8,
         reserved: 0,
     };
+    // With collection periods the check is out of line (a tail call), so the common path makes
+    // no call that returns to it.
+    if crate::scope::enabled() {
+        return record_if_collecting(s, api, record);
+    }
     record(s, &api);
+}
+
+/// The end of [`finished`] under collection periods: `record` only if the call started inside
+/// one.
+#[cold]
+#[inline(never)]
+fn record_if_collecting(
+    s: &mut CallStack,
+    api: ApiRecord,
+    record: impl FnOnce(&mut CallStack, &ApiRecord),
+) {
+    if crate::scope::collecting(api.start) {
+        record(s, &api);
+    }
 }
 
 /// What a trampoline that captures arguments hands the exit: where the call's argument words
 /// are in its frame.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CallFrame {
-    /// The six integer argument registers as saved (`rdi` first), then `rax` and the slot, then
-    /// the eight vector registers (16 bytes each) from word 10.
+    /// The six integer argument registers as saved (`rdi` first), then the eight vector
+    /// registers (16 bytes each) from word [`CallFrame::SSE_WORD`].
     pub regs: *const u64,
     /// The caller's stack arguments (the word above the return address first).
     pub stack: *const u64,
@@ -214,22 +286,34 @@ pub(crate) struct CallFrame {
     pub rax: u64,
 }
 
+impl CallFrame {
+    /// The word of `regs` where the saved vector registers start.
+    pub const SSE_WORD: usize = 7;
+}
+
 /// Bytes kept of one C-string argument, as captured: word index, length (`u16`), text.
 const STRING_ENTRY: usize = 3 + api_signatures::STRING_BYTES;
 
-/// [`on_exit`] for a call whose arguments are captured (`shape`: an
-/// [`api_signatures::Shape`]): one [`trace_records::Tag::ApiArgs`] entry with the record, the
-/// words the signature has, `rax`, and the C strings read now (after the call: an output
-/// buffer holds what the call wrote, an input string is unchanged), each at most
-/// [`api_signatures::STRING_BYTES`] bytes, read without ever faulting.
+/// The exit of a call whose arguments are captured (`shape`: an [`api_signatures::Shape`]): one
+/// [`trace_records::Tag::ApiArgs`] entry with the record, the words the signature has, `rax`,
+/// and the C strings read now (after the call: an output buffer holds what the call wrote, an
+/// input string is unchanged), each at most [`api_signatures::STRING_BYTES`] bytes, read
+/// without ever faulting. `state`, `tag`, `id` and `start` as for [`exit_tsc`] and [`exit_ns`].
 #[inline]
-pub(crate) fn on_exit_args(tag: u32, state: *mut c_void, frame: &CallFrame, shape: u64) {
-    finished(tag, state, |s, record| {
+pub(crate) fn exit_args(
+    state: *mut c_void,
+    tag: u32,
+    id: u64,
+    start: Start,
+    frame: &CallFrame,
+    shape: u64,
+) {
+    finished(state, tag, id, start, |s, record| {
         emit_with_args(s, record, frame, shape)
     });
 }
 
-/// The rest of [`on_exit_args`]: the entry of a recorded call with its captured arguments.
+/// The rest of [`exit_args`]: the entry of a recorded call with its captured arguments.
 #[inline(always)]
 fn emit_with_args(s: &mut CallStack, record: &ApiRecord, frame: &CallFrame, shape: u64) {
     use trace_records::ApiArgsHeader;
@@ -243,14 +327,14 @@ fn emit_with_args(s: &mut CallStack, record: &ApiRecord, frame: &CallFrame, shap
     let mut words =
         [0u64; api_signatures::INT_REGS + api_signatures::SSE_REGS + api_signatures::STACK_WORDS];
     // SAFETY: the trampoline's frame holds the 6 integer registers at `regs[0..6]` and the 8
-    // vector registers at `regs[10..26]`; `stack` is the caller's argument area, of which the
+    // vector registers at `regs[SSE_WORD..SSE_WORD + 16]`; `stack` is the caller's argument area, of which the
     // trampoline forwards 12 words (the counts are capped to those).
     unsafe {
         for (k, w) in words.iter_mut().enumerate().take(n_int) {
             *w = frame.regs.add(k).read();
         }
         for k in 0..n_sse {
-            words[n_int + k] = frame.regs.add(10 + 2 * k).read();
+            words[n_int + k] = frame.regs.add(CallFrame::SSE_WORD + 2 * k).read();
         }
         for k in 0..n_stack {
             words[n_int + n_sse + k] = frame.stack.add(k).read();

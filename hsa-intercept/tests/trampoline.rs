@@ -1,7 +1,9 @@
 //! The signature-agnostic trampolines forward every kind of System V argument and return value
 //! unchanged, and call the hooks around the original, nested calls included.
 
-use hsa_intercept::wrap::{Hooks, set_hooks, wrap_entry};
+use hsa_intercept::wrap::{
+    Forwarding, Hooks, set_hooks, wrap_entry, wrap_entry_capturing, wrap_entry_forwarding,
+};
 use std::cell::RefCell;
 use std::ffi::c_void;
 
@@ -40,6 +42,25 @@ fn wrap<F: Copy>(f: F, tag: u32) -> F {
         std::mem::transmute_copy::<F, *const c_void>(&f)
     });
     // SAFETY: `slot` now holds the trampoline, which has `F`'s ABI.
+    unsafe { std::mem::transmute_copy(&slot) }
+}
+
+/// Wraps `f` through the trampoline `how` names (a forwarding kind, or capturing with a shape).
+fn wrap_through<F: Copy>(f: F, tag: u32, how: Result<Forwarding, api_signatures::Shape>) -> F {
+    assert_eq!(size_of::<F>(), size_of::<*const c_void>());
+    set_hooks(&RECORDER);
+    // SAFETY: `F` is a function pointer type (checked by size).
+    let mut slot: *const c_void = unsafe { std::mem::transmute_copy(&f) };
+    // SAFETY: `slot` is a local pointer-sized cell; the tests pick a trampoline that forwards
+    // the function's signature.
+    unsafe {
+        match how {
+            Ok(forwarding) => wrap_entry_forwarding(&mut slot, tag, forwarding),
+            Err(shape) => wrap_entry_capturing(&mut slot, tag, shape),
+        }
+    }
+    .unwrap();
+    // SAFETY: `slot` now holds the stub, which has `F`'s ABI.
     unsafe { std::mem::transmute_copy(&slot) }
 }
 
@@ -313,4 +334,133 @@ fn deep_recursion_through_one_trampoline_keeps_arguments_and_hooks() {
     assert_eq!(r.1.len(), 2 * 401);
     assert!(r.1[..401].iter().all(|e| *e == ('>', 10)));
     assert!(r.1[401..].iter().all(|e| *e == ('<', 10)));
+}
+
+/// Vector arguments among integer ones, no stack arguments, an integer result.
+extern "C" fn vectors(a: u64, x: f64, b: u32, y: f32, c: u64, z: f64, w: f64) -> u64 {
+    a + 2 * u64::from(b)
+        + 3 * c
+        + (x * 10.0) as u64
+        + (f64::from(y) * 100.0) as u64
+        + (z * 1000.0) as u64
+        + (w * 10_000.0) as u64
+}
+
+/// Integer and vector arguments spilling to the stack: 8 integer (2 on the stack), 9 vector (1
+/// on the stack), and a struct by value in memory.
+#[allow(clippy::too_many_arguments)]
+extern "C" fn spilled(
+    a: u64,
+    b: u64,
+    c: u64,
+    d: u64,
+    e: u64,
+    f: u64,
+    g: u64,
+    x0: f64,
+    x1: f64,
+    x2: f64,
+    x3: f64,
+    x4: f64,
+    x5: f64,
+    x6: f64,
+    x7: f64,
+    x8: f64,
+    big: Big,
+    h: u64,
+) -> u64 {
+    let ints = a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f + 7 * g + 8 * h;
+    let floats =
+        x0 + 2.0 * x1 + 3.0 * x2 + 4.0 * x3 + 5.0 * x4 + 6.0 * x5 + 7.0 * x6 + 8.0 * x7 + 9.0 * x8;
+    ints + (floats * 16.0) as u64
+        + big
+            .v
+            .iter()
+            .enumerate()
+            .map(|(k, v)| (k as u64 + 1) * v)
+            .sum::<u64>()
+}
+
+type Vectors = extern "C" fn(u64, f64, u32, f32, u64, f64, f64) -> u64;
+type Spilled = extern "C" fn(
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    f64,
+    f64,
+    f64,
+    f64,
+    f64,
+    f64,
+    f64,
+    f64,
+    f64,
+    Big,
+    u64,
+) -> u64;
+
+fn call_spilled(f: Spilled, n: u64) -> u64 {
+    let big = Big {
+        v: [n, 2, 3, 5, 7, 11],
+    };
+    f(
+        n, 2, 3, 4, 5, 6, 7, 0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.25, big, 99,
+    )
+}
+
+#[test]
+fn vector_arguments_pass_through_every_trampoline() {
+    let shape = api_signatures::Shape(3 | 4 << 3);
+    let through = [
+        (
+            wrap_through(vectors as Vectors, 21, Ok(Forwarding::Registers)),
+            21,
+        ),
+        (
+            wrap_through(vectors as Vectors, 22, Ok(Forwarding::Stack)),
+            22,
+        ),
+        (
+            wrap_through(vectors as Vectors, 23, Ok(Forwarding::Any)),
+            23,
+        ),
+        (wrap_through(vectors as Vectors, 24, Err(shape)), 24),
+    ];
+    for (f, tag) in through {
+        for n in 0..3u64 {
+            assert_eq!(
+                f(n, 1.5, 7, 0.25, 9, 2.125, 0.5),
+                vectors(n, 1.5, 7, 0.25, 9, 2.125, 0.5),
+                "tag {tag}"
+            );
+        }
+        assert_eq!(events(), [('>', tag), ('<', tag)].repeat(3));
+    }
+}
+
+#[test]
+fn stack_arguments_pass_through_every_trampoline_that_copies_them() {
+    // 7 + 1 integer words (2 on the stack), 9 vector (1 on the stack), 6 words of struct.
+    let shape = api_signatures::Shape(6 | 8 << 3 | 9 << 7);
+    let through = [
+        (
+            wrap_through(spilled as Spilled, 31, Ok(Forwarding::Stack)),
+            31,
+        ),
+        (
+            wrap_through(spilled as Spilled, 32, Ok(Forwarding::Any)),
+            32,
+        ),
+        (wrap_through(spilled as Spilled, 33, Err(shape)), 33),
+    ];
+    for (f, tag) in through {
+        for n in 0..3u64 {
+            assert_eq!(call_spilled(f, n), call_spilled(spilled, n), "tag {tag}");
+        }
+        assert_eq!(events(), [('>', tag), ('<', tag)].repeat(3));
+    }
 }
