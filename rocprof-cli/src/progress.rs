@@ -53,10 +53,10 @@ pub fn update(p: &Progress) {
         return;
     }
     let mut slot = slot();
-    if slot.as_ref().is_some_and(|(task, _)| *task != p.task) || p.finished() {
-        if let Some((_, bar)) = slot.take() {
-            bar.finish_and_clear();
-        }
+    if (slot.as_ref().is_some_and(|(task, _)| *task != p.task) || p.finished())
+        && let Some((_, bar)) = slot.take()
+    {
+        bar.finish_and_clear();
     }
     if p.finished() {
         return;
@@ -114,10 +114,30 @@ pub fn end() {
 }
 
 /// Runs `write` (a write to stderr or stdout) with the bar, if one is shown, off the screen.
+/// Re-entrant: a write made inside another's suspension (a notice's lines) runs as it is —
+/// the bar's state is locked for the outer one, and a second `suspend` would wait for it
+/// forever.
 pub fn suspend<R>(write: impl FnOnce() -> R) -> R {
+    thread_local! {
+        static SUSPENDED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    if SUSPENDED.get() {
+        return write();
+    }
     let bar = slot().as_ref().map(|(_, bar)| bar.clone());
     match bar {
-        Some(bar) => bar.suspend(write),
+        Some(bar) => {
+            SUSPENDED.set(true);
+            // Cleared however `write` ends (it may unwind).
+            struct Clear;
+            impl Drop for Clear {
+                fn drop(&mut self) {
+                    SUSPENDED.set(false);
+                }
+            }
+            let _clear = Clear;
+            bar.suspend(write)
+        }
         None => write(),
     }
 }

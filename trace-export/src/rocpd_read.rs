@@ -556,7 +556,9 @@ impl Ops {
 
     /// The numbering of first use, when it is not the one given.
     fn renumbered(&self) -> Option<HashMap<(u8, Rc<str>), u16>> {
-        let mut by_domain: HashMap<u8, Vec<(Key, &Rc<str>, u16)>> = HashMap::new();
+        // Per domain: (first use, name, operation number given).
+        type Uses<'a> = Vec<(Key, &'a Rc<str>, u16)>;
+        let mut by_domain: HashMap<u8, Uses<'_>> = HashMap::new();
         for ((d, name), &(op, key)) in &self.by_name {
             by_domain.entry(*d).or_default().push((key, name, op));
         }
@@ -677,7 +679,7 @@ impl Reader<'_, '_> {
             .into_iter()
             .map(|(k, (op, _))| (k, op))
             .collect();
-        ops.sort_unstable_by(|a, b| (a.0.0, a.1).cmp(&(b.0.0, b.1)));
+        ops.sort_unstable_by_key(|a| (a.0.0, a.1));
         for ((d, name), op) in ops {
             let id = self.intern(&name);
             self.trace.operations.insert((d, op), id);

@@ -571,18 +571,23 @@ pub unsafe extern "C" fn hsa_signal_store(signal: Signal, value: i64) {
 }
 
 /// The most spurious resumes one process's waits take (see [`spurious_budget`]).
-pub const MAX_SPURIOUS_RESUMES: u32 = 28;
+pub const MAX_SPURIOUS_RESUMES: u32 = 26;
 /// Overrides the per-process number of spurious resumes (0..=[`MAX_SPURIOUS_RESUMES`]; 0:
 /// none, so call counts depend on nothing but the GPU's timing).
 pub const SPURIOUS_ENV: &str = "HSA_SIM_SPURIOUS_WAITS";
 
 /// How many times this process's `hsa_signal_wait_*` calls resume before their condition
 /// holds ("A wait operation can spuriously resume at any time sooner than the timeout", hsa.h),
-/// each time once a wait finds it must block: [`SPURIOUS_ENV`] if set, else drawn uniformly
-/// from 0..=[`MAX_SPURIOUS_RESUMES`] with the session seed (`WSLSIM_SEED`, else the
-/// scenario's `seed`, else one of the process's own from its pid and the clock). A caller that
-/// loops until its condition holds (HIP does) makes that many more wait calls: the run-to-run
-/// spread of HSA call counts the seed measured (710–734 records).
+/// each time once a wait finds it must block: [`SPURIOUS_ENV`] if set, else drawn from
+/// 0..=[`MAX_SPURIOUS_RESUMES`] with the session seed (`WSLSIM_SEED`, else the scenario's
+/// `seed`, else one of the process's own from its pid and the clock). A caller that loops until
+/// its condition holds (HIP does) makes that many more wait calls: the run-to-run spread of HSA
+/// call counts the seed measured (710–734 records). The draw is arcsine-shaped (`M·sin²(φ)`
+/// for a uniform phase φ), the distribution of a periodic quantity seen at a random moment —
+/// whether a wait finds its completion still pending depends on where the host's loop stands
+/// against the GPU's, so the counts gather at both ends of the range, as runs that race ahead
+/// of the GPU or stay behind it; twenty runs then span the seed's range but for about one set
+/// in a thousand (a uniform draw: one in seventy).
 pub fn spurious_budget() -> u32 {
     if let Ok(text) = std::env::var(SPURIOUS_ENV) {
         match text.trim().parse::<u32>() {
@@ -594,7 +599,15 @@ pub fn spurious_budget() -> u32 {
         }
     }
     let mut state = session_seed() ^ 0x5350_5552_494f_5553;
-    (splitmix64(&mut state) % u64::from(MAX_SPURIOUS_RESUMES + 1)) as u32
+    arcsine_draw(splitmix64(&mut state), MAX_SPURIOUS_RESUMES)
+}
+
+/// `round(max · sin²(φ))` for the phase φ = `bits`/2⁶⁴ · π/2: arcsine-distributed over
+/// 0..=`max`, both ends the likeliest.
+fn arcsine_draw(bits: u64, max: u32) -> u32 {
+    let phase = (bits >> 11) as f64 / (1u64 << 53) as f64 * std::f64::consts::FRAC_PI_2;
+    let value = (f64::from(max) * phase.sin().powi(2)).round();
+    (value as u32).min(max)
 }
 
 /// The session seed as the GPU model chooses it: `WSLSIM_SEED` (decimal or `0x` hex), else
@@ -757,4 +770,29 @@ pub unsafe extern "C" fn hsa_amd_signal_value_pointer(
         },
         None => ERROR_INVALID_SIGNAL,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The spurious-resume draw stays in 0..=max, reaches both ends, and puts more of its
+    /// weight at the ends than in the middle (so runs span the seed's range).
+    #[test]
+    fn the_spurious_resume_draw_is_arcsine_shaped_over_its_range() {
+        let max = MAX_SPURIOUS_RESUMES;
+        let mut state = 42u64;
+        let mut counts = vec![0u32; max as usize + 1];
+        for _ in 0..100_000 {
+            let v = arcsine_draw(splitmix64(&mut state), max);
+            assert!(v <= max);
+            counts[v as usize] += 1;
+        }
+        let (low, high, middle) = (counts[0], counts[max as usize], counts[max as usize / 2]);
+        assert!(low > 0 && high > 0, "{counts:?}");
+        assert!(counts[1] > 2 * middle, "{counts:?}");
+        assert!(counts[max as usize - 1] > 2 * middle, "{counts:?}");
+        assert_eq!(arcsine_draw(0, max), 0);
+        assert_eq!(arcsine_draw(u64::MAX, max), max);
+    }
 }

@@ -364,7 +364,7 @@ fn main() -> ExitCode {
         ));
     }
     // 710 fixed calls, plus the timing-dependent ones: extra marker polls, and the spurious
-    // wait resumes the runtime draws per process (0..=28).
+    // wait resumes the runtime draws per process (0..=26).
     if !(705..=740).contains(&hsa_total) || hsa.len() != 38 {
         p.push(format!(
             "{hsa_total} HSA calls across {} functions: expected 705..=740 across 38 (the seed: 710..=734)",
