@@ -9,7 +9,11 @@ use std::path::Path;
 type Entry = (String, Vec<(usize, String, String)>);
 
 fn main() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../abi/api-signatures.tsv");
+    // The manifest directory of this build, read when the script runs: `env!` would fix the
+    // one the script was compiled for, and cargo reuses a compiled script for a copy of the
+    // package elsewhere (the bench's baselines share one target directory).
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let path = Path::new(&manifest).join("../abi/api-signatures.tsv");
     println!("cargo:rerun-if-changed={}", path.display());
     let text = std::fs::read_to_string(&path).expect("abi/api-signatures.tsv");
     // function -> (group, [(position, type, name)])

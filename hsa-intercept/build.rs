@@ -6,7 +6,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 fn main() {
-    let abi = Path::new(env!("CARGO_MANIFEST_DIR")).join("../abi");
+    // The manifest directory of this build, read when the script runs: `env!` would fix the
+    // one the script was compiled for, and cargo reuses a compiled script for a copy of the
+    // package elsewhere (the bench's baselines share one target directory).
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let abi = Path::new(&manifest).join("../abi");
     let tsv_path = abi.join("hsa-runtime-tables.tsv");
     let hip_path = abi.join("hip-table-order.txt");
     println!("cargo:rerun-if-changed={}", tsv_path.display());

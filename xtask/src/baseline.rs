@@ -54,8 +54,13 @@ fn build_baseline(commit: &str) -> Result<PathBuf> {
             .stdout(std::process::Stdio::piped())
             .spawn()
             .context("cannot run git archive")?;
+        // `-m`: the files get the extraction's time, not the commit's. The baselines share one
+        // target directory, and cargo judges a path package fresh by comparing its sources'
+        // times with its last build's: with the commit's times, an older revision extracted
+        // after a newer one was built would reuse the newer one's crates.
         let status = Command::new("tar")
             .arg("-x")
+            .arg("-m")
             .arg("-C")
             .arg(&src)
             .stdin(archive.stdout.context("git archive has no output")?)
