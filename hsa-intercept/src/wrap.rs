@@ -298,15 +298,41 @@ extern "C" fn trampoline_exit_args(
         std::panic::catch_unwind(|| tracer::exit_args(f.state, f.tag, f.id, start, &call, shape));
 }
 
+/// The caller's 12 stack words (at `rsp + 384`) copied to where the callee finds them, 16
+/// bytes at a time through `xmm8` (not an argument register): `yes` for the trampolines that
+/// forward stack arguments, `no` (nothing) for the registers-only one.
+macro_rules! stack_copy {
+    (yes) => {
+        concat!(
+            "movdqu 384(%rsp), %xmm8\n",
+            "movdqu %xmm8, 0(%rsp)\n",
+            "movdqu 400(%rsp), %xmm8\n",
+            "movdqu %xmm8, 16(%rsp)\n",
+            "movdqu 416(%rsp), %xmm8\n",
+            "movdqu %xmm8, 32(%rsp)\n",
+            "movdqu 432(%rsp), %xmm8\n",
+            "movdqu %xmm8, 48(%rsp)\n",
+            "movdqu 448(%rsp), %xmm8\n",
+            "movdqu %xmm8, 64(%rsp)\n",
+            "movdqu 464(%rsp), %xmm8\n",
+            "movdqu %xmm8, 80(%rsp)",
+        )
+    };
+    (no) => {
+        ""
+    };
+}
+
 /// One trampoline and its `MAX_SLOTS` stubs. `$save` runs first (after the frame is made; the
 /// slot number, in `r11`, is stored in the frame only where it is read: on the slow path and
-/// by the capturing exit), `$copy` before the call (the stack words), `$keep`/`$restore` around
+/// by the capturing exit), the stack words copied before the call where `copy_stack` is `yes`
+/// (`stack_copy!`), `$keep`/`$restore` around
 /// the exit, `$exit_args` sets up the exit's arguments (`rdi` = the frame).
 macro_rules! trampoline {
     (
         name: $name:literal,
         save: [$($save:literal),* $(,)?],
-        copy: [$($copy:literal),* $(,)?],
+        copy_stack: $copy:tt,
         before_call: [$($before_call:literal),* $(,)?],
         keep: [$($keep:literal),* $(,)?],
         exit_args: [$($exit_args:literal),* $(,)?],
@@ -362,7 +388,7 @@ macro_rules! trampoline {
             "movl %eax, 100(%rsp)",
             "movq (%r10,%r11), %r11",
             "4:",
-            $($copy,)*
+            stack_copy!($copy),
             "movq 136(%rsp), %rdx",
             $($before_call,)*
             "call *%r11",
@@ -428,12 +454,11 @@ macro_rules! trampoline {
     };
 }
 
-// The four trampolines. Where stack words are copied, the caller's 12 (at `rsp + 384`) go to
-// where the callee finds them, 16 bytes at a time through `xmm8` (not an argument register).
+// The four trampolines.
 trampoline! {
     name: "registers",
     save: [],
-    copy: [],
+    copy_stack: no,
     before_call: [],
     keep: [],
     exit_args: [],
@@ -444,20 +469,7 @@ trampoline! {
 trampoline! {
     name: "stack",
     save: [],
-    copy: [
-            "movdqu 384(%rsp), %xmm8",
-            "movdqu %xmm8, 0(%rsp)",
-            "movdqu 400(%rsp), %xmm8",
-            "movdqu %xmm8, 16(%rsp)",
-            "movdqu 416(%rsp), %xmm8",
-            "movdqu %xmm8, 32(%rsp)",
-            "movdqu 432(%rsp), %xmm8",
-            "movdqu %xmm8, 48(%rsp)",
-            "movdqu 448(%rsp), %xmm8",
-            "movdqu %xmm8, 64(%rsp)",
-            "movdqu 464(%rsp), %xmm8",
-            "movdqu %xmm8, 80(%rsp)",
-    ],
+    copy_stack: yes,
     before_call: [],
     keep: [],
     exit_args: [],
@@ -468,20 +480,7 @@ trampoline! {
 trampoline! {
     name: "any",
     save: ["movq %rax, 144(%rsp)"],
-    copy: [
-            "movdqu 384(%rsp), %xmm8",
-            "movdqu %xmm8, 0(%rsp)",
-            "movdqu 400(%rsp), %xmm8",
-            "movdqu %xmm8, 16(%rsp)",
-            "movdqu 416(%rsp), %xmm8",
-            "movdqu %xmm8, 32(%rsp)",
-            "movdqu 432(%rsp), %xmm8",
-            "movdqu %xmm8, 48(%rsp)",
-            "movdqu 448(%rsp), %xmm8",
-            "movdqu %xmm8, 64(%rsp)",
-            "movdqu 464(%rsp), %xmm8",
-            "movdqu %xmm8, 80(%rsp)",
-    ],
+    copy_stack: yes,
     before_call: ["movq 144(%rsp), %rax"],
     keep: ["movdqu %xmm0, 336(%rsp)", "movdqu %xmm1, 352(%rsp)"],
     exit_args: [],
@@ -510,20 +509,7 @@ trampoline! {
         "movdqu %xmm6, 304(%rsp)",
         "movdqu %xmm7, 320(%rsp)",
     ],
-    copy: [
-            "movdqu 384(%rsp), %xmm8",
-            "movdqu %xmm8, 0(%rsp)",
-            "movdqu 400(%rsp), %xmm8",
-            "movdqu %xmm8, 16(%rsp)",
-            "movdqu 416(%rsp), %xmm8",
-            "movdqu %xmm8, 32(%rsp)",
-            "movdqu 432(%rsp), %xmm8",
-            "movdqu %xmm8, 48(%rsp)",
-            "movdqu 448(%rsp), %xmm8",
-            "movdqu %xmm8, 64(%rsp)",
-            "movdqu 464(%rsp), %xmm8",
-            "movdqu %xmm8, 80(%rsp)",
-    ],
+    copy_stack: yes,
     before_call: [],
     keep: [],
     exit_args: ["leaq 152(%rsp), %rsi", "leaq 384(%rsp), %rdx", "movq %rax, %rcx"],
