@@ -267,9 +267,8 @@ impl Tables<'_> {
         }
     }
 
-    /// `SELECT <columns> FROM <base> AS x [<join>] WHERE <this process> <tail>`, each row to
-    /// `f` as it comes; nothing when the file has no such table. `join` may name `E`, this
-    /// process's events (left out, and its columns `NULL`, when the file has none).
+    /// `SELECT <columns> FROM <base> AS x WHERE <this process> <tail>`, each row to `f` as it
+    /// comes; nothing when the file has no such table.
     fn each(
         &self,
         base: &str,
@@ -277,18 +276,11 @@ impl Tables<'_> {
         tail: &str,
         mut f: impl FnMut(&Row<'_>) -> rusqlite::Result<()>,
     ) -> rusqlite::Result<()> {
-        let Some(table) = self.of(base) else {
-            return Ok(());
-        };
-        let sql = format!(
-            "SELECT {columns} FROM {table} AS x WHERE {} {tail}",
-            Self::filter(base, "x")
-        );
-        self.query(&sql, &mut f)
+        self.rows_of(base, columns, "", tail, &mut f)
     }
 
     /// As [`Tables::each`], each row of `base` with its event (`e`: columns `NULL` for a row
-    /// whose event this process does not have).
+    /// whose event this process does not have, and when the file has no event table).
     fn each_with_event(
         &self,
         base: &str,
@@ -296,20 +288,33 @@ impl Tables<'_> {
         tail: &str,
         mut f: impl FnMut(&Row<'_>) -> rusqlite::Result<()>,
     ) -> rusqlite::Result<()> {
-        let Some(table) = self.of(base) else {
-            return Ok(());
-        };
         let join = match self.of("rocpd_event") {
             Some(events) => format!("LEFT JOIN {events} AS e ON e.id = x.event_id AND e.guid = ?1"),
             None => "LEFT JOIN (SELECT NULL AS id, NULL AS stack_id, NULL AS correlation_id, \
                      NULL AS category_id, NULL AS extdata) AS e ON 0"
                 .to_owned(),
         };
+        self.rows_of(base, columns, &join, tail, &mut f)
+    }
+
+    /// `SELECT <columns> FROM <base> AS x <join> WHERE <this process> <tail>` through
+    /// [`Tables::query`]; nothing when the file has no `base` table.
+    fn rows_of(
+        &self,
+        base: &str,
+        columns: &str,
+        join: &str,
+        tail: &str,
+        f: &mut dyn FnMut(&Row<'_>) -> rusqlite::Result<()>,
+    ) -> rusqlite::Result<()> {
+        let Some(table) = self.of(base) else {
+            return Ok(());
+        };
         let sql = format!(
             "SELECT {columns} FROM {table} AS x {join} WHERE {} {tail}",
             Self::filter(base, "x")
         );
-        self.query(&sql, &mut f)
+        self.query(&sql, f)
     }
 
     /// Runs `sql` (`?1` the process's guid, `?2` its pid), each row to `f`.
