@@ -195,6 +195,16 @@ impl Encoder {
         bytes
     }
 
+    /// The stream's dwords from dword `first` on (header included: dword 0 is the header's
+    /// first), as little-endian words of [`Encoder::bytes`]; nothing is copied.
+    pub fn dwords_from(&self, first: usize) -> impl Iterator<Item = u32> + '_ {
+        const HEADER_DWORDS: usize = HEADER_BYTES / 4;
+        let header = self.header_words();
+        let head = header.into_iter().skip(first);
+        let body = self.words.get(first.saturating_sub(HEADER_DWORDS)..);
+        head.chain(body.unwrap_or_default().iter().copied())
+    }
+
     /// The stream so far (the encoder can go on).
     pub fn bytes(&self) -> Vec<u8> {
         self.to_bytes(&self.words)

@@ -445,6 +445,20 @@ proptest! {
     }
 
     #[test]
+    fn dwords_from_are_the_bytes_from_that_dword(
+        tokens in proptest::collection::vec(token(), 0..32),
+        from in 0usize..80,
+    ) {
+        let mut enc = Encoder::new();
+        for t in &tokens {
+            enc.token(t);
+        }
+        let bytes = enc.bytes();
+        let words: Vec<u8> = enc.dwords_from(from).flat_map(u32::to_le_bytes).collect();
+        prop_assert_eq!(&words[..], bytes.get(4 * from..).unwrap_or_default());
+    }
+
+    #[test]
     fn bounded_streams_fit_and_parse(
         tokens in proptest::collection::vec(token(), 0..32),
         capacity in 0usize..1024,

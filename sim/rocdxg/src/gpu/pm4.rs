@@ -154,6 +154,73 @@ pub enum Event {
     PerfSample,
 }
 
+/// An op's dwords (register values, WRITE_DATA data): up to [`Words::INLINE`] held in place,
+/// more on the heap. The counter and thread-trace buffers write one or two dwords per packet,
+/// so decoding them allocates nothing per packet; a slice in every other respect.
+#[derive(Clone)]
+pub enum Words {
+    /// At most [`Words::INLINE`] dwords: the first `len` of `words`.
+    Inline {
+        /// Storage; the dwords after `len` are 0.
+        words: [u32; Words::INLINE],
+        /// How many are used.
+        len: u8,
+    },
+    /// More dwords.
+    Heap(Vec<u32>),
+}
+
+impl Words {
+    /// Dwords held without an allocation.
+    pub const INLINE: usize = 4;
+}
+
+impl From<&[u32]> for Words {
+    fn from(dwords: &[u32]) -> Words {
+        if dwords.len() <= Words::INLINE {
+            let mut words = [0; Words::INLINE];
+            words[..dwords.len()].copy_from_slice(dwords);
+            Words::Inline {
+                words,
+                len: dwords.len() as u8,
+            }
+        } else {
+            Words::Heap(dwords.to_vec())
+        }
+    }
+}
+
+impl From<Vec<u32>> for Words {
+    fn from(dwords: Vec<u32>) -> Words {
+        Words::from(dwords.as_slice())
+    }
+}
+
+impl std::ops::Deref for Words {
+    type Target = [u32];
+    fn deref(&self) -> &[u32] {
+        match self {
+            Words::Inline { words, len } => &words[..usize::from(*len)],
+            Words::Heap(dwords) => dwords,
+        }
+    }
+}
+
+/// Equal when the dwords are, however they are held.
+impl PartialEq for Words {
+    fn eq(&self, other: &Words) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Words {}
+
+impl fmt::Debug for Words {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
 /// One validated operation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -162,7 +229,7 @@ pub enum Op {
         /// First register.
         first: u32,
         /// Values, one per register.
-        values: Vec<u32>,
+        values: Words,
     },
     /// COPY_DATA.
     Copy {
@@ -180,7 +247,7 @@ pub enum Op {
         /// Whether the address advances per dword (ADDR_INCR = 0).
         increment: bool,
         /// Data dwords.
-        data: Vec<u32>,
+        data: Words,
     },
     /// WAIT_REG_MEM.
     Wait {
@@ -297,7 +364,11 @@ pub fn decode(buffer: &[u32], frame: u32, memory: &dyn Memory) -> Result<Program
     let mut decoder = Decoder {
         frame,
         memory,
-        program: Program::default(),
+        // Every op takes at least two dwords: one allocation for a buffer without chained IBs.
+        program: Program {
+            ops: Vec::with_capacity(buffer.len().div_ceil(2).min(frame as usize)),
+            ..Program::default()
+        },
     };
     decoder.charge(buffer.len() as u64)?;
     decoder.walk(buffer, 0, None)?;
@@ -404,7 +475,7 @@ impl Decoder<'_> {
                 }
                 self.program.ops.push(Op::SetRegisters {
                     first,
-                    values: values.to_vec(),
+                    values: Words::from(values),
                 });
                 Ok(())
             }
@@ -457,7 +528,7 @@ impl Decoder<'_> {
                 self.program.ops.push(Op::Write {
                     target,
                     increment,
-                    data: data.to_vec(),
+                    data: Words::from(data),
                 });
                 Ok(())
             }
@@ -644,13 +715,14 @@ pub fn execute(
     context: &Context<'_>,
 ) -> Result<(), Failure> {
     // Thread-trace tokens appended since the last submission (a dispatch's) reach memory
-    // first, and after every op those of its register writes (a stream's header, user data,
-    // a stream's end).
+    // first, and after every op that wrote a thread-trace register those of its writes (a
+    // stream's header, user data, a stream's end): no other op appends tokens.
     registers.trace.flush(memory).map_err(Failure::Memory)?;
+    registers.take_trace_written();
     for op in &program.ops {
         match op {
             Op::SetRegisters { first, values } => {
-                for (reg, &value) in (*first..).zip(values) {
+                for (reg, &value) in (*first..).zip(values.iter()) {
                     registers.write(reg, value);
                 }
             }
@@ -693,7 +765,7 @@ pub fn execute(
                 data,
             } => {
                 let mut at = *target;
-                for &value in data {
+                for &value in data.iter() {
                     store(registers, memory, at, value)?;
                     if *increment {
                         at = next(at);
@@ -720,7 +792,9 @@ pub fn execute(
                 }
             }
         }
-        registers.trace.flush(memory).map_err(Failure::Memory)?;
+        if registers.take_trace_written() {
+            registers.trace.flush(memory).map_err(Failure::Memory)?;
+        }
     }
     Ok(())
 }

@@ -2,7 +2,6 @@
 //! plus the gfx11 perfmon registers (intercept-pmc-att.md §5.3) that drive the [`PerfBlock`]
 //! and the per-shader-engine thread-trace registers of the [`ThreadTrace`].
 
-use std::collections::HashMap;
 use std::ops::Range;
 
 use super::counters::{GRBM_SLOTS, PerfBlock, SQ_SLOTS};
@@ -14,6 +13,11 @@ pub const CONFIG_SPACE: Range<u32> = 0x2000..0xA000;
 pub const SH_SPACE: Range<u32> = 0x2C00..0x3000;
 /// UCONFIG space.
 pub const UCONFIG_SPACE: Range<u32> = 0xC000..0x1_0000;
+
+/// One past the highest register address of any known space: the register file's size.
+pub const REGISTER_COUNT: usize = UCONFIG_SPACE.end as usize;
+const _: () = assert!(CONFIG_SPACE.end as usize <= REGISTER_COUNT);
+const _: () = assert!(SH_SPACE.end as usize <= REGISTER_COUNT);
 
 /// GRBM_GFX_INDEX: selects SE / SA / instance for later selects and reads.
 pub const GRBM_GFX_INDEX: u32 = 0xC200;
@@ -72,36 +76,48 @@ impl GfxIndex {
 /// The register file of one node's command processor.
 #[derive(Clone, Debug)]
 pub struct RegisterFile {
-    values: HashMap<u32, u32>,
+    /// Every register's stored value, indexed by its dword address: all three known spaces
+    /// lie below [`REGISTER_COUNT`] (256 KiB, where a hash map cost a hash per access).
+    values: Box<[u32]>,
     /// The perfmon hardware behind the counter registers.
     pub perf: PerfBlock,
     /// The thread-trace hardware behind the SQ thread-trace registers.
     pub trace: ThreadTrace,
+    /// A thread-trace register was written since [`RegisterFile::take_trace_written`] was last
+    /// called: its tokens may wait for a flush.
+    trace_written: bool,
 }
 
 impl RegisterFile {
     /// Power-on state: every register 0 except `GRBM_GFX_INDEX` (broadcast); one set of
     /// thread-trace registers per shader engine of the perfmon block's geometry.
     pub fn new(perf: PerfBlock) -> RegisterFile {
-        let mut values = HashMap::new();
-        values.insert(GRBM_GFX_INDEX, GRBM_BROADCAST);
+        let mut values = vec![0u32; REGISTER_COUNT].into_boxed_slice();
+        values[GRBM_GFX_INDEX as usize] = GRBM_BROADCAST;
         let trace = ThreadTrace::new(perf.geometry().shader_engines);
         RegisterFile {
             values,
             perf,
             trace,
+            trace_written: false,
         }
     }
 
     /// Writes `value` to `reg` (which the PM4 validator has checked is in a known space).
     /// Thread-trace registers go to the shader engines `GRBM_GFX_INDEX` selects.
     pub fn write(&mut self, reg: u32, value: u32) {
-        self.values.insert(reg, value);
+        if let Some(slot) = self.values.get_mut(reg as usize) {
+            *slot = value;
+        }
         match reg {
             CP_PERFMON_CNTL => self.perf.set_state(value & 0xF),
             COMPUTE_PERFCOUNT_ENABLE => self.perf.set_compute_enable(value & 1 != 0),
-            sqtt::reg::COMPUTE_THREAD_TRACE_ENABLE => self.trace.set_compute_enable(value & 1 != 0),
+            sqtt::reg::COMPUTE_THREAD_TRACE_ENABLE => {
+                self.trace_written = true;
+                self.trace.set_compute_enable(value & 1 != 0);
+            }
             _ if ThreadTrace::owns(reg) => {
+                self.trace_written = true;
                 let index = GfxIndex::decode(self.stored(GRBM_GFX_INDEX));
                 self.trace.write(index, reg, value);
             }
@@ -146,8 +162,14 @@ impl RegisterFile {
         self.stored(reg)
     }
 
+    /// Whether a thread-trace register was written since the last call (which clears it):
+    /// only such a write appends tokens to a stream outside a dispatch.
+    pub fn take_trace_written(&mut self) -> bool {
+        std::mem::take(&mut self.trace_written)
+    }
+
     fn stored(&self, reg: u32) -> u32 {
-        self.values.get(&reg).copied().unwrap_or(0)
+        self.values.get(reg as usize).copied().unwrap_or(0)
     }
 }
 

@@ -344,10 +344,9 @@ impl Stream {
         if !self.writable || len == self.flushed {
             return Ok(());
         }
-        let stream = self.encoder.bytes();
+        // Lengths are whole dwords (a 16-byte header, then dword tokens).
         let mut address = self.address + self.flushed as u64;
-        for chunk in stream[self.flushed..].chunks_exact(4) {
-            let word = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+        for word in self.encoder.dwords_from(self.flushed / 4) {
             memory.write_u32(address, word)?;
             address += 4;
         }
@@ -531,8 +530,10 @@ impl ThreadTrace {
     /// Copies every stream's new bytes into its buffer.
     pub fn flush(&mut self, memory: &mut dyn Memory) -> Result<(), String> {
         for engine in &mut self.engines {
-            for mut stream in std::mem::take(&mut engine.retired) {
-                stream.flush(memory)?;
+            if !engine.retired.is_empty() {
+                for mut stream in std::mem::take(&mut engine.retired) {
+                    stream.flush(memory)?;
+                }
             }
             if let Some(stream) = engine.stream.as_mut() {
                 stream.flush(memory)?;

@@ -56,11 +56,11 @@ fn sample_ops() -> Vec<Op> {
     vec![
         Op::SetRegisters {
             first: regs::CP_PERFMON_CNTL,
-            values: vec![1],
+            values: vec![1].into(),
         },
         Op::SetRegisters {
             first: regs::COMPUTE_PERFCOUNT_ENABLE,
-            values: vec![1, 2, 3],
+            values: vec![1, 2, 3].into(),
         },
         Op::Copy {
             source: Source::Register(regs::GRBM_PERFCOUNTER_LO[0]),
@@ -90,12 +90,21 @@ fn sample_ops() -> Vec<Op> {
         Op::Write {
             target: Target::Memory(OUT + 32),
             increment: true,
-            data: vec![1, 2, 3],
+            data: vec![1, 2, 3].into(),
         },
         Op::Write {
             target: Target::Register(0xC300),
             increment: false,
-            data: vec![9, 8],
+            data: vec![9, 8].into(),
+        },
+        Op::Write {
+            target: Target::Memory(OUT + 40),
+            increment: true,
+            data: vec![1, 2, 3, 4, 5, 6, 7].into(),
+        },
+        Op::SetRegisters {
+            first: 0xC400,
+            values: vec![6, 5, 4, 3, 2].into(),
         },
         Op::Wait {
             target: Target::Memory(OUT),
@@ -154,11 +163,11 @@ fn aqlprofile_packets_decode_to_what_they_mean() {
         vec![
             Op::SetRegisters {
                 first: regs::GRBM_GFX_INDEX,
-                values: vec![regs::GRBM_BROADCAST],
+                values: vec![regs::GRBM_BROADCAST].into(),
             },
             Op::SetRegisters {
                 first: 0x2E0B,
-                values: vec![1],
+                values: vec![1].into(),
             },
             Op::Event(Event::Barrier),
             Op::Copy {
@@ -559,19 +568,29 @@ fn copy_write_and_clock_semantics() {
     .op(&Op::Write {
         target: Target::Memory(OUT + 32),
         increment: true,
-        data: vec![7, 8, 9],
+        data: vec![7, 8, 9].into(),
     })
     .op(&Op::Write {
         target: Target::Memory(OUT + 48),
         increment: false,
-        data: vec![1, 2, 3],
+        data: vec![1, 2, 3].into(),
     })
     .op(&Op::Copy {
         source: Source::Memory(OUT + 36),
         target: Target::Memory(OUT + 52),
         wide: false,
+    })
+    // More dwords than an op holds in place.
+    .op(&Op::Write {
+        target: Target::Memory(OUT + 64),
+        increment: true,
+        data: vec![11, 12, 13, 14, 15, 16].into(),
     });
     run(&pm4.dwords, &mut memory, &mut registers);
+    assert_eq!(
+        [0, 4, 8, 12, 16, 20].map(|k| memory.get(OUT + 64 + k)),
+        [11, 12, 13, 14, 15, 16]
+    );
     assert_eq!(memory.get(OUT), 0x3333_4444);
     assert_eq!(memory.get(OUT + 4), 0x1111_2222);
     assert_eq!(memory.get(OUT + 8), 0x0000_1234);
@@ -766,12 +785,18 @@ fn op() -> impl Strategy<Value = Op> {
             0xC000_u32..0xFF00,
             prop::collection::vec(any::<u32>(), 1..8)
         )
-            .prop_map(|(first, values)| Op::SetRegisters { first, values }),
+            .prop_map(|(first, values)| Op::SetRegisters {
+                first,
+                values: values.into()
+            }),
         (
             0x2C00_u32..0x2FF0,
             prop::collection::vec(any::<u32>(), 1..8)
         )
-            .prop_map(|(first, values)| Op::SetRegisters { first, values }),
+            .prop_map(|(first, values)| Op::SetRegisters {
+                first,
+                values: values.into()
+            }),
         (source, target.clone()).prop_map(|(source, target)| Op::Copy {
             source,
             target,
@@ -787,7 +812,7 @@ fn op() -> impl Strategy<Value = Op> {
                 Op::Write {
                     target,
                     increment,
-                    data,
+                    data: data.into(),
                 }
             }),
         (target, compare, any::<u32>(), any::<u32>()).prop_map(
