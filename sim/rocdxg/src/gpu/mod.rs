@@ -149,6 +149,8 @@ pub struct NodeGpu {
     knobs: GpuKnobs,
     cp: Mutex<CommandProcessor>,
     sdma: Mutex<Sdma>,
+    /// Programs of the PM4 buffers submitted before.
+    decoded: Mutex<pm4::DecodeCache>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -194,6 +196,7 @@ impl NodeGpu {
                 dispatches: 0,
             }),
             sdma: Mutex::new(Sdma::default()),
+            decoded: Mutex::new(pm4::DecodeCache::default()),
         })
     }
 
@@ -334,7 +337,8 @@ impl NodeGpu {
 
     /// Validates and executes a PM4 command buffer (chained IBs read through `memory`).
     pub fn pm4(&self, buffer: &[u32], memory: &mut dyn Memory) -> Result<(), Pm4Error> {
-        let program = pm4::decode(buffer, self.knobs.pm4_frame_dwords, &*memory)
+        let program = lock(&self.decoded)
+            .decode(buffer, self.knobs.pm4_frame_dwords, &*memory)
             .map_err(Pm4Error::Rejected)?;
         if self.reentered() {
             return Err(Pm4Error::Reentered);

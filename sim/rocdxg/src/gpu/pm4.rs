@@ -8,6 +8,7 @@
 //! access the [`Memory`] refuses) can fail there.
 
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -356,6 +357,8 @@ pub struct Program {
     pub dwords: u64,
     /// Packets decoded (including NOPs, IB packets and fillers).
     pub packets: u64,
+    /// Chained IBs followed: a program without any means what its own dwords say.
+    pub chained_ibs: u64,
 }
 
 /// Validates `buffer` (and every chained IB it calls, read through `memory`) against a frame
@@ -373,6 +376,57 @@ pub fn decode(buffer: &[u32], frame: u32, memory: &dyn Memory) -> Result<Program
     decoder.charge(buffer.len() as u64)?;
     decoder.walk(buffer, 0, None)?;
     Ok(decoder.program)
+}
+
+/// The programs of buffers submitted before, so a buffer submitted again (the counter and
+/// thread-trace packets of every dispatch are) is not decoded again: the simulator's own work
+/// per submission, which no GPU spends on the host, stays small beside the modelled command
+/// processor time. Decoding is a pure function of a buffer's dwords when it chains no IB, so
+/// only such programs are kept, each with the dwords it was decoded from; a buffer at the same
+/// address with other dwords is decoded anew. At most [`DecodeCache::CAPACITY`] programs.
+#[derive(Debug, Default)]
+pub struct DecodeCache {
+    programs: std::collections::HashMap<(usize, usize), (Box<[u32]>, Arc<Program>)>,
+}
+
+impl DecodeCache {
+    /// Programs kept before the cache starts afresh.
+    pub const CAPACITY: usize = 256;
+
+    /// What [`decode`] gives for `buffer`, from the cache when the same dwords at the same
+    /// address were decoded before (with the same `frame`: one cache serves one node).
+    pub fn decode(
+        &mut self,
+        buffer: &[u32],
+        frame: u32,
+        memory: &dyn Memory,
+    ) -> Result<Arc<Program>, Reject> {
+        let key = (buffer.as_ptr() as usize, buffer.len());
+        if let Some((dwords, program)) = self.programs.get(&key)
+            && **dwords == *buffer
+        {
+            return Ok(Arc::clone(program));
+        }
+        let program = Arc::new(decode(buffer, frame, memory)?);
+        if program.chained_ibs == 0 {
+            if self.programs.len() >= DecodeCache::CAPACITY {
+                self.programs.clear();
+            }
+            self.programs
+                .insert(key, (buffer.into(), Arc::clone(&program)));
+        }
+        Ok(program)
+    }
+
+    /// Programs held now.
+    pub fn len(&self) -> usize {
+        self.programs.len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.programs.is_empty()
+    }
 }
 
 struct Decoder<'m> {
@@ -601,6 +655,7 @@ impl Decoder<'_> {
                     .map_err(|error| {
                         Reject::Malformed(format!("cannot read the IB at {address:#x}: {error}"))
                     })?;
+                self.program.chained_ibs += 1;
                 self.walk(&dwords, depth + 1, Some(address))
             }
             other => bad(format!("unsupported opcode {other:#04x}")),

@@ -834,3 +834,69 @@ fn builder_counter_slots_follow_request_order() {
     assert_eq!(slots, [0, 1, 0, 1]);
     assert_eq!(builder::gfx_index(0, 1, 3), 0x0000_010C);
 }
+
+// ------------------------------------------------------------------------------ decode cache
+
+#[test]
+fn a_buffer_submitted_again_is_decoded_once_and_means_the_same() {
+    let memory = FakeMemory::default();
+    let mut cache = pm4::DecodeCache::default();
+    let mut pm4 = Pm4::new();
+    pm4.set_uconfig(regs::GRBM_GFX_INDEX, regs::GRBM_BROADCAST)
+        .copy_reg_to_memory(regs::GRBM_PERFCOUNTER_LO[0], OUT);
+    let buffer = pm4.dwords.clone();
+    let first = cache.decode(&buffer, FRAME, &memory).unwrap();
+    let again = cache.decode(&buffer, FRAME, &memory).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&first, &again), "the kept program");
+    assert_eq!(*first, decoded(&buffer));
+    assert_eq!(cache.len(), 1);
+}
+
+#[test]
+fn a_buffer_rewritten_in_place_is_decoded_anew() {
+    let memory = FakeMemory::default();
+    let mut cache = pm4::DecodeCache::default();
+    let mut buffer = Pm4::new().set_uconfig(0xC400, 1).dwords.clone();
+    let before = cache.decode(&buffer, FRAME, &memory).unwrap();
+    // Same address and length, another value: the new dwords' meaning.
+    buffer[2] = 2;
+    let after = cache.decode(&buffer, FRAME, &memory).unwrap();
+    assert_ne!(*before, *after);
+    assert_eq!(*after, decoded(&buffer));
+    // Turned malformed in place: rejected as decode rejects it.
+    buffer[0] = 0x0000_1234;
+    let reject = cache.decode(&buffer, FRAME, &memory).unwrap_err();
+    assert_eq!(Err(reject), decode(&buffer, FRAME, &memory));
+}
+
+#[test]
+fn a_program_that_chains_an_ib_is_never_kept() {
+    let mut memory = FakeMemory::default();
+    let mut cache = pm4::DecodeCache::default();
+    memory.map(0x1000, &Pm4::new().set_uconfig(0xC400, 1).dwords);
+    let buffer = Pm4::new().indirect_buffer(0x1000, 3).dwords.clone();
+    let first = cache.decode(&buffer, FRAME, &memory).unwrap();
+    assert_eq!(first.chained_ibs, 1);
+    assert!(
+        cache.is_empty(),
+        "its meaning depends on memory it does not hold"
+    );
+    // The chained IB changes behind the unchanged buffer: the change is seen.
+    memory.map(0x1000, &Pm4::new().set_uconfig(0xC400, 7).dwords);
+    let second = cache.decode(&buffer, FRAME, &memory).unwrap();
+    assert_ne!(*first, *second);
+}
+
+#[test]
+fn the_cache_stays_within_its_capacity() {
+    let memory = FakeMemory::default();
+    let mut cache = pm4::DecodeCache::default();
+    let buffers: Vec<Vec<u32>> = (0..pm4::DecodeCache::CAPACITY as u32 + 10)
+        .map(|k| Pm4::new().set_uconfig(0xC400, k).dwords.clone())
+        .collect();
+    for (k, buffer) in buffers.iter().enumerate() {
+        let program = cache.decode(buffer, FRAME, &memory).unwrap();
+        assert_eq!(*program, decoded(buffer), "buffer {k}");
+        assert!(cache.len() <= pm4::DecodeCache::CAPACITY);
+    }
+}
