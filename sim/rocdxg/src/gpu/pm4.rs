@@ -383,15 +383,19 @@ pub fn decode(buffer: &[u32], frame: u32, memory: &dyn Memory) -> Result<Program
 /// per submission, which no GPU spends on the host, stays small beside the modelled command
 /// processor time. Decoding is a pure function of a buffer's dwords when it chains no IB, so
 /// only such programs are kept, each with the dwords it was decoded from; a buffer at the same
-/// address with other dwords is decoded anew. At most [`DecodeCache::CAPACITY`] programs.
+/// address with other dwords is decoded anew. At most [`DecodeCache::CAPACITY`] programs, the
+/// oldest given up first (a tool cycles through its slots' buffers in order, so the working
+/// set must fit: a counted dispatch in flight holds three).
 #[derive(Debug, Default)]
 pub struct DecodeCache {
     programs: std::collections::HashMap<(usize, usize), (Box<[u32]>, Arc<Program>)>,
+    /// Keys in the order they were first kept.
+    order: std::collections::VecDeque<(usize, usize)>,
 }
 
 impl DecodeCache {
-    /// Programs kept before the cache starts afresh.
-    pub const CAPACITY: usize = 256;
+    /// Programs kept at most (a few MiB of the simulator's memory when full).
+    pub const CAPACITY: usize = 4096;
 
     /// What [`decode`] gives for `buffer`, from the cache when the same dwords at the same
     /// address were decoded before (with the same `frame`: one cache serves one node).
@@ -407,13 +411,22 @@ impl DecodeCache {
         {
             return Ok(Arc::clone(program));
         }
-        let program = Arc::new(decode(buffer, frame, memory)?);
+        let mut program = decode(buffer, frame, memory)?;
+        program.ops.shrink_to_fit();
+        let program = Arc::new(program);
         if program.chained_ibs == 0 {
-            if self.programs.len() >= DecodeCache::CAPACITY {
-                self.programs.clear();
+            let kept = (buffer.into(), Arc::clone(&program));
+            if self.programs.insert(key, kept).is_none() {
+                self.order.push_back(key);
+                if self.order.len() > DecodeCache::CAPACITY
+                    && let Some(oldest) = self.order.pop_front()
+                {
+                    self.programs.remove(&oldest);
+                }
             }
-            self.programs
-                .insert(key, (buffer.into(), Arc::clone(&program)));
+        } else if self.programs.remove(&key).is_some() {
+            // The address now holds a chaining buffer: what was kept for it is stale.
+            self.order.retain(|k| *k != key);
         }
         Ok(program)
     }

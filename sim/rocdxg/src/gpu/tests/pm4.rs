@@ -888,15 +888,28 @@ fn a_program_that_chains_an_ib_is_never_kept() {
 }
 
 #[test]
-fn the_cache_stays_within_its_capacity() {
+fn the_cache_stays_within_its_capacity_giving_up_the_oldest() {
     let memory = FakeMemory::default();
     let mut cache = pm4::DecodeCache::default();
     let buffers: Vec<Vec<u32>> = (0..pm4::DecodeCache::CAPACITY as u32 + 10)
         .map(|k| Pm4::new().set_uconfig(0xC400, k).dwords.clone())
         .collect();
-    for (k, buffer) in buffers.iter().enumerate() {
-        let program = cache.decode(buffer, FRAME, &memory).unwrap();
-        assert_eq!(*program, decoded(buffer), "buffer {k}");
-        assert!(cache.len() <= pm4::DecodeCache::CAPACITY);
-    }
+    let programs: Vec<_> = buffers
+        .iter()
+        .enumerate()
+        .map(|(k, buffer)| {
+            let program = cache.decode(buffer, FRAME, &memory).unwrap();
+            assert_eq!(*program, decoded(buffer), "buffer {k}");
+            assert!(cache.len() <= pm4::DecodeCache::CAPACITY);
+            program
+        })
+        .collect();
+    assert_eq!(cache.len(), pm4::DecodeCache::CAPACITY);
+    let again = |k: usize, cache: &mut pm4::DecodeCache| {
+        let program = cache.decode(&buffers[k], FRAME, &memory).unwrap();
+        std::sync::Arc::ptr_eq(&program, &programs[k])
+    };
+    // The newest are still held, the oldest were given up (and come back decoded anew).
+    assert!(again(buffers.len() - 1, &mut cache));
+    assert!(!again(0, &mut cache));
 }
