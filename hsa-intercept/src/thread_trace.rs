@@ -112,6 +112,8 @@ static TRACE: OnceLock<&'static ThreadTrace> = OnceLock::new();
 /// Code objects loaded so far: their markers (for every begin buffer) and a generation that
 /// changes with each load.
 static CODE_OBJECTS: RwLock<Vec<CodeObjectMarker>> = RwLock::new(Vec::new());
+/// Bumped after each marker is added: a slot built for an older generation is rebuilt.
+static CODE_OBJECTS_GENERATION: AtomicU64 = AtomicU64::new(0);
 
 struct ThreadTrace {
     filter: KernelFilter,
@@ -144,8 +146,20 @@ struct Slot {
     data: usize,
     /// The control block.
     control: usize,
-    /// In flight: the buffers it was last built with.
-    busy: Option<TraceBuffers>,
+    /// What the slot's command memory holds, if it was built.
+    built: Option<Built>,
+    /// In flight (the GPU may use the slot's memory).
+    busy: bool,
+}
+
+/// A slot's begin and end buffers, in its command memory: they depend only on the slot's
+/// addresses, the trace parameters and the code objects loaded, so a slot whose code-object
+/// generation is current is reused as it is (a traced dispatch then builds nothing).
+struct Built {
+    generation: u64,
+    buffers: TraceBuffers,
+    begin: [u8; 64],
+    end: [u8; 64],
 }
 
 impl ThreadTrace {
@@ -176,20 +190,19 @@ impl ThreadTrace {
     /// A free slot with its buffers built for the code objects loaded now, or `None` (every
     /// slot in flight, or no memory).
     fn take(&self, kit: &Kit) -> Option<(usize, [u8; 64], [u8; 64])> {
-        let markers = CODE_OBJECTS.read().map(|m| m.clone()).unwrap_or_default();
         let mut slots = kit.slots.lock().unwrap_or_else(|e| e.into_inner());
         let cap = max_slots(self.params.buffer_size);
-        if slots.len() >= cap && slots.iter().all(|s| s.busy.is_some()) {
+        if slots.len() >= cap && slots.iter().all(|s| s.busy) {
             // Traced dispatches are serialised: wait (bounded, so a dispatch whose
             // predecessors wait on work submitted after it cannot hang the application) for
             // the harvest to free a slot.
             let (guard, _) = kit
                 .freed
-                .wait_timeout_while(slots, SLOT_WAIT, |s| s.iter().all(|s| s.busy.is_some()))
+                .wait_timeout_while(slots, SLOT_WAIT, |s| s.iter().all(|s| s.busy))
                 .unwrap_or_else(|e| e.into_inner());
             slots = guard;
         }
-        let free = slots.iter().position(|s| s.busy.is_none());
+        let free = slots.iter().position(|s| !s.busy);
         let index = match free {
             Some(k) => k,
             None if slots.len() < cap => match kit.allocate_slot(self.params.buffer_size) {
@@ -211,6 +224,36 @@ impl ThreadTrace {
             }
         };
         let slot = &mut slots[index];
+        // The generation first: markers added after it are at worst built in early (and the
+        // slot rebuilt once more), never left out under a current generation.
+        let generation = CODE_OBJECTS_GENERATION.load(Ordering::Acquire);
+        if slot
+            .built
+            .as_ref()
+            .is_none_or(|b| b.generation != generation)
+        {
+            slot.built = None;
+            slot.built = Some(self.build(kit, slot, generation)?);
+        }
+        let built = slot.built.as_ref()?;
+        // SAFETY: the slot is free, so no packet of the GPU's refers to its memory; the control
+        // block has its reserved bytes.
+        unsafe {
+            std::ptr::write_bytes(
+                slot.control as *mut u8,
+                0,
+                built.buffers.control_bytes() as usize,
+            );
+        }
+        let (begin, end) = (built.begin, built.end);
+        slot.busy = true;
+        Some((index, begin, end))
+    }
+
+    /// Builds `slot`'s begin and end buffers for the code objects loaded now and writes them
+    /// into its command memory (the slot must be free).
+    fn build(&self, kit: &Kit, slot: &Slot, generation: u64) -> Option<Built> {
+        let markers = CODE_OBJECTS.read().map(|m| m.clone()).unwrap_or_default();
         let built = sqtt::build_trace(
             &self.params,
             kit.se_count,
@@ -231,8 +274,7 @@ impl ThreadTrace {
         let end_offset = align(buffers.begin.len() * 4, pm4::COMMAND_ALIGN);
         let end_addr = begin_addr + end_offset as u64;
         // SAFETY: the slot is free, so no packet of the GPU's refers to its memory; the begin
-        // and end buffers fit its COMMAND_BYTES (checked by `fit`), the control block its
-        // reserved bytes.
+        // and end buffers fit its COMMAND_BYTES (checked by `fit`).
         unsafe {
             std::ptr::copy_nonoverlapping(
                 buffers.begin.as_ptr().cast::<u8>(),
@@ -244,7 +286,6 @@ impl ThreadTrace {
                 end_addr as *mut u8,
                 buffers.end.len() * 4,
             );
-            std::ptr::write_bytes(slot.control as *mut u8, 0, buffers.control_bytes() as usize);
         }
         let begin = pm4::pm4_ib_packet(
             pm4::HEADER_BARRIER,
@@ -253,8 +294,12 @@ impl ThreadTrace {
             0,
         );
         let end = pm4::pm4_ib_packet(pm4::HEADER_BARRIER, end_addr, buffers.end.len() as u32, 0);
-        slot.busy = Some(buffers);
-        Some((index, begin, end))
+        Some(Built {
+            generation,
+            buffers,
+            begin,
+            end,
+        })
     }
 
     /// Appends one engine's data to the process's data file (one file, so a traced dispatch
@@ -284,7 +329,10 @@ impl ThreadTrace {
         let Some(slot) = slots.get_mut(index) else {
             return;
         };
-        let Some(buffers) = slot.busy.take() else {
+        if !std::mem::take(&mut slot.busy) {
+            return;
+        }
+        let Some(Built { buffers, .. }) = slot.built.as_ref() else {
             return;
         };
         // SAFETY: the slot's control block; the end packet has completed, so the GPU is done
@@ -292,7 +340,7 @@ impl ThreadTrace {
         let control = unsafe {
             std::slice::from_raw_parts(slot.control as *const u8, buffers.control_bytes() as usize)
         };
-        if !sqtt::packets_ran(&buffers, control) {
+        if !sqtt::packets_ran(buffers, control) {
             // The begin packet's proof word is missing: the packets did not run (a closed
             // vendor-packet gate), so the records hold the zeros written before the dispatch
             // and the buffer nothing of this dispatch's. Nothing is saved; `rocprof` explains.
@@ -301,7 +349,7 @@ impl ThreadTrace {
             emit_captured(record, Vec::new(), false);
             return;
         }
-        let results = match sqtt::read_control(&buffers, control) {
+        let results = match sqtt::read_control(buffers, control) {
             Ok(r) => r,
             Err(why) => {
                 kit.freed.notify_one();
@@ -446,7 +494,8 @@ impl Kit {
             base,
             data,
             control: base + COMMAND_BYTES,
-            busy: None,
+            built: None,
+            busy: false,
         })
     }
 }
@@ -468,7 +517,7 @@ impl Instrument for ThreadTrace {
             if let Ok(mut slots) = kit.slots.lock()
                 && let Some(s) = slots.get_mut(slot)
             {
-                s.busy = None;
+                s.busy = false;
                 kit.freed.notify_one();
             }
             return None;
@@ -585,6 +634,7 @@ pub(crate) fn executable_frozen(loader: &Loader, executable: u64) {
                 from_start: true,
             });
         }
+        CODE_OBJECTS_GENERATION.fetch_add(1, Ordering::Release);
         sink::emit_event_doc(&Document::CodeObject(CodeObjectSaved {
             id,
             agent_node_id,

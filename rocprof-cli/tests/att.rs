@@ -451,3 +451,70 @@ fn a_closed_gate_is_said_per_traced_dispatch_and_an_empty_trace_that_ran_is_not_
         "decoded, with no detail wave: {ui:?}"
     );
 }
+
+/// A code object loaded after traced dispatches ran: the dispatch after it carries its load
+/// marker (the trace names its PCs), although the slot it takes was built before the load.
+#[test]
+fn a_code_object_loaded_after_traced_dispatches_names_the_later_ones() {
+    let (out, o) = traced(
+        "late",
+        &["--att-target-cu", "0"],
+        "late-code-object",
+        &[("WSLSIM_SEED", "5")],
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let names = files(&out);
+    let objects = names
+        .iter()
+        .filter(|n| n.starts_with("run_gfx1150_code_object_id_") && n.ends_with(".out"))
+        .count();
+    assert!(objects >= 2, "{names:?}");
+    for k in 1..=3 {
+        assert!(
+            names.contains(&format!("stats_ui_output_agent_2_dispatch_{k}.csv")),
+            "{names:?}"
+        );
+    }
+    // The raw data of each dispatch: the load markers its begin buffer wrote.
+    let markers = |k: usize| -> Vec<u64> {
+        let bytes = std::fs::read(out.join(format!("run_2_shader_engine_0_{k}.att"))).unwrap();
+        let stream = wslsim_sqtt::parse(&bytes).unwrap();
+        let mut decoder = wslsim_sqtt::marker::MarkerDecoder::new();
+        let mut ids: Vec<u64> = stream
+            .tokens
+            .iter()
+            .filter_map(|t| match *t {
+                wslsim_sqtt::Token::RegWrite { register, value }
+                    if register == wslsim_sqtt::USERDATA_2 =>
+                {
+                    decoder.feed(value).map(|m| m.id)
+                }
+                _ => None,
+            })
+            .collect();
+        ids.sort_unstable();
+        ids
+    };
+    let (before, late) = (markers(1), markers(2));
+    assert!(
+        !before.is_empty(),
+        "dispatch 1 names the code objects then loaded"
+    );
+    assert!(
+        late.len() > before.len() && before.iter().all(|id| late.contains(id)),
+        "dispatch 2 adds the late code object's marker: {before:?} then {late:?}"
+    );
+    assert_eq!(markers(3), late, "dispatch 3 as dispatch 2");
+    // `scale` (dispatch 2) is in the code object loaded after dispatch 1 was traced.
+    let csv = std::fs::read_to_string(out.join("stats_ui_output_agent_2_dispatch_2.csv")).unwrap();
+    assert!(
+        csv.contains("\"; scale(float const*, float*, unsigned long)\""),
+        "{csv}"
+    );
+    let rows = hit_rows(&csv);
+    assert!(
+        !rows.is_empty() && rows.iter().all(|&(_, hits)| hits > 0),
+        "{csv}"
+    );
+}

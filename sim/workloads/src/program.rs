@@ -8,7 +8,6 @@
 //! the tests instead of cancelling out.
 
 use std::ffi::{CString, c_void};
-use std::sync::atomic::{AtomicPtr, Ordering};
 
 use wslsim_codeobj::{CodeObjectBuilder, KernelBuilder};
 
@@ -67,13 +66,14 @@ fn code_object(kernels: &[&KernelDef]) -> Vec<u8> {
     builder.to_bytes()
 }
 
-static HANDLE: AtomicPtr<*mut c_void> = AtomicPtr::new(std::ptr::null_mut());
+/// Every handle [`register`] got, unregistered at exit (newest first).
+static HANDLES: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
 
 extern "C" fn unregister_at_exit() {
-    let handle = HANDLE.swap(std::ptr::null_mut(), Ordering::AcqRel);
-    if !handle.is_null() {
-        // SAFETY: the handle __hipRegisterFatBinary returned.
-        unsafe { (hip().unregister_fat_binary)(handle) };
+    let handles = std::mem::take(&mut *HANDLES.lock().unwrap_or_else(|e| e.into_inner()));
+    for handle in handles.into_iter().rev() {
+        // SAFETY: a handle __hipRegisterFatBinary returned, unregistered once.
+        unsafe { (hip().unregister_fat_binary)(handle as *mut *mut c_void) };
     }
 }
 
@@ -124,7 +124,10 @@ pub fn register(kernels: &[&KernelDef]) {
             )
         };
     }
-    HANDLE.store(handle, Ordering::Release);
-    // SAFETY: registers a plain extern "C" fn().
-    unsafe { libc::atexit(unregister_at_exit) };
+    let mut handles = HANDLES.lock().unwrap_or_else(|e| e.into_inner());
+    if handles.is_empty() {
+        // SAFETY: registers a plain extern "C" fn().
+        unsafe { libc::atexit(unregister_at_exit) };
+    }
+    handles.push(handle as usize);
 }

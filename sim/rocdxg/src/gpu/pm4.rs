@@ -388,10 +388,13 @@ pub fn decode(buffer: &[u32], frame: u32, memory: &dyn Memory) -> Result<Program
 /// set must fit: a counted dispatch in flight holds three).
 #[derive(Debug, Default)]
 pub struct DecodeCache {
-    programs: std::collections::HashMap<(usize, usize), (Box<[u32]>, Arc<Program>)>,
+    programs: std::collections::HashMap<BufferKey, (Box<[u32]>, Arc<Program>)>,
     /// Keys in the order they were first kept.
-    order: std::collections::VecDeque<(usize, usize)>,
+    order: std::collections::VecDeque<BufferKey>,
 }
+
+/// A submitted buffer's address and length in dwords.
+type BufferKey = (usize, usize);
 
 impl DecodeCache {
     /// Programs kept at most (a few MiB of the simulator's memory when full).
