@@ -205,12 +205,21 @@ fn every_trampoline_records_and_forwards_on_the_fast_path() {
             .expect("the nested call took the next id");
         assert!(o.start <= i.start && i.end <= o.end);
     }
-    let main_outer: Vec<u64> = outers
-        .iter()
-        .filter(|o| o.thread_id == records[0].thread_id)
-        .map(|o| o.correlation_id)
-        .collect();
-    assert!(seen_main.iter().all(|id| main_outer.contains(id)));
+    // The ids the main thread's nested calls saw are its outer calls' (which thread's records
+    // come first in the log is not fixed: the main thread is the one whose outer ids they are).
+    let outer_ids = |thread: u32| -> Vec<u64> {
+        outers
+            .iter()
+            .filter(|o| o.thread_id == thread)
+            .map(|o| o.correlation_id)
+            .collect()
+    };
+    assert!(
+        threads
+            .iter()
+            .any(|&t| seen_main.iter().all(|id| outer_ids(t).contains(id))),
+        "the nested calls saw their callers' ids"
+    );
     // The capturing trampolines kept the words their shapes name.
     let captured = t.api_args.len() as u64;
     assert_eq!(captured, 2 * 2 * CALLS);
