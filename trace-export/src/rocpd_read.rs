@@ -1397,9 +1397,18 @@ enum Seek {
     Found,
     /// The process has no such event.
     Absent,
-    /// The cursor has passed it already: look it up.
-    Behind,
+    /// Look it up by its key: the cursor has passed it already, or it lies far ahead (see
+    /// [`FAR`]).
+    Lookup,
 }
+
+/// How far ahead of the cursor (in ids) an event is looked up by its key rather than reached
+/// by moving the cursor there, for up to [`FAR_RUN`] regions in a row: a file whose regions
+/// interleave two runs of events (ours with HIP and HSA calls: the HSA calls' events come after
+/// every HIP call's) keeps its cursor on the longer run instead of jumping over it and looking
+/// up every region of it afterwards.
+const FAR: i64 = if cfg!(test) { 4 } else { 65536 };
+const FAR_RUN: u32 = if cfg!(test) { 3 } else { 4096 };
 
 /// The events of a process in id order, as the event reader sends them.
 struct EventCursor {
@@ -1408,6 +1417,8 @@ struct EventCursor {
     at: usize,
     /// The highest id passed (every event up to it has been seen).
     passed: Option<i64>,
+    /// Regions in a row whose event was far ahead.
+    far: u32,
 }
 
 impl EventCursor {
@@ -1427,16 +1438,22 @@ impl EventCursor {
             }
             let e = &self.batch[self.at];
             if e.id == id {
+                self.far = 0;
                 return Seek::Found;
             }
             if e.id > id {
                 break;
             }
+            if id.saturating_sub(e.id) > FAR && self.far < FAR_RUN {
+                self.far += 1;
+                return Seek::Lookup;
+            }
             self.passed = Some(e.id);
             self.at += 1;
         }
+        self.far = 0;
         match self.passed {
-            Some(p) if id <= p => Seek::Behind,
+            Some(p) if id <= p => Seek::Lookup,
             _ => Seek::Absent,
         }
     }
@@ -1542,9 +1559,11 @@ fn regions_merged(
         Tables::filter("rocpd_region", "x")
     );
     let mut lookup = t.db.prepare(&format!(
-        "SELECT e.id, e.stack_id, e.correlation_id, e.category_id, e.extdata FROM {events} AS e \
+        "SELECT e.id, e.stack_id, e.correlation_id, e.category_id, {extdata} FROM {events} AS e \
          WHERE e.id = ?2 AND {event_filter}"
     ))?;
+    // The guid once; the id per lookup.
+    lookup.raw_bind_parameter(1, &t.guid)?;
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel(EVENT_QUEUE);
         let (path, guid, sql) = (t.path, t.guid.as_str(), event_sql.as_str());
@@ -1554,6 +1573,7 @@ fn regions_merged(
             batch: Vec::new(),
             at: 0,
             passed: None,
+            far: 0,
         };
         let scanned = t.query(&region_sql, &mut |r| {
             let rusqlite::types::ValueRef::Integer(event) = r.get_ref(5)? else {
@@ -1563,8 +1583,9 @@ fn regions_merged(
             let e = match cursor.seek(event) {
                 Seek::Found => cursor.current(),
                 Seek::Absent => return Ok(()),
-                Seek::Behind => {
-                    let mut rows = lookup.query(rusqlite::params![t.guid, event])?;
+                Seek::Lookup => {
+                    lookup.raw_bind_parameter(2, event)?;
+                    let mut rows = lookup.raw_query();
                     looked_up = match rows.next()? {
                         Some(r) => EventRow::of(r)?,
                         None => return Ok(()),
