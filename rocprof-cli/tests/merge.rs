@@ -309,3 +309,58 @@ fn run_mode_takes_formats_comma_separated_or_repeated() {
         );
     }
 }
+
+/// The files a merge of `inputs` into CSV writes under `dir` (prefix `m`), by name.
+fn merged_csv(tmp: &Path, dir: &str, inputs: &[&Path]) -> (Output, HashMap<String, Vec<u8>>) {
+    let out = tmp.join(dir);
+    let o = rocprof(tmp)
+        .arg("merge")
+        .args(["-f", "csv", "-o", "m", "-d"])
+        .arg(&out)
+        .args(inputs)
+        .output()
+        .unwrap();
+    let files = std::fs::read_dir(&out)
+        .map(|d| {
+            d.map(|e| e.unwrap())
+                .filter(|e| e.path().is_file())
+                .map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    (name, std::fs::read(e.path()).unwrap())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    (o, files)
+}
+
+#[test]
+fn databases_read_ahead_come_in_the_order_of_the_inputs_and_a_bad_one_stops_the_merge() {
+    let tmp = scratch("merge", "ahead");
+    let [a, b] = two_databases(&tmp);
+    // The first input's process takes the plain prefix: each order's unsuffixed kernel trace
+    // is its first input's, as merged alone.
+    for (name, order) in [("ab", [&a, &b]), ("ba", [&b, &a])] {
+        let (o, alone) = merged_csv(&tmp, &format!("{name}-alone"), &[order[0]]);
+        ok(&o);
+        let (o, both) = merged_csv(&tmp, name, &[order[0], order[1]]);
+        let err = ok(&o);
+        assert!(err.contains("merged 2 inputs, 2 processes"), "{err}");
+        assert_eq!(
+            both.get("m_kernel_trace.csv"),
+            alone.get("m_kernel_trace.csv"),
+            "{name}: the first input's trace under the plain name"
+        );
+        assert_eq!(both.len(), 2 * alone.len(), "{name}: {:?}", both.keys());
+    }
+    // A database that cannot be read, between two good ones: the merge stops there, naming it.
+    let bad = tmp.join("bad.db");
+    std::fs::write(&bad, "not sqlite at all, just text that is long enough").unwrap();
+    let (o, _) = merged_csv(&tmp, "bad", &[&a, &bad, &b]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("cannot read the rocpd database") && err.contains("bad.db"),
+        "{err}"
+    );
+}

@@ -54,18 +54,72 @@ fn input_kind_known(path: &Path) -> bool {
     path.is_dir() || path.extension().is_some_and(|e| e == "db")
 }
 
+/// Whether `path` is read as a rocpd database (else as a record directory).
+fn is_database(path: &Path) -> bool {
+    !path.is_dir() && path.extension().is_some_and(|e| e == "db")
+}
+
+fn read_database(path: &Path) -> Result<Input, Error> {
+    let traces = trace_export::rocpd_read::read(path).map_err(|source| Error::Rocpd {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(Input { traces })
+}
+
 fn read_input(path: &Path, report: &mut dyn Report) -> Result<Input, Error> {
     if path.is_dir() {
         return read_record_dir(path, report);
     }
-    if path.extension().is_some_and(|e| e == "db") {
-        let traces = trace_export::rocpd_read::read(path).map_err(|source| Error::Rocpd {
-            path: path.to_owned(),
-            source,
-        })?;
-        return Ok(Input { traces });
+    if is_database(path) {
+        return read_database(path);
     }
     Err(Error::MergeInputUnknown(path.to_owned()))
+}
+
+/// The databases among `paths` read one after another on a thread of their own, each handed
+/// over before the next is read: while the merge writes one input's outputs, the next one is
+/// being read (two inputs in memory at most: the one written and the one read).
+struct ReadAhead {
+    rx: std::sync::mpsc::Receiver<Result<Input, Error>>,
+}
+
+impl ReadAhead {
+    /// Starts reading on `scope`; `None` when no input is a database.
+    fn start<'s>(scope: &'s std::thread::Scope<'s, '_>, paths: &'s [PathBuf]) -> Option<Self> {
+        let databases: Vec<&Path> = paths
+            .iter()
+            .map(PathBuf::as_path)
+            .filter(|p| is_database(p))
+            .collect();
+        if databases.is_empty() {
+            return None;
+        }
+        // A rendezvous: the reader waits with its input read until the merge takes it.
+        let (tx, rx) = std::sync::mpsc::sync_channel(0);
+        scope.spawn(move || {
+            for path in databases {
+                if tx.send(read_database(path)).is_err() {
+                    return; // the merge stopped
+                }
+            }
+        });
+        Some(ReadAhead { rx })
+    }
+
+    /// The next database's processes (the databases come in the order of the inputs).
+    fn next(&self, path: &Path) -> Result<Input, Error> {
+        self.rx.recv().unwrap_or_else(|_| {
+            // The reader ends only after sending every database, or by panicking.
+            Err(Error::Rocpd {
+                path: path.to_owned(),
+                source: trace_export::Error::Format {
+                    path: path.to_owned(),
+                    message: "the reading thread stopped".into(),
+                },
+            })
+        })
+    }
 }
 
 /// The run facts of a merge: the first record directory's launch (its manifest only), else
@@ -290,42 +344,15 @@ pub fn merge(
         whole: Vec::new(),
         processes: 0,
     };
-    let mut first: Option<(u32, u32)> = None;
     let others = settings.formats.iter().any(|f| *f != OutputFormat::Rocpd);
-    for (k, (input, path)) in inputs.iter().zip(&paths).enumerate() {
-        report.progress(Progress::new(
-            Task::Merge,
-            k,
-            inputs.len(),
-            input.display().to_string(),
-        ));
-        let copied = match path.is_dir() {
-            true => None,
-            false => w.rocpd_copy(path, report)?,
+    // Every database is read when any format but rocpd is asked for: then they are read ahead.
+    let first = std::thread::scope(|scope| {
+        let ahead = match others {
+            true => ReadAhead::start(scope, &paths),
+            false => None,
         };
-        let traces = match (&copied, others) {
-            (Some(_), false) => Vec::new(),
-            _ => read_input(path, report)?.traces,
-        };
-        let processes = copied.as_ref().map_or(traces.len(), Vec::len);
-        report.notice(
-            EndNotice::MergeInput {
-                input: input.clone(),
-                processes,
-            }
-            .into(),
-        );
-        if first.is_none() {
-            first = match &copied {
-                Some(c) => c.iter().min_by_key(|p| p.init_ns).map(|p| (p.pid, p.ppid)),
-                None => traces
-                    .iter()
-                    .min_by_key(|t| (t.created_ns, t.image))
-                    .map(|t| (t.pid, t.ppid)),
-            };
-        }
-        w.add(traces, copied.is_some(), report)?;
-    }
+        merge_inputs(inputs, &paths, &mut w, others, ahead.as_ref(), report)
+    })?;
     let Some((pid, ppid)) = first else {
         return Err(Error::MergeNothing);
     };
@@ -367,6 +394,56 @@ pub fn merge(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The loop of [`merge`]: each input copied (into the one database) and read (from `ahead`
+/// when it is a database being read ahead), its processes written; the first started
+/// process, which names the outputs.
+fn merge_inputs(
+    inputs: &[PathBuf],
+    paths: &[PathBuf],
+    w: &mut Writers<'_>,
+    others: bool,
+    ahead: Option<&ReadAhead>,
+    report: &mut dyn Report,
+) -> Result<Option<(u32, u32)>, Error> {
+    let mut first: Option<(u32, u32)> = None;
+    for (k, (input, path)) in inputs.iter().zip(paths).enumerate() {
+        report.progress(Progress::new(
+            Task::Merge,
+            k,
+            inputs.len(),
+            input.display().to_string(),
+        ));
+        let copied = match path.is_dir() {
+            true => None,
+            false => w.rocpd_copy(path, report)?,
+        };
+        let traces = match (&copied, others, ahead) {
+            (Some(_), false, _) => Vec::new(),
+            (_, _, Some(ahead)) if is_database(path) => ahead.next(path)?.traces,
+            _ => read_input(path, report)?.traces,
+        };
+        let processes = copied.as_ref().map_or(traces.len(), Vec::len);
+        report.notice(
+            EndNotice::MergeInput {
+                input: input.clone(),
+                processes,
+            }
+            .into(),
+        );
+        if first.is_none() {
+            first = match &copied {
+                Some(c) => c.iter().min_by_key(|p| p.init_ns).map(|p| (p.pid, p.ppid)),
+                None => traces
+                    .iter()
+                    .min_by_key(|t| (t.created_ns, t.image))
+                    .map(|t| (t.pid, t.ppid)),
+            };
+        }
+        w.add(traces, copied.is_some(), report)?;
+    }
+    Ok(first)
 }
 
 /// JSON and Perfetto: every process in one file, written from the processes kept.

@@ -101,15 +101,20 @@ pub fn read(path: &Path) -> Result<Vec<ProcessTrace>, Error> {
 /// handing each to `each` before the next is read (so a caller that writes and drops each
 /// holds one process at a time).
 pub fn read_each(path: &Path, each: &mut dyn FnMut(ProcessTrace)) -> Result<(), Error> {
+    read_each_with(path, Join::Merge, each)
+}
+
+/// [`read_each`] with the regions joined to their events by `join`.
+fn read_each_with(
+    path: &Path,
+    join: Join,
+    each: &mut dyn FnMut(ProcessTrace),
+) -> Result<(), Error> {
     let fail = |message: String| Error::Format {
         path: path.to_owned(),
         message,
     };
-    // One thread uses the connection: no mutex around every column read (a fifth of the
-    // read-back's time in serialised mode).
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let db = Connection::open_with_flags(path, flags)
-        .map_err(|e| fail(format!("cannot open it as SQLite: {e}")))?;
+    let db = open_read(path).map_err(|e| fail(format!("cannot open it as SQLite: {e}")))?;
     let sql = |e: rusqlite::Error| fail(e.to_string());
     let names = Names::of(&db).map_err(sql)?;
     if !names.has("rocpd_info_process") {
@@ -127,6 +132,7 @@ pub fn read_each(path: &Path, each: &mut dyn FnMut(ProcessTrace)) -> Result<(), 
     for (guid, pid, ppid, init) in processes {
         let suffix = suffixes.get(&(guid.clone(), pid)).cloned();
         let tables = Tables {
+            path,
             db: &db,
             names: &names,
             suffix,
@@ -144,6 +150,7 @@ pub fn read_each(path: &Path, each: &mut dyn FnMut(ProcessTrace)) -> Result<(), 
             },
             interned: HashMap::new(),
             pending: Pending::default(),
+            join,
         };
         p.agents().map_err(sql)?;
         p.api().map_err(sql)?;
@@ -162,6 +169,41 @@ pub fn read_each(path: &Path, each: &mut dyn FnMut(ProcessTrace)) -> Result<(), 
     Ok(())
 }
 
+/// A hash map with a fast hasher, for the maps consulted once per row (ids and small keys
+/// from the file: no untrusted input can make them collide by more than it costs to read).
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// How a process's regions are joined to their events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Join {
+    /// Both scanned in id order, the events on a second connection and thread, and zipped by
+    /// event id ([`regions_merged`]); a region whose event lies behind the events already
+    /// passed is looked up by its key. Used when both are tables.
+    Merge,
+    /// SQLite's join: one lookup of the event by its key per region (the tests' reference).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Sql,
+}
+
+/// Opens `path` read-only for one thread: no mutex around every column read (a fifth of the
+/// read-back's time in serialised mode), nothing written (`query_only`; sorts, if any, in
+/// memory).
+fn open_read(path: &Path) -> rusqlite::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let db = Connection::open_with_flags(path, flags)?;
+    db.execute_batch(READ_SETTINGS)?;
+    Ok(db)
+}
+
+/// The read connection's settings. Decision: no memory map (`mmap_size`). Measured on a
+/// 1 M-call database (`rocprof merge -f csv`, 3 interleaved rounds): a map of the whole file
+/// saved 0–15 % of the wall time, within this VM's noise, but every page it touched counts in
+/// the process's resident set, once per connection (183 MiB peak against 65 MiB), and the
+/// merge's peak memory is bounded at 128 MiB; the default page cache (2 MB) serves scans in
+/// rowid order as well as a larger one.
+const READ_SETTINGS: &str = "PRAGMA query_only = ON;
+     PRAGMA temp_store = MEMORY;";
+
 /// The (pid, ppid) of a database's earliest started process, if it is a rocpd database with
 /// one (a merge names its one database after it).
 pub fn first_process(path: &Path) -> Option<(u32, u32)> {
@@ -177,17 +219,30 @@ pub fn first_process(path: &Path) -> Option<(u32, u32)> {
     .ok()
 }
 
-/// The file's tables and views.
-struct Names(HashSet<String>);
+/// The file's tables and views (and which of them are tables).
+struct Names {
+    all: HashSet<String>,
+    tables: HashSet<String>,
+}
 
 impl Names {
     fn of(db: &Connection) -> rusqlite::Result<Self> {
-        let names = rows(db, "SELECT name FROM sqlite_master", |r| Ok(text(r, 0)))?;
-        Ok(Names(names.into_iter().collect()))
+        let names = rows(db, "SELECT name, type FROM sqlite_master", |r| {
+            Ok((text(r, 0), text(r, 1)))
+        })?;
+        let tables = names
+            .iter()
+            .filter(|(_, kind)| kind == "table")
+            .map(|(name, _)| name.clone())
+            .collect();
+        Ok(Names {
+            all: names.into_iter().map(|(name, _)| name).collect(),
+            tables,
+        })
     }
 
     fn has(&self, name: &str) -> bool {
-        self.0.contains(name)
+        self.all.contains(name)
     }
 
     /// Each process's table suffix: the process tables `rocpd_info_process<suffix>` (ours and
@@ -224,6 +279,8 @@ fn quoted(name: &str) -> String {
 /// them, so every query reads one table straight by its primary key and joins by it; else the
 /// plain views (filtered by the process's guid and pid, as the rows of any process).
 struct Tables<'c> {
+    /// The database's file (a second connection reads the events beside the regions).
+    path: &'c Path,
     db: &'c Connection,
     names: &'c Names,
     suffix: Option<String>,
@@ -241,6 +298,18 @@ impl Tables<'_> {
             }
         }
         self.names.has(base).then(|| quoted(base))
+    }
+
+    /// As [`Tables::of`], only when that name is a table (not a view): a scan of it in rowid
+    /// order is then a plain walk of its b-tree.
+    fn table_of(&self, base: &str) -> Option<String> {
+        let own = self
+            .suffix
+            .as_ref()
+            .map(|s| format!("{base}{s}"))
+            .filter(|n| self.names.has(n));
+        let name = own.or_else(|| self.names.has(base).then(|| base.to_owned()))?;
+        self.names.tables.contains(&name).then(|| quoted(&name))
     }
 
     /// The filter selecting this process's rows of `base` under the alias `alias`: its guid,
@@ -359,7 +428,7 @@ const STRING_CACHE: usize = 1 << 14;
 /// The process's strings by id, looked up as they are named and kept in a bounded cache.
 struct StringCache<'c> {
     lookup: Option<rusqlite::Statement<'c>>,
-    cache: HashMap<i64, Rc<str>>,
+    cache: FastMap<i64, Rc<str>>,
     empty: Rc<str>,
 }
 
@@ -375,7 +444,7 @@ impl<'c> StringCache<'c> {
         };
         Ok(StringCache {
             lookup,
-            cache: HashMap::new(),
+            cache: FastMap::default(),
             empty: Rc::from(""),
         })
     }
@@ -525,7 +594,7 @@ struct PendingMarker {
 struct Ops {
     /// The operation of each (domain, name string id) of a region, with the key of its first
     /// use.
-    by_id: HashMap<(u8, i64), (u16, Key)>,
+    by_id: FastMap<(u8, i64), (u16, Key)>,
     /// The operation of each (domain, name), with the key of its first use.
     by_name: HashMap<(u8, Rc<str>), (u16, Key)>,
     /// Operations given so far, per domain.
@@ -596,6 +665,7 @@ struct Reader<'t, 'c> {
     trace: ProcessTrace,
     interned: HashMap<String, StringId>,
     pending: Pending,
+    join: Join,
 }
 
 /// One region or sample read back.
@@ -608,9 +678,25 @@ struct Span<'r> {
     stack: i64,
     corr: i64,
     category: i64,
-    /// The row, and the column of its event's `extdata` (read only for marker events).
-    row: &'r Row<'r>,
-    extdata: usize,
+    /// Its event's `extdata` (read only for marker events).
+    extdata: Extdata<'r>,
+}
+
+/// Where a span's event `extdata` is.
+enum Extdata<'r> {
+    /// A column of the row it came in.
+    Column(&'r Row<'r>, usize),
+    /// Read already (the merge-join's events: only those of marker categories carry it).
+    Text(&'r str),
+}
+
+impl Extdata<'_> {
+    fn text(&self) -> &str {
+        match self {
+            Extdata::Column(r, k) => text_ref(r, *k),
+            Extdata::Text(s) => s,
+        }
+    }
 }
 
 /// The API pass's results.
@@ -715,29 +801,41 @@ impl Reader<'_, '_> {
             },
             first_use: HashMap::new(),
         };
-        let mut classes: HashMap<i64, Class> = HashMap::new();
+        let mut classes: FastMap<i64, Class> = FastMap::default();
         let t = self.t;
         let strings = &mut self.strings;
+        let merged = match (
+            self.join,
+            t.table_of("rocpd_region"),
+            t.table_of("rocpd_event"),
+        ) {
+            (Join::Merge, Some(regions), Some(events)) => Some((regions, events)),
+            _ => None,
+        };
         let columns = "x.start, x.\"end\", x.tid, x.name_id, x.id, e.id, e.stack_id, \
                        e.correlation_id, e.category_id, e.extdata";
-        t.each_with_event("rocpd_region", columns, "", |r| {
-            if r.get_ref(5)?.data_type() == rusqlite::types::Type::Null {
-                return Ok(()); // no event of this process: not read back
+        match merged {
+            Some((regions, events)) => {
+                regions_merged(t, strings, &mut pass, &mut classes, &regions, &events)?;
             }
-            let span = Span {
-                key: (0, int(r, 0), int(r, 4)),
-                start: int(r, 0),
-                end: int(r, 1),
-                tid: int(r, 2),
-                event: int(r, 5),
-                stack: int(r, 6),
-                corr: int(r, 7),
-                category: int(r, 8),
-                row: r,
-                extdata: 9,
-            };
-            pass.span(strings, &mut classes, &span, Name::Id(int(r, 3)))
-        })?;
+            None => t.each_with_event("rocpd_region", columns, "", |r| {
+                if r.get_ref(5)?.data_type() == rusqlite::types::Type::Null {
+                    return Ok(()); // no event of this process: not read back
+                }
+                let span = Span {
+                    key: (0, int(r, 0), int(r, 4)),
+                    start: int(r, 0),
+                    end: int(r, 1),
+                    tid: int(r, 2),
+                    event: int(r, 5),
+                    stack: int(r, 6),
+                    corr: int(r, 7),
+                    category: int(r, 8),
+                    extdata: Extdata::Column(r, 9),
+                };
+                pass.span(strings, &mut classes, &span, Name::Id(int(r, 3)))
+            })?,
+        }
         // A sample's call name: upstream's `samples` view takes it from the event's `extdata`
         // (`name`); the track gives its thread.
         let track_join = match t.of("rocpd_track") {
@@ -765,8 +863,7 @@ impl Reader<'_, '_> {
                     stack: int(r, 4),
                     corr: int(r, 5),
                     category: int(r, 6),
-                    row: r,
-                    extdata: 7,
+                    extdata: Extdata::Column(r, 7),
                 };
                 let name = serde_json::from_str::<serde_json::Value>(extdata)
                     .ok()
@@ -1158,7 +1255,7 @@ impl ApiPass {
     fn span(
         &mut self,
         strings: &mut StringCache<'_>,
-        classes: &mut HashMap<i64, Class>,
+        classes: &mut FastMap<i64, Class>,
         c: &Span<'_>,
         name: Name,
     ) -> rusqlite::Result<()> {
@@ -1175,7 +1272,7 @@ impl ApiPass {
             Class::Api(d) => d,
             Class::Range | Class::MarkerCore => {
                 // Only marker events carry a message: the others' extdata is not read.
-                let message = serde_json::from_str::<serde_json::Value>(text_ref(c.row, c.extdata))
+                let message = serde_json::from_str::<serde_json::Value>(c.extdata.text())
                     .ok()
                     .and_then(|v| v.get("message")?.as_str().map(str::to_owned));
                 if class == Class::Range || message.is_some() {
@@ -1260,6 +1357,265 @@ impl ApiPass {
             *k = key;
         }
     }
+}
+
+/// How many events the event reader of [`regions_merged`] hands over at once, and how many
+/// such batches may wait.
+const EVENT_BATCH: usize = if cfg!(test) { 3 } else { 4096 };
+const EVENT_QUEUE: usize = 4;
+
+/// An event as the merge-join reads it; `extdata` only for events of a marker category.
+struct EventRow {
+    id: i64,
+    stack: i64,
+    corr: i64,
+    category: i64,
+    extdata: Option<Box<str>>,
+}
+
+impl EventRow {
+    /// The columns `id, stack_id, correlation_id, category_id, <extdata>` of a row.
+    fn of(r: &Row<'_>) -> rusqlite::Result<Self> {
+        Ok(EventRow {
+            id: int(r, 0),
+            stack: int(r, 1),
+            corr: int(r, 2),
+            category: int(r, 3),
+            extdata: match r.get_ref(4)? {
+                rusqlite::types::ValueRef::Text(t) => {
+                    Some(Box::from(std::str::from_utf8(t).unwrap_or("")))
+                }
+                _ => None,
+            },
+        })
+    }
+}
+
+/// Where an event id is, as far as the events in id order tell.
+enum Seek {
+    /// It is the cursor's current event.
+    Found,
+    /// The process has no such event.
+    Absent,
+    /// Look it up by its key: the cursor has passed it already, or it lies far ahead (see
+    /// [`FAR`]).
+    Lookup,
+}
+
+/// How far ahead of the cursor (in ids) an event is looked up by its key rather than reached
+/// by moving the cursor there, for up to [`FAR_RUN`] regions in a row: a file whose regions
+/// interleave two runs of events (ours with HIP and HSA calls: the HSA calls' events come after
+/// every HIP call's) keeps its cursor on the longer run instead of jumping over it and looking
+/// up every region of it afterwards.
+const FAR: i64 = if cfg!(test) { 4 } else { 65536 };
+const FAR_RUN: u32 = if cfg!(test) { 3 } else { 4096 };
+
+/// The events of a process in id order, as the event reader sends them.
+struct EventCursor {
+    rx: std::sync::mpsc::Receiver<Vec<EventRow>>,
+    batch: Vec<EventRow>,
+    at: usize,
+    /// The highest id passed (every event up to it has been seen).
+    passed: Option<i64>,
+    /// Regions in a row whose event was far ahead.
+    far: u32,
+}
+
+impl EventCursor {
+    /// Moves to the event `id` if it is ahead (never past it: several rows may name one
+    /// event).
+    fn seek(&mut self, id: i64) -> Seek {
+        loop {
+            if self.at == self.batch.len() {
+                match self.rx.recv() {
+                    Ok(batch) => {
+                        self.batch = batch;
+                        self.at = 0;
+                        continue;
+                    }
+                    Err(_) => break,
+                }
+            }
+            let e = &self.batch[self.at];
+            if e.id == id {
+                self.far = 0;
+                return Seek::Found;
+            }
+            if e.id > id {
+                break;
+            }
+            if id.saturating_sub(e.id) > FAR && self.far < FAR_RUN {
+                self.far += 1;
+                return Seek::Lookup;
+            }
+            self.passed = Some(e.id);
+            self.at += 1;
+        }
+        self.far = 0;
+        match self.passed {
+            Some(p) if id <= p => Seek::Lookup,
+            _ => Seek::Absent,
+        }
+    }
+
+    fn current(&self) -> &EventRow {
+        &self.batch[self.at]
+    }
+}
+
+/// The event category ids whose events are markers (their `extdata` holds the message):
+/// those the string table names `MARKER_CORE_RANGE_API` or `MARKER_CORE_API`, as the string
+/// cache resolves them.
+fn marker_categories(t: &Tables<'_>, strings: &mut StringCache<'_>) -> rusqlite::Result<Vec<i64>> {
+    let Some(table) = t.of("rocpd_string") else {
+        return Ok(Vec::new());
+    };
+    let mut ids = Vec::new();
+    let sql = format!(
+        "SELECT id FROM {table} WHERE string IN ('MARKER_CORE_RANGE_API', 'MARKER_CORE_API')"
+    );
+    t.query(&sql, &mut |r| {
+        ids.push(int(r, 0));
+        Ok(())
+    })?;
+    ids.sort_unstable();
+    ids.dedup();
+    let mut out = Vec::new();
+    for id in ids {
+        if matches!(class(&strings.get(id)?), Class::Range | Class::MarkerCore) {
+            out.push(id);
+        }
+    }
+    Ok(out)
+}
+
+/// Reads `sql` (`?1` the guid) on its own connection to `path`, the events in batches to
+/// `tx` until they end or the receiver is gone.
+fn event_rows(
+    path: &Path,
+    sql: &str,
+    guid: &str,
+    tx: std::sync::mpsc::SyncSender<Vec<EventRow>>,
+) -> rusqlite::Result<()> {
+    let db = open_read(path)?;
+    let mut stmt = db.prepare(sql)?;
+    let mut rows = stmt.query([guid])?;
+    let mut batch = Vec::with_capacity(EVENT_BATCH);
+    while let Some(r) = rows.next()? {
+        batch.push(EventRow::of(r)?);
+        if batch.len() == EVENT_BATCH {
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(EVENT_BATCH));
+            if tx.send(full).is_err() {
+                return Ok(());
+            }
+        }
+    }
+    if !batch.is_empty() {
+        let _ = tx.send(batch);
+    }
+    Ok(())
+}
+
+/// The regions of a process with their events, as [`Tables::each_with_event`] gives them but
+/// without a lookup per region: the regions (this thread) and the events (a second
+/// connection on a second thread, handed over in batches) are both scanned in id order and
+/// zipped by event id. Writers store a region after its event, so event ids rise with the
+/// region ids; a region naming an event already passed (a file written in another order) has
+/// it looked up by its key instead, so every file reads as the join reads it.
+fn regions_merged(
+    t: &Tables<'_>,
+    strings: &mut StringCache<'_>,
+    pass: &mut ApiPass,
+    classes: &mut FastMap<i64, Class>,
+    regions: &str,
+    events: &str,
+) -> rusqlite::Result<()> {
+    let markers = marker_categories(t, strings)?;
+    let extdata = match markers.is_empty() {
+        true => "NULL".to_owned(),
+        false => {
+            // A category that is no integer reads as 0 (`int`).
+            let category = match markers.contains(&0) {
+                true => {
+                    "(CASE WHEN typeof(e.category_id) = 'integer' THEN e.category_id ELSE 0 END)"
+                }
+                false => "e.category_id",
+            };
+            let list: Vec<String> = markers.iter().map(i64::to_string).collect();
+            format!(
+                "CASE WHEN {category} IN ({}) THEN e.extdata END",
+                list.join(", ")
+            )
+        }
+    };
+    let event_filter = Tables::filter("rocpd_event", "e");
+    let event_sql = format!(
+        "SELECT e.id, e.stack_id, e.correlation_id, e.category_id, {extdata} FROM {events} AS e \
+         WHERE {event_filter} ORDER BY e.id"
+    );
+    let region_sql = format!(
+        "SELECT x.start, x.\"end\", x.tid, x.name_id, x.id, x.event_id FROM {regions} AS x \
+         WHERE {} ORDER BY x.id",
+        Tables::filter("rocpd_region", "x")
+    );
+    let mut lookup = t.db.prepare(&format!(
+        "SELECT e.id, e.stack_id, e.correlation_id, e.category_id, {extdata} FROM {events} AS e \
+         WHERE e.id = ?2 AND {event_filter}"
+    ))?;
+    // The guid once; the id per lookup.
+    lookup.raw_bind_parameter(1, &t.guid)?;
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(EVENT_QUEUE);
+        let (path, guid, sql) = (t.path, t.guid.as_str(), event_sql.as_str());
+        let reader = scope.spawn(move || event_rows(path, sql, guid, tx));
+        let mut cursor = EventCursor {
+            rx,
+            batch: Vec::new(),
+            at: 0,
+            passed: None,
+            far: 0,
+        };
+        let scanned = t.query(&region_sql, &mut |r| {
+            let rusqlite::types::ValueRef::Integer(event) = r.get_ref(5)? else {
+                return Ok(()); // no event: not read back
+            };
+            let looked_up;
+            let e = match cursor.seek(event) {
+                Seek::Found => cursor.current(),
+                Seek::Absent => return Ok(()),
+                Seek::Lookup => {
+                    lookup.raw_bind_parameter(2, event)?;
+                    let mut rows = lookup.raw_query();
+                    looked_up = match rows.next()? {
+                        Some(r) => EventRow::of(r)?,
+                        None => return Ok(()),
+                    };
+                    &looked_up
+                }
+            };
+            let start = int(r, 0);
+            let span = Span {
+                key: (0, start, int(r, 4)),
+                start,
+                end: int(r, 1),
+                tid: int(r, 2),
+                event: e.id,
+                stack: e.stack,
+                corr: e.corr,
+                category: e.category,
+                extdata: Extdata::Text(e.extdata.as_deref().unwrap_or("")),
+            };
+            pass.span(strings, classes, &span, Name::Id(int(r, 3)))
+        });
+        // The receiver gone, the reader stops at its next batch.
+        drop(cursor);
+        let read = reader.join().unwrap_or_else(|_| {
+            Err(rusqlite::Error::ToSqlConversionFailure(Box::new(
+                std::io::Error::other("the event reader panicked"),
+            )))
+        });
+        read.and(scanned)
+    })
 }
 
 /// How many scans of the events [`roots`] makes, one level of parents each, before it reads
@@ -1609,5 +1965,162 @@ mod tests {
             .collect();
         assert_eq!(dispatches, [(1, 10), (2, 42)]);
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    /// What a process read back holds of its calls and markers, comparable across readers.
+    type Summary = (
+        Vec<(u64, u64, u64, u32, u8, String)>,
+        Vec<(u64, u64, u64, u32, u8, String)>,
+    );
+
+    fn summary(t: &ProcessTrace) -> Summary {
+        let api = t
+            .api
+            .iter()
+            .map(|a| {
+                let name = t.operation_name(a.domain, a.operation).into_owned();
+                (
+                    a.correlation_id,
+                    a.start,
+                    a.end,
+                    a.thread_id,
+                    a.domain,
+                    name,
+                )
+            })
+            .collect();
+        let markers = t
+            .markers
+            .iter()
+            .map(|m| {
+                let message = t.string(m.message).to_owned();
+                (
+                    m.correlation_id,
+                    m.start,
+                    m.end,
+                    m.thread_id,
+                    m.kind,
+                    message,
+                )
+            })
+            .collect();
+        (api, markers)
+    }
+
+    /// Both joins' reading of `path`, process by process.
+    fn both_joins(path: &Path) -> (Vec<Summary>, Vec<Summary>) {
+        let read = |join| {
+            let mut out = Vec::new();
+            read_each_with(path, join, &mut |t| out.push(summary(&t))).unwrap();
+            out
+        };
+        (read(Join::Merge), read(Join::Sql))
+    }
+
+    /// An upstream-style file (no suffix) whose regions name `events[k]` in the given order:
+    /// event `k + 1` of category `categories[k]` (1 HSA, 2 `MARKER_CORE_API`, 3
+    /// `MARKER_CORE_RANGE_API`, others unnamed), with a message when `k` is even; events
+    /// `>= 1000` are of another process.
+    fn shuffled(name: &str, categories: &[i64], regions: &[Option<i64>]) -> std::path::PathBuf {
+        let mut rows = String::from(
+            "INSERT INTO rocpd_string VALUES (1, 'g', 'HSA_CORE_API'), (2, 'g', 'MARKER_CORE_API'),
+                 (3, 'g', 'MARKER_CORE_RANGE_API'), (4, 'g', 'hsa_init'), (5, 'g', 'roctxMarkA');",
+        );
+        for (k, c) in categories.iter().enumerate() {
+            let id = k + 1;
+            let extdata = match k % 2 {
+                0 => format!("{{\"message\": \"m{id}\"}}"),
+                _ => "{}".to_owned(),
+            };
+            rows.push_str(&format!(
+                "INSERT INTO rocpd_event VALUES ({id}, 'g', {c}, {}, 0, {}, '{extdata}');",
+                id * 10 * (k % 3),
+                id * 7 * (k % 2),
+            ));
+        }
+        // Events of another process, with ids a region of this one may name.
+        rows.push_str("INSERT INTO rocpd_event VALUES (1000, 'other', 1, 5, 0, 0, '{}');");
+        for (k, event) in regions.iter().enumerate() {
+            let event = event.map_or("NULL".to_owned(), |e| e.to_string());
+            let name = 4 + (k % 2);
+            rows.push_str(&format!(
+                "INSERT INTO rocpd_region VALUES ({}, 'g', 7, {}, {}, 7, {name}, {event});",
+                k + 1,
+                5000 - 10 * k as i64,
+                5005 - 10 * k as i64 + (k % 4) as i64,
+            ));
+        }
+        upstream(name, &rows)
+    }
+
+    #[test]
+    fn the_merge_join_reads_what_the_join_reads_whatever_the_order_of_the_events() {
+        // Rising, then falling back (behind the cursor), repeated, absent, of another
+        // process, NULL, and past the last event.
+        let categories = [1, 2, 3, 1, 1, 9, 2, 3, 1, 1];
+        let regions = [
+            Some(1),
+            Some(2),
+            Some(4),
+            Some(3),
+            Some(3),
+            Some(10),
+            Some(5),
+            Some(1000),
+            None,
+            Some(42),
+            Some(7),
+            Some(8),
+            Some(6),
+            Some(9),
+            Some(2),
+        ];
+        let path = shuffled("shuffled", &categories, &regions);
+        let (merged, joined) = both_joins(&path);
+        assert_eq!(merged, joined);
+        let (api, markers) = &merged[0];
+        assert!(!api.is_empty() && !markers.is_empty(), "{merged:?}");
+        // Region 4 names event 3 after event 4 was passed: it is still read (the lookup).
+        assert!(markers.iter().any(|m| m.5 == "m3"), "{markers:?}");
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        #[test]
+        fn merge_join_and_join_agree(
+            categories in proptest::collection::vec(0i64..5, 1..24),
+            regions in proptest::collection::vec(proptest::option::weighted(0.9, 0i64..30), 0..40),
+        ) {
+            let path = shuffled("prop", &categories, &regions);
+            let (merged, joined) = both_joins(&path);
+            let _ = std::fs::remove_dir_all(path.parent().unwrap());
+            proptest::prop_assert_eq!(merged, joined);
+        }
+    }
+
+    #[test]
+    fn a_database_of_ours_reads_alike_through_both_joins() {
+        let one = calls(
+            7,
+            &[
+                (ApiDomain::HsaCore, "hsa_init", 1_000),
+                (ApiDomain::HsaCore, "hsa_shut_down", 2_000),
+                (ApiDomain::HipRuntime, "hipMalloc", 1_500),
+                (ApiDomain::HsaCore, "hsa_init", 2_500),
+            ],
+        );
+        let dir = scratch("ours-both");
+        let path = dir.join("one.db");
+        let labels = AgentLabels::new(Vec::new(), AgentIndex::default());
+        let run = RunInfo {
+            hostname: "h".into(),
+            command: vec!["app".into()],
+        };
+        crate::rocpd::write_rocpd(&path, &run, &[ProcessView::new(&one, &labels)]).unwrap();
+        let (merged, joined) = both_joins(&path);
+        assert_eq!(merged, joined);
+        assert_eq!(merged[0].0.len(), 4);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -83,6 +83,23 @@ fn build_baseline(commit: &str) -> Result<PathBuf> {
     stage(&target.join("release"))
 }
 
+/// `cargo xtask bench --merge --baseline REV`: the merge figures of REV and of this tree,
+/// interleaved ([`crate::merge_bench::bench_against`]).
+pub(crate) fn bench_merge(rev: &str) -> Result<()> {
+    let commit = resolve(rev)?;
+    let baseline = build_baseline(&commit)?;
+    eprintln!("bench: building this tree in release");
+    run(cargo().args(["build", "--release", "--workspace"]))?;
+    let current = stage(&target_dir().join("release"))?;
+    let scratch = std::env::temp_dir().join(format!("rocprof-bench-merge-{}", std::process::id()));
+    let lines = crate::merge_bench::bench_against(&baseline, &current, &commit[..7], &scratch, 3);
+    let _ = std::fs::remove_dir_all(&scratch);
+    for l in lines? {
+        println!("{l}");
+    }
+    Ok(())
+}
+
 /// One loop's samples on one build: the loop's own figures, and the whole application's CPU.
 #[derive(Default)]
 struct Side {

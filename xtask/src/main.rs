@@ -42,6 +42,9 @@ cargo xtask <command>
   bench --merge
              release build, then only the merge figures (rocpd read-back, 8 × 1 M calls merged
              into CSV and into one rocpd, peak memory for 1, 8 and 64 inputs)
+  bench --merge --baseline REV
+             the merge figures of this tree and of revision REV (built as below), interleaved
+             round by round over the same inputs: medians of 3, both builds, ratio
   bench --baseline REV
              the max-rate loops of this tree and of revision REV (built in release under
              target/baseline, cached), interleaved round by round in one session: added wall
@@ -95,6 +98,12 @@ fn main() -> Result<()> {
                     bail!("--baseline needs a revision: cargo xtask bench --baseline REV")
                 }
             },
+            Some("--merge") if args.get(2).map(String::as_str) == Some("--baseline") => {
+                let Some(rev) = args.get(3) else {
+                    bail!("--baseline needs a revision: cargo xtask bench --merge --baseline REV")
+                };
+                baseline::bench_merge(rev)
+            }
             Some("--merge") => {
                 run(cargo().args(["build", "--release", "--workspace"]))?;
                 let bin = stage(&target_dir().join("release"))?;
