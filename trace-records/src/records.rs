@@ -1063,6 +1063,27 @@ mod tests {
         assert_eq!(r.to_vec(), records);
     }
 
+    #[test]
+    fn a_set_known_to_spill_is_sorted_in_smaller_runs() {
+        let dir = std::env::temp_dir();
+        let per_run = SPILL_RUN_BYTES / size_of::<ApiRecord>();
+        let fits = RUN_BYTES / size_of::<ApiRecord>();
+        let mut small = RecordsBuilder::<ApiRecord>::for_count(&dir, fits);
+        let mut large = RecordsBuilder::<ApiRecord>::for_count(&dir, fits + 1);
+        // Each run out of order, so each is sorted: the runs must still read back merged.
+        for k in 0..(2 * per_run + 1) as u64 {
+            let start = k ^ 1;
+            small.push(call(start, start + 1, k));
+            large.push(call(start, start + 1, k));
+        }
+        let small = small.finish().map_err(|(e, _)| e).unwrap();
+        let large = large.finish().map_err(|(e, _)| e).unwrap();
+        assert_eq!(small.spilled_runs(), 0, "held whole");
+        assert_eq!(large.spilled_runs(), 3, "runs of {per_run}");
+        assert!(small.iter().eq(large.iter()));
+        assert!(large.iter().map(|r| r.key()).is_sorted());
+    }
+
     fn packed(r: &ApiRecord, prev: &ApiRecord) -> Vec<u8> {
         let mut out = vec![0; ApiRecord::PACKED_MAX];
         let n = r.pack(prev, &mut out);
