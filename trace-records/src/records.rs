@@ -11,6 +11,13 @@
 //! Runs of a time-ordered log barely overlap, so the merge mostly streams one run at a time
 //! (it keeps emitting from the leading run while its head is not past the runner-up's).
 //!
+//! A spilled run is packed ([`Ordered::pack`]): each record is written as its differences from
+//! the one before it in the run, in variable-length integers, in blocks of [`BLOCK_RECORDS`]
+//! that each start from the zeroed record, so a block reads back on its own. An API call packs
+//! into 6–12 bytes instead of 32, and the spill's writes and reads shrink with it (writing
+//! fresh page-cache pages was most of what reading a large log cost). A block that does not
+//! unpack to exactly its count of records in exactly its bytes fails the pass like a read error.
+//!
 //! A read error while iterating (the disk went away) ends that iteration early and is kept:
 //! [`Records::check`] reports it, and every writer checks before it keeps its output.
 
@@ -24,6 +31,13 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 /// How many bytes of records one run holds in memory before it is spilled.
 pub const RUN_BYTES: usize = 32 << 20;
 
+/// How many bytes of records one run holds when the records are known to be more than one run
+/// of [`RUN_BYTES`] ([`RecordsBuilder::for_count`]): they will be spilled anyway, and a smaller
+/// run is less fresh memory to fault in (on this project's VM, touching fresh memory costs
+/// about 0.75 ms per MiB, more than sorting and packing it) and stays in the cache while it is
+/// sorted and packed.
+pub const SPILL_RUN_BYTES: usize = 4 << 20;
+
 /// How many bytes of finished records all [`Records`] of this process may keep in memory
 /// together; a builder whose last run would exceed it (or that spilled already) spills that
 /// run too, so reading many processes' logs does not hold a run of each.
@@ -32,8 +46,15 @@ pub const MEMORY_BUDGET: usize = 64 << 20;
 /// Bytes of finished records held in memory, over every [`Records`].
 static HELD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// Records read back per run at a time while merging.
-const READ_BATCH: usize = 4096;
+/// Records per packed block of a spilled run (the unit read back while merging).
+pub const BLOCK_RECORDS: usize = 4096;
+
+/// Records unpacked from a block at a time while merging (each run's read-back buffer).
+const UNPACK_BATCH: usize = 256;
+
+/// Packed bytes gathered before they are written to the spill file (a few blocks: the buffer
+/// stays in cache instead of growing to a whole packed run).
+const WRITE_BYTES: usize = 256 << 10;
 
 /// A record kind with a canonical order (total over the record's fields, so the order does not
 /// depend on how the records arrived).
@@ -42,6 +63,73 @@ pub trait Ordered: Copy + FromBytes + IntoBytes + Immutable + KnownLayout + 'sta
     type Key: Ord;
     /// This record's key.
     fn key(&self) -> Self::Key;
+
+    /// The most bytes [`Ordered::pack`] writes for one record.
+    const PACKED_MAX: usize = size_of::<Self>();
+
+    /// Writes this record's spilled form at the front of `out` (at least
+    /// [`Ordered::PACKED_MAX`] bytes long), given the record before it in its run (the zeroed
+    /// record for the first of a block), and returns how many bytes it took. The default is
+    /// the record's bytes as they are; [`Ordered::unpack`] must read back exactly what this
+    /// wrote.
+    fn pack(&self, prev: &Self, out: &mut [u8]) -> usize {
+        let _ = prev;
+        let bytes = self.as_bytes();
+        out[..bytes.len()].copy_from_slice(bytes);
+        bytes.len()
+    }
+
+    /// Reads one record written by [`Ordered::pack`] after `prev` from the front of `input`,
+    /// advancing it; `None` when `input` does not hold one.
+    fn unpack(prev: &Self, input: &mut &[u8]) -> Option<Self> {
+        let _ = prev;
+        let (r, rest) = Self::read_from_prefix(input).ok()?;
+        *input = rest;
+        Some(r)
+    }
+}
+
+/// Writes `v` as a little-endian base-128 varint (7 bits a byte, high bit: more follow) at
+/// `out[at..]` (room for the 10 bytes of the longest), returning the index after it.
+#[inline]
+fn put_varint(out: &mut [u8], mut at: usize, mut v: u64) -> usize {
+    while v >= 0x80 {
+        out[at] = v as u8 | 0x80;
+        v >>= 7;
+        at += 1;
+    }
+    out[at] = v as u8;
+    at + 1
+}
+
+/// Reads a varint written by [`put_varint`]; `None` when `input` ends inside it or it is
+/// longer than a `u64` holds.
+#[inline]
+fn get_varint(input: &mut &[u8]) -> Option<u64> {
+    let mut v: u64 = 0;
+    for (k, &b) in input.iter().enumerate().take(10) {
+        let bits = u64::from(b & 0x7F);
+        if k == 9 && b > 1 {
+            return None;
+        }
+        v |= bits << (7 * k);
+        if b < 0x80 {
+            *input = &input[k + 1..];
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// A signed difference folded onto small unsigned values (0, −1, 1, −2, … → 0, 1, 2, 3, …).
+#[inline]
+fn zigzag(d: i64) -> u64 {
+    ((d << 1) ^ (d >> 63)) as u64
+}
+
+#[inline]
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
 impl Ordered for crate::record::ApiRecord {
@@ -57,6 +145,60 @@ impl Ordered for crate::record::ApiRecord {
             self.domain,
             self.operation,
         )
+    }
+
+    /// Six varints of at most 10, 10, 10, 5, 3 and 3 bytes.
+    const PACKED_MAX: usize = 41;
+
+    /// The start's advance over the previous record's (small in a sorted run), the duration,
+    /// the correlation id's and the thread id's differences from the previous record's, the
+    /// operation, then the domain and reserved byte. Every difference wraps, so any record
+    /// (even one that ends before it starts) packs and unpacks to itself.
+    #[inline]
+    fn pack(&self, prev: &Self, out: &mut [u8]) -> usize {
+        let out = &mut out[..Self::PACKED_MAX];
+        let mut at = put_varint(out, 0, self.start.wrapping_sub(prev.start));
+        at = put_varint(out, at, zigzag(self.end.wrapping_sub(self.start) as i64));
+        at = put_varint(
+            out,
+            at,
+            zigzag(self.correlation_id.wrapping_sub(prev.correlation_id) as i64),
+        );
+        at = put_varint(
+            out,
+            at,
+            zigzag(i64::from(self.thread_id.wrapping_sub(prev.thread_id) as i32)),
+        );
+        at = put_varint(out, at, u64::from(self.operation));
+        put_varint(
+            out,
+            at,
+            u64::from(self.domain) | (u64::from(self.reserved) << 8),
+        )
+    }
+
+    #[inline]
+    fn unpack(prev: &Self, input: &mut &[u8]) -> Option<Self> {
+        let start = prev.start.wrapping_add(get_varint(input)?);
+        let end = start.wrapping_add(unzigzag(get_varint(input)?) as u64);
+        let correlation_id = prev
+            .correlation_id
+            .wrapping_add(unzigzag(get_varint(input)?) as u64);
+        let thread = unzigzag(get_varint(input)?);
+        let thread_id = prev
+            .thread_id
+            .wrapping_add(i32::try_from(thread).ok()? as u32);
+        let operation = u16::try_from(get_varint(input)?).ok()?;
+        let tail = u16::try_from(get_varint(input)?).ok()?;
+        Some(crate::record::ApiRecord {
+            correlation_id,
+            start,
+            end,
+            thread_id,
+            operation,
+            domain: tail as u8,
+            reserved: (tail >> 8) as u8,
+        })
     }
 }
 
@@ -78,6 +220,8 @@ pub struct RecordsBuilder<T> {
     spill: Option<Spill>,
     failed: Option<SpillError>,
     dropped: u64,
+    /// Whether every record in `buffer` came after the one before it in key order.
+    in_order: bool,
 }
 
 impl<T: Ordered> RecordsBuilder<T> {
@@ -85,6 +229,21 @@ impl<T: Ordered> RecordsBuilder<T> {
     /// [`RUN_BYTES`].
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self::with_run_len(dir, RUN_BYTES / size_of::<T>().max(1))
+    }
+
+    /// A builder for about `expected` records: held in one run of [`RUN_BYTES`] when they fit
+    /// it (nothing is spilled), else spilled in runs of [`SPILL_RUN_BYTES`]; room for the
+    /// first run is reserved.
+    pub fn for_count(dir: impl Into<PathBuf>, expected: usize) -> Self {
+        let size = size_of::<T>().max(1);
+        let run_bytes = if expected.saturating_mul(size) <= RUN_BYTES {
+            RUN_BYTES
+        } else {
+            SPILL_RUN_BYTES
+        };
+        let mut b = Self::with_run_len(dir, run_bytes / size);
+        b.reserve(expected);
+        b
     }
 
     /// A builder whose runs hold `run_len` records (at least 1).
@@ -96,6 +255,7 @@ impl<T: Ordered> RecordsBuilder<T> {
             spill: None,
             failed: None,
             dropped: 0,
+            in_order: true,
         }
     }
 
@@ -120,7 +280,20 @@ impl<T: Ordered> RecordsBuilder<T> {
                 return;
             }
         }
+        if self.in_order && self.buffer.last().is_some_and(|l| record.key() < l.key()) {
+            self.in_order = false;
+        }
         self.buffer.push(record);
+    }
+
+    /// Sorts the buffer unless its records came in order (as a time-ordered log's mostly do:
+    /// checking each record against the one before it while both are in the cache costs less
+    /// than the sort's own pass over the run).
+    fn sort_buffer(&mut self) {
+        if !self.in_order {
+            self.buffer.sort_unstable_by_key(T::key);
+        }
+        self.in_order = true;
     }
 
     /// Records added so far (kept or not).
@@ -134,12 +307,12 @@ impl<T: Ordered> RecordsBuilder<T> {
     }
 
     fn spill_buffer(&mut self) -> Result<(), SpillError> {
-        self.buffer.sort_unstable_by_key(T::key);
+        self.sort_buffer();
         if self.spill.is_none() {
             self.spill = Some(Spill::create(&self.dir)?);
         }
         let spill = self.spill.as_mut().expect("created above");
-        spill.append(self.buffer.as_bytes(), self.buffer.len())?;
+        spill.append(&self.buffer)?;
         self.buffer.clear();
         Ok(())
     }
@@ -156,13 +329,14 @@ impl<T: Ordered> RecordsBuilder<T> {
             self.spill_buffer().map_err(|e| (e, lost))?;
             self.buffer = Vec::new();
         }
-        self.buffer.sort_unstable_by_key(T::key);
+        self.sort_buffer();
         self.buffer.shrink_to_fit();
         let spilled = self.spill.map(|s| {
             Arc::new(Spilled {
                 file: s.file,
                 dir: s.dir,
                 runs: s.runs,
+                blocks: s.blocks,
                 failure: Mutex::new(None),
             })
         });
@@ -177,13 +351,26 @@ struct Spill {
     dir: PathBuf,
     end: u64,
     runs: Vec<Run>,
+    blocks: Vec<Block>,
+    /// Packed bytes not yet written, `pending[..filled]` (they go at `end`).
+    pending: Vec<u8>,
+    filled: usize,
 }
 
-/// One sorted run in the spill file.
+/// One sorted run in the spill file: its blocks, `blocks[first..first + count]`.
 #[derive(Debug, Clone, Copy)]
 struct Run {
-    offset: u64,
+    first: usize,
+    count: usize,
     len: usize,
+}
+
+/// One packed block of a run: `bytes` bytes at `offset` holding `records` records.
+#[derive(Debug, Clone, Copy)]
+struct Block {
+    offset: u64,
+    bytes: usize,
+    records: usize,
 }
 
 impl Spill {
@@ -199,6 +386,9 @@ impl Spill {
                         dir: dir.to_owned(),
                         end: 0,
                         runs: Vec::new(),
+                        blocks: Vec::new(),
+                        pending: Vec::new(),
+                        filled: 0,
                     });
                 }
                 Err(e) => last = Some((dir.to_owned(), e)),
@@ -211,18 +401,68 @@ impl Spill {
         })
     }
 
-    fn append(&mut self, bytes: &[u8], len: usize) -> Result<(), SpillError> {
+    /// Packs a sorted run into blocks and writes it after the runs before it.
+    fn append<T: Ordered>(&mut self, records: &[T]) -> Result<(), SpillError> {
+        let first = self.blocks.len();
+        let at = self.end;
+        let written = self.pack_and_write(records);
+        if let Err(e) = written {
+            // Forget the blocks of a run that was not written whole.
+            self.blocks.truncate(first);
+            self.filled = 0;
+            self.end = at;
+            return Err(e);
+        }
+        self.runs.push(Run {
+            first,
+            count: self.blocks.len() - first,
+            len: records.len(),
+        });
+        Ok(())
+    }
+
+    fn pack_and_write<T: Ordered>(&mut self, records: &[T]) -> Result<(), SpillError> {
+        // Room for a whole block past the point where the bytes are written out.
+        let room = WRITE_BYTES + BLOCK_RECORDS * T::PACKED_MAX;
+        if self.pending.len() < room {
+            self.pending.resize(room, 0);
+        }
+        let zero = T::new_zeroed();
+        let mut offset = self.end + self.filled as u64;
+        for block in records.chunks(BLOCK_RECORDS) {
+            let from = self.filled;
+            let mut prev = &zero;
+            for r in block {
+                self.filled += r.pack(prev, &mut self.pending[self.filled..]);
+                prev = r;
+            }
+            let bytes = self.filled - from;
+            self.blocks.push(Block {
+                offset,
+                bytes,
+                records: block.len(),
+            });
+            offset += bytes as u64;
+            if self.filled >= WRITE_BYTES {
+                self.write_pending()?;
+            }
+        }
+        self.write_pending()
+    }
+
+    fn write_pending(&mut self) -> Result<(), SpillError> {
+        if self.filled == 0 {
+            return Ok(());
+        }
+        let bytes = &self.pending[..self.filled];
         self.file
             .write_all_at(bytes, self.end)
             .map_err(|e| SpillError {
                 dir: self.dir.clone(),
                 message: format!("writing {} bytes: {e}", bytes.len()),
             })?;
-        self.runs.push(Run {
-            offset: self.end,
-            len,
-        });
-        self.end += bytes.len() as u64;
+        self.end += self.filled as u64;
+        self.filled = 0;
         Ok(())
     }
 
@@ -268,6 +508,7 @@ struct Spilled {
     file: File,
     dir: PathBuf,
     runs: Vec<Run>,
+    blocks: Vec<Block>,
     failure: Mutex<Option<SpillError>>,
 }
 
@@ -467,15 +708,22 @@ impl<T: Ordered> Iterator for Iter<'_, T> {
 }
 
 /// One run being read back: its records not yet taken are `buffer[at..]` (the whole rest of
-/// an in-memory run; the current batch of a spilled one) and, for a spilled run, `left` more
-/// on disk from byte `next`.
+/// an in-memory run; the records unpacked last from a spilled one), then, for a spilled run,
+/// `block_left` more packed in `packed[pos..]` and the blocks `blocks` not yet read.
 struct Source<'a, T> {
     memory: &'a [T],
     spilled: Option<&'a Spilled>,
-    next: u64,
-    left: usize,
+    blocks: &'a [Block],
     buffer: Vec<T>,
     at: usize,
+    /// The current block's packed bytes, read back, and how far they are unpacked.
+    packed: Vec<u8>,
+    pos: usize,
+    block_left: usize,
+    /// The last record unpacked (what the next one is packed against).
+    prev: T,
+    /// Where the current block is in the spill file (for a failure's message).
+    block_at: u64,
 }
 
 impl<'a, T: Ordered> Source<'a, T> {
@@ -483,21 +731,25 @@ impl<'a, T: Ordered> Source<'a, T> {
         Source {
             memory: records,
             spilled: None,
-            next: 0,
-            left: 0,
+            blocks: &[],
             buffer: Vec::new(),
             at: 0,
+            packed: Vec::new(),
+            pos: 0,
+            block_left: 0,
+            prev: T::new_zeroed(),
+            block_at: 0,
         }
     }
 
     fn on_disk(spilled: &'a Spilled, run: Run) -> Self {
         Source {
-            memory: &[],
+            blocks: spilled
+                .blocks
+                .get(run.first..run.first + run.count)
+                .unwrap_or(&[]),
             spilled: Some(spilled),
-            next: run.offset,
-            left: run.len,
-            buffer: Vec::new(),
-            at: 0,
+            ..Self::in_memory(&[])
         }
     }
 
@@ -506,28 +758,62 @@ impl<'a, T: Ordered> Source<'a, T> {
         let Some(spilled) = self.spilled else {
             return &self.memory[self.at..];
         };
-        if self.at == self.buffer.len() && self.left > 0 {
-            let n = self.left.min(READ_BATCH);
+        if self.at == self.buffer.len() {
             self.buffer.clear();
-            self.buffer.resize(n, T::new_zeroed());
             self.at = 0;
-            let bytes = self.buffer.as_mut_bytes();
-            match spilled.file.read_exact_at(bytes, self.next) {
-                Ok(()) => {
-                    self.next += bytes.len() as u64;
-                    self.left -= n;
-                }
-                Err(e) => {
-                    spilled.fail(format!(
-                        "reading back {n} records at byte {}: {e}",
-                        self.next
-                    ));
-                    self.buffer.clear();
-                    self.left = 0;
-                }
+            if let Err(message) = self.unpack_more(spilled) {
+                spilled.fail(message);
+                self.buffer.clear();
+                self.blocks = &[];
+                self.block_left = 0;
             }
         }
         &self.buffer[self.at..]
+    }
+
+    /// Unpacks up to [`UNPACK_BATCH`] records into `buffer`, reading the next block first if
+    /// the current one is done; or says why it could not.
+    fn unpack_more(&mut self, spilled: &Spilled) -> Result<(), String> {
+        if self.block_left == 0 {
+            let Some((&block, rest)) = self.blocks.split_first() else {
+                return Ok(());
+            };
+            self.blocks = rest;
+            self.packed.resize(block.bytes, 0);
+            spilled
+                .file
+                .read_exact_at(&mut self.packed, block.offset)
+                .map_err(|e| {
+                    format!(
+                        "reading back {} records at byte {}: {e}",
+                        block.records, block.offset
+                    )
+                })?;
+            self.pos = 0;
+            self.block_left = block.records;
+            self.prev = T::new_zeroed();
+            self.block_at = block.offset;
+        }
+        let n = self.block_left.min(UNPACK_BATCH);
+        let mut input = &self.packed[self.pos..];
+        let before = input.len();
+        for _ in 0..n {
+            let Some(r) = T::unpack(&self.prev, &mut input) else {
+                break;
+            };
+            self.buffer.push(r);
+            self.prev = r;
+        }
+        self.pos += before - input.len();
+        self.block_left -= n;
+        let short = self.buffer.len() != n;
+        if short || (self.block_left == 0 && self.pos != self.packed.len()) {
+            return Err(format!(
+                "reading back the block at byte {}: it does not unpack to its records (damaged spill file)",
+                self.block_at
+            ));
+        }
+        Ok(())
     }
 
     /// The record at `k` of [`Source::ready`]'s slice, without refilling.
@@ -686,6 +972,9 @@ mod tests {
             dir: "/dev".into(),
             end: 0,
             runs: Vec::new(),
+            blocks: Vec::new(),
+            pending: Vec::new(),
+            filled: 0,
         });
         for k in 0..7 {
             b.push(call(k, k + 1, k));
@@ -706,14 +995,22 @@ mod tests {
         // Claim a run beyond the file's end.
         let spilled = r.spilled.take().unwrap();
         let mut runs = spilled.runs.clone();
-        runs.push(Run {
+        let mut blocks = spilled.blocks.clone();
+        blocks.push(Block {
             offset: 1 << 30,
+            bytes: 30,
+            records: 5,
+        });
+        runs.push(Run {
+            first: blocks.len() - 1,
+            count: 1,
             len: 5,
         });
         r.spilled = Some(Arc::new(Spilled {
             file: spilled.file.try_clone().unwrap(),
             dir: spilled.dir.clone(),
             runs,
+            blocks,
             failure: Mutex::new(None),
         }));
         assert!(r.check().is_ok());
@@ -722,7 +1019,136 @@ mod tests {
         assert!(e.message.contains("reading back 5 records"), "{e}");
     }
 
+    #[test]
+    fn a_damaged_spilled_block_ends_the_pass_and_is_reported() {
+        let records: Vec<ApiRecord> = (0..100).map(|k| call(k, k + 1, k)).collect();
+        let r = build(&records, 10);
+        let spilled = r.spilled.as_ref().unwrap();
+        let block = spilled.blocks[3];
+        // Bytes that are no varint at all (ten continuation bytes and more).
+        spilled
+            .file
+            .write_all_at(&vec![0xFF; block.bytes], block.offset)
+            .unwrap();
+        assert!(r.check().is_ok());
+        assert!(r.iter().count() < 100);
+        let e = r.check().unwrap_err();
+        assert!(
+            e.message.contains("does not unpack")
+                && e.message.contains(&format!("at byte {}", block.offset)),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_time_ordered_run_packs_into_a_third_of_its_bytes() {
+        let records: Vec<ApiRecord> = (0..10_000u64)
+            .map(|k| ApiRecord {
+                correlation_id: k + 1,
+                start: 1_000_000_000 + k * 250,
+                end: 1_000_000_000 + k * 250 + 120,
+                thread_id: 4321 + (k % 3) as u32,
+                operation: (k % 125) as u16,
+                domain: 1,
+                reserved: 0,
+            })
+            .collect();
+        let r = build(&records, 5_000);
+        let spilled = r.spilled.as_ref().unwrap();
+        let bytes: usize = spilled.blocks.iter().map(|b| b.bytes).sum();
+        assert!(
+            bytes * 3 <= records.len() * size_of::<ApiRecord>(),
+            "{bytes} bytes packed"
+        );
+        assert_eq!(r.to_vec(), records);
+    }
+
+    #[test]
+    fn a_set_known_to_spill_is_sorted_in_smaller_runs() {
+        let dir = std::env::temp_dir();
+        let per_run = SPILL_RUN_BYTES / size_of::<ApiRecord>();
+        let fits = RUN_BYTES / size_of::<ApiRecord>();
+        let mut small = RecordsBuilder::<ApiRecord>::for_count(&dir, fits);
+        let mut large = RecordsBuilder::<ApiRecord>::for_count(&dir, fits + 1);
+        // Each run out of order, so each is sorted: the runs must still read back merged.
+        for k in 0..(2 * per_run + 1) as u64 {
+            let start = k ^ 1;
+            small.push(call(start, start + 1, k));
+            large.push(call(start, start + 1, k));
+        }
+        let small = small.finish().map_err(|(e, _)| e).unwrap();
+        let large = large.finish().map_err(|(e, _)| e).unwrap();
+        assert_eq!(small.spilled_runs(), 0, "held whole");
+        assert_eq!(large.spilled_runs(), 3, "runs of {per_run}");
+        assert!(small.iter().eq(large.iter()));
+        assert!(large.iter().map(|r| r.key()).is_sorted());
+    }
+
+    fn packed(r: &ApiRecord, prev: &ApiRecord) -> Vec<u8> {
+        let mut out = vec![0; ApiRecord::PACKED_MAX];
+        let n = r.pack(prev, &mut out);
+        out.truncate(n);
+        out
+    }
+
+    fn any_call() -> impl Strategy<Value = ApiRecord> {
+        (
+            any::<u64>(),
+            any::<u64>(),
+            any::<u64>(),
+            any::<u32>(),
+            any::<u16>(),
+            any::<u8>(),
+            any::<u8>(),
+        )
+            .prop_map(
+                |(correlation_id, start, end, thread_id, operation, domain, reserved)| ApiRecord {
+                    correlation_id,
+                    start,
+                    end,
+                    thread_id,
+                    operation,
+                    domain,
+                    reserved,
+                },
+            )
+    }
+
     proptest! {
+        #[test]
+        fn any_call_unpacks_to_itself_after_any_other(a in any_call(), b in any_call()) {
+            let mut out = packed(&b, &a);
+            out.extend(packed(&a, &b));
+            let mut input = &out[..];
+            prop_assert_eq!(ApiRecord::unpack(&a, &mut input), Some(b));
+            prop_assert_eq!(ApiRecord::unpack(&b, &mut input), Some(a));
+            prop_assert!(input.is_empty());
+        }
+
+        #[test]
+        fn unpacking_any_bytes_never_panics_nor_overreads(
+            bytes in proptest::collection::vec(any::<u8>(), 0..64),
+            prev in any_call(),
+        ) {
+            let mut input = &bytes[..];
+            while let Some(r) = ApiRecord::unpack(&prev, &mut input) {
+                prop_assert!(packed(&r, &prev).len() <= bytes.len());
+            }
+            prop_assert!(input.len() <= bytes.len());
+        }
+
+        #[test]
+        fn any_calls_spilled_in_any_runs_read_back_sorted(
+            records in proptest::collection::vec(any_call(), 0..200),
+            run_len in 1usize..40,
+        ) {
+            let r = build(&records, run_len);
+            let mut want = records.clone();
+            want.sort_unstable_by_key(ApiRecord::key);
+            prop_assert_eq!(r.iter().collect::<Vec<_>>(), want);
+            prop_assert!(r.check().is_ok());
+        }
+
         #[test]
         fn any_run_length_gives_the_sorted_records(
             raw in proptest::collection::vec((0u64..50, 0u64..20, 0u64..4), 0..300),

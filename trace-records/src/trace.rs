@@ -193,10 +193,13 @@ impl ProcessTrace {
             return Err(crate::Error::NotAFile(path.to_owned()));
         }
         let fallback = fallback_header(path);
-        // Room for the API calls the log can hold, up to one run (the rest spill beside it).
-        let mut api = RecordsBuilder::new(path.parent().unwrap_or(std::path::Path::new(".")));
+        // As many API calls as the log can hold: kept in memory if they fit one run, else
+        // spilled beside the log in smaller runs.
         let per_record = (4 + std::mem::size_of::<ApiRecord>()) as u64;
-        api.reserve(usize::try_from(meta.len() / per_record).unwrap_or(usize::MAX));
+        let api = RecordsBuilder::for_count(
+            path.parent().unwrap_or(std::path::Path::new(".")),
+            usize::try_from(meta.len() / per_record).unwrap_or(usize::MAX),
+        );
         Self::load(file, fallback, api).map_err(|e| crate::Error::Log {
             path: path.to_owned(),
             source: e,
