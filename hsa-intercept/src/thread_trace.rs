@@ -56,6 +56,8 @@ pub fn max_slots(buffer_size: u64) -> usize {
 }
 /// How long a dispatch waits for a trace slot before it runs untraced.
 const SLOT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// How often a dispatch waiting for a slot harvests what finished.
+const SLOT_POLL: std::time::Duration = std::time::Duration::from_micros(20);
 /// Bytes of each slot's command memory (room for the begin buffer's markers).
 const COMMAND_BYTES: usize = 64 << 10;
 /// GPU agents traced at once.
@@ -194,13 +196,21 @@ impl ThreadTrace {
         let cap = max_slots(self.params.buffer_size);
         if slots.len() >= cap && slots.iter().all(|s| s.busy) {
             // Traced dispatches are serialised: wait (bounded, so a dispatch whose
-            // predecessors wait on work submitted after it cannot hang the application) for
-            // the harvest to free a slot.
-            let (guard, _) = kit
-                .freed
-                .wait_timeout_while(slots, SLOT_WAIT, |s| s.iter().all(|s| s.busy))
-                .unwrap_or_else(|e| e.into_inner());
-            slots = guard;
+            // predecessors wait on work submitted after it cannot hang the application) for a
+            // slot to come back. Meanwhile this thread harvests what finished itself, every
+            // SLOT_POLL: waiting for the harvester's period (1 ms) let the GPU run dry when
+            // the slots in flight held less work than that.
+            let deadline = std::time::Instant::now() + SLOT_WAIT;
+            while slots.iter().all(|s| s.busy) && std::time::Instant::now() < deadline {
+                drop(slots);
+                crate::dispatch::harvest_finished();
+                slots = kit.slots.lock().unwrap_or_else(|e| e.into_inner());
+                let (guard, _) = kit
+                    .freed
+                    .wait_timeout_while(slots, SLOT_POLL, |s| s.iter().all(|s| s.busy))
+                    .unwrap_or_else(|e| e.into_inner());
+                slots = guard;
+            }
         }
         let free = slots.iter().position(|s| !s.busy);
         let index = match free {

@@ -42,6 +42,7 @@ mod queues;
 mod signals;
 mod symbols;
 
+pub(crate) use harvest::harvest_finished;
 pub use harvest::{finish_outstanding, harvest_all};
 pub use intercept::on_first_queue;
 pub use symbols::registers_from;
