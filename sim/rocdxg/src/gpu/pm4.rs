@@ -427,10 +427,9 @@ impl DecodeCache {
                     self.programs.remove(&oldest);
                 }
             }
-        } else if self.programs.remove(&key).is_some() {
-            // The address now holds a chaining buffer: what was kept for it is stale.
-            self.order.retain(|k| *k != key);
         }
+        // A program kept for other dwords at this address is never returned (the dwords are
+        // compared), so it is left to be given up in its turn.
         Ok(program)
     }
 
