@@ -29,6 +29,10 @@ cargo xtask <command>
   pm4-dump   [--agent gfx1150] [--base ADDR] [--output ADDR] COUNTER...: the start, stop and
              read PM4 buffers of one counter pass on the simulated 890M's topology, and where
              each counter instance lands in the output buffer (one JSON document)
+  kernel-gaps CSV...
+             per kernel_trace.csv: the simulated GPU's time between one kernel's end and the
+             next one's start (median, 90th percentile, mean, in ns), docs/PERFORMANCE.md's
+             floor experiment for counters and thread trace
   callgrind  release build, then only the bench's instruction counts per traced HSA / HIP call
              under callgrind (two decimals; needs valgrind)
   bench-diff release build, then only the bench's `rocprof diff` of 2 × 5 runs × 1 M API calls
@@ -129,6 +133,7 @@ fn main() -> Result<()> {
             Ok(())
         }
         Some("callgrind") => callgrind(),
+        Some("kernel-gaps") => kernel_gaps(&args[1..]),
         Some("demo") => demo(),
         Some("test") => test(),
         Some("tidy") => tidy::tidy(&root()),
@@ -893,4 +898,71 @@ fn abi_dump() -> String {
         c_layout::write_tsv(&mut out, layout).expect("writing to a String");
     }
     out
+}
+
+/// `cargo xtask kernel-gaps CSV...`: for each kernel trace (rocprofv3's `kernel_trace.csv`), the
+/// gaps between consecutive kernels on the GPU timeline (a kernel's `End_Timestamp` to the next
+/// one's `Start_Timestamp`, in start order) and the kernels' durations: median, 90th
+/// percentile and mean, in ns.
+fn kernel_gaps(files: &[String]) -> Result<()> {
+    if files.is_empty() {
+        bail!("kernel-gaps needs at least one kernel_trace.csv");
+    }
+    let stats = |mut v: Vec<f64>| -> String {
+        if v.is_empty() {
+            return "-".to_owned();
+        }
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        v.sort_by(f64::total_cmp);
+        let p90 = v[(v.len() * 9 / 10).min(v.len() - 1)];
+        format!("median {:.0}, p90 {p90:.0}, mean {mean:.0}", v[v.len() / 2])
+    };
+    for file in files {
+        let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {file}"))?;
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines
+            .next()
+            .unwrap_or_default()
+            .split(',')
+            .map(|h| h.trim_matches('"'))
+            .collect();
+        let column = |name: &str| {
+            header
+                .iter()
+                .position(|h| *h == name)
+                .with_context(|| format!("{file} has no {name} column"))
+        };
+        let (start, end) = (column("Start_Timestamp")?, column("End_Timestamp")?);
+        // Quoted fields (kernel names) may hold commas: the timestamps are read from the
+        // unquoted fields after the last quoted one, counted from the end of the row.
+        let from_end = (header.len() - start, header.len() - end);
+        let mut kernels: Vec<(u64, u64)> = lines
+            .filter_map(|row| {
+                let fields: Vec<&str> = row.split(',').collect();
+                let at = |k: usize| {
+                    fields
+                        .get(fields.len().checked_sub(k)?)?
+                        .parse::<u64>()
+                        .ok()
+                };
+                Some((at(from_end.0)?, at(from_end.1)?))
+            })
+            .collect();
+        kernels.sort_unstable();
+        let durations = kernels
+            .iter()
+            .map(|&(s, e)| e.saturating_sub(s) as f64)
+            .collect();
+        let gaps = kernels
+            .windows(2)
+            .map(|w| w[1].0.saturating_sub(w[0].1) as f64)
+            .collect();
+        println!(
+            "{file}: {} kernels; duration {}; gap to the next {}",
+            kernels.len(),
+            stats(durations),
+            stats(gaps)
+        );
+    }
+    Ok(())
 }
