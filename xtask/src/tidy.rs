@@ -79,9 +79,15 @@ pub const RULES: &[Rule] = &[
     product("terminal-text", &[]),
     product("trace-records", &[]),
     product("api-signatures", &[]),
+    product("sqlite-pages", &[]),
     product(
         "trace-export",
-        &["trace-records", "atomic-file", "api-signatures"],
+        &[
+            "trace-records",
+            "atomic-file",
+            "api-signatures",
+            "sqlite-pages",
+        ],
     ),
     product("otf2-sys", &["c-layout"]),
     product(
