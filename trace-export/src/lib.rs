@@ -59,6 +59,7 @@ pub mod output;
 pub mod perfetto;
 pub mod rename;
 pub mod rocpd;
+mod rocpd_pages;
 pub mod rocpd_read;
 pub mod stats;
 pub mod view;

@@ -25,6 +25,7 @@
 //! device records, markers and counters (the calls are in the runs).
 
 use crate::Error;
+use crate::rocpd_pages;
 use rusqlite::{Connection, OpenFlags, Row};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -180,6 +181,10 @@ enum Join {
     /// event id ([`regions_merged`]); a region whose event lies behind the events already
     /// passed is looked up by its key. Used when both are tables.
     Merge,
+    /// As [`Join::Merge`], both tables read through SQLite even where the page walk could
+    /// read them (the tests' check of the SQLite merge-join that files the walk refuses take).
+    #[cfg_attr(not(test), allow(dead_code))]
+    MergeSql,
     /// SQLite's join: one lookup of the event by its key per region (the tests' reference).
     #[cfg_attr(not(test), allow(dead_code))]
     Sql,
@@ -300,8 +305,8 @@ impl Tables<'_> {
         self.names.has(base).then(|| quoted(base))
     }
 
-    /// As [`Tables::of`], only when that name is a table (not a view): a scan of it in rowid
-    /// order is then a plain walk of its b-tree.
+    /// As [`Tables::of`] unquoted, only when that name is a table (not a view): a scan of it
+    /// in rowid order is then a plain walk of its b-tree.
     fn table_of(&self, base: &str) -> Option<String> {
         let own = self
             .suffix
@@ -309,7 +314,7 @@ impl Tables<'_> {
             .map(|s| format!("{base}{s}"))
             .filter(|n| self.names.has(n));
         let name = own.or_else(|| self.names.has(base).then(|| base.to_owned()))?;
-        self.names.tables.contains(&name).then(|| quoted(&name))
+        self.names.tables.contains(&name).then_some(name)
     }
 
     /// The filter selecting this process's rows of `base` under the alias `alias`: its guid,
@@ -809,14 +814,23 @@ impl Reader<'_, '_> {
             t.table_of("rocpd_region"),
             t.table_of("rocpd_event"),
         ) {
-            (Join::Merge, Some(regions), Some(events)) => Some((regions, events)),
+            (Join::Merge | Join::MergeSql, Some(regions), Some(events)) => Some((regions, events)),
             _ => None,
         };
+        let pages = self.join == Join::Merge;
         let columns = "x.start, x.\"end\", x.tid, x.name_id, x.id, e.id, e.stack_id, \
                        e.correlation_id, e.category_id, e.extdata";
         match merged {
             Some((regions, events)) => {
-                regions_merged(t, strings, &mut pass, &mut classes, &regions, &events)?;
+                regions_merged(
+                    t,
+                    strings,
+                    &mut pass,
+                    &mut classes,
+                    &regions,
+                    &events,
+                    pages,
+                )?;
             }
             None => t.each_with_event("rocpd_region", columns, "", |r| {
                 if r.get_ref(5)?.data_type() == rusqlite::types::Type::Null {
@@ -1500,28 +1514,181 @@ fn event_rows(
     let db = open_read(path)?;
     let mut stmt = db.prepare(sql)?;
     let mut rows = stmt.query([guid])?;
-    let mut batch = Vec::with_capacity(EVENT_BATCH);
+    let mut batch = Batch::new(tx);
     while let Some(r) = rows.next()? {
-        batch.push(EventRow::of(r)?);
-        if batch.len() == EVENT_BATCH {
-            let full = std::mem::replace(&mut batch, Vec::with_capacity(EVENT_BATCH));
-            if tx.send(full).is_err() {
-                return Ok(());
-            }
+        if batch.push(EventRow::of(r)?).is_err() {
+            return Ok(());
         }
     }
-    if !batch.is_empty() {
-        let _ = tx.send(batch);
-    }
+    batch.finish();
     Ok(())
 }
 
+/// Events gathered into batches for the region reader.
+struct Batch {
+    tx: std::sync::mpsc::SyncSender<Vec<EventRow>>,
+    rows: Vec<EventRow>,
+}
+
+impl Batch {
+    fn new(tx: std::sync::mpsc::SyncSender<Vec<EventRow>>) -> Self {
+        Batch {
+            tx,
+            rows: Vec::with_capacity(EVENT_BATCH),
+        }
+    }
+
+    /// Adds `e`; `Err` once the receiver is gone.
+    fn push(&mut self, e: EventRow) -> Result<(), Gone> {
+        self.rows.push(e);
+        if self.rows.len() == EVENT_BATCH {
+            let full = std::mem::replace(&mut self.rows, Vec::with_capacity(EVENT_BATCH));
+            self.tx.send(full).map_err(|_| Gone)?;
+        }
+        Ok(())
+    }
+
+    fn finish(self) {
+        if !self.rows.is_empty() {
+            let _ = self.tx.send(self.rows);
+        }
+    }
+}
+
+/// The region reader stopped reading: the event reader may stop too.
+struct Gone;
+
+/// Why a page walk of the read-back stopped early.
+enum Stopped {
+    Pages(sqlite_pages::Error),
+    Sql(rusqlite::Error),
+    Gone,
+}
+
+impl From<sqlite_pages::Error> for Stopped {
+    fn from(e: sqlite_pages::Error) -> Self {
+        Stopped::Pages(e)
+    }
+}
+
+impl From<rusqlite::Error> for Stopped {
+    fn from(e: rusqlite::Error) -> Self {
+        Stopped::Sql(e)
+    }
+}
+
+impl From<Gone> for Stopped {
+    fn from(_: Gone) -> Self {
+        Stopped::Gone
+    }
+}
+
+impl Stopped {
+    fn into_sql(self) -> rusqlite::Result<()> {
+        match self {
+            Stopped::Pages(e) => Err(rusqlite::Error::ToSqlConversionFailure(Box::new(e))),
+            Stopped::Sql(e) => Err(e),
+            Stopped::Gone => Ok(()),
+        }
+    }
+}
+
+/// The region and event tables of a process as the page walk reads them (`rocpd_pages`).
+struct PagePlan {
+    db: sqlite_pages::Database,
+    /// `start, end, tid, name_id, id, event_id, guid, pid`.
+    regions: rocpd_pages::Shape,
+    /// `id, stack_id, correlation_id, category_id, extdata, guid`.
+    events: rocpd_pages::Shape,
+}
+
+/// The page walk's plan for the tables `regions` and `events` (unquoted names), or `None`
+/// when either must be read through SQLite (its shape, or a file the walk refuses: UTF-16,
+/// WAL frames not yet checkpointed). Called with the connection's read transaction open, so
+/// the file is read as SQLite sees it.
+fn page_plan(t: &Tables<'_>, regions: &str, events: &str) -> rusqlite::Result<Option<PagePlan>> {
+    let region_columns = [
+        "start", "end", "tid", "name_id", "id", "event_id", "guid", "pid",
+    ];
+    let event_columns = [
+        "id",
+        "stack_id",
+        "correlation_id",
+        "category_id",
+        "extdata",
+        "guid",
+    ];
+    let (Some(regions), Some(events)) = (
+        rocpd_pages::shape(t.db, regions, &region_columns)?,
+        rocpd_pages::shape(t.db, events, &event_columns)?,
+    ) else {
+        return Ok(None);
+    };
+    Ok(sqlite_pages::Database::open(t.path)
+        .ok()
+        .map(|db| PagePlan {
+            db,
+            regions,
+            events,
+        }))
+}
+
+/// The events of `plan` for process `guid`, in id order, to `batch`: as the event query of
+/// [`regions_merged`] reads them (`extdata` only for a category in `markers`).
+fn event_pages(
+    plan: &PagePlan,
+    guid: &str,
+    markers: &[i64],
+    mut batch: Batch,
+) -> rusqlite::Result<()> {
+    let c = &plan.events.columns;
+    // A category that is no integer counts as 0 (the query's `CASE`) when 0 is a marker
+    // category; else it matches only as the number it is.
+    let zero = markers.contains(&0);
+    let scanned = plan.db.scan::<Stopped>(plan.events.root, |r| {
+        if !rocpd_pages::is_text(c[5].get(r), guid) {
+            return Ok(());
+        }
+        let category = c[3].get(r);
+        let marker = match category {
+            sqlite_pages::Value::Integer(i) => markers.contains(&i),
+            sqlite_pages::Value::Real(_) if !zero => markers
+                .iter()
+                .any(|&m| rocpd_pages::is_integer(category, m)),
+            _ => zero,
+        };
+        let extdata = match (marker, c[4].get(r)) {
+            (true, sqlite_pages::Value::Text(t)) => {
+                Some(Box::from(std::str::from_utf8(t).unwrap_or("")))
+            }
+            _ => None,
+        };
+        batch.push(EventRow {
+            id: c[0].int(r),
+            stack: c[1].int(r),
+            corr: c[2].int(r),
+            category: c[3].int(r),
+            extdata,
+        })?;
+        Ok(())
+    });
+    match scanned {
+        Ok(()) => {
+            batch.finish();
+            Ok(())
+        }
+        Err(stop) => stop.into_sql(),
+    }
+}
+
 /// The regions of a process with their events, as [`Tables::each_with_event`] gives them but
-/// without a lookup per region: the regions (this thread) and the events (a second
-/// connection on a second thread, handed over in batches) are both scanned in id order and
-/// zipped by event id. Writers store a region after its event, so event ids rise with the
-/// region ids; a region naming an event already passed (a file written in another order) has
-/// it looked up by its key instead, so every file reads as the join reads it.
+/// without a lookup per region: the regions (this thread) and the events (a second thread,
+/// handed over in batches) are both scanned in id order and zipped by event id. Writers store
+/// a region after its event, so event ids rise with the region ids; a region naming an event
+/// already passed (a file written in another order) has it looked up by its key instead, so
+/// every file reads as the join reads it. Both tables are walked page by page (`sqlite_pages`)
+/// when their shape allows, else read through SQLite (a second connection for the events).
+#[allow(clippy::too_many_arguments)]
 fn regions_merged(
     t: &Tables<'_>,
     strings: &mut StringCache<'_>,
@@ -1529,6 +1696,7 @@ fn regions_merged(
     classes: &mut FastMap<i64, Class>,
     regions: &str,
     events: &str,
+    pages: bool,
 ) -> rusqlite::Result<()> {
     let markers = marker_categories(t, strings)?;
     let extdata = match markers.is_empty() {
@@ -1548,26 +1716,38 @@ fn regions_merged(
             )
         }
     };
+    let (regions_q, events_q) = (quoted(regions), quoted(events));
     let event_filter = Tables::filter("rocpd_event", "e");
     let event_sql = format!(
-        "SELECT e.id, e.stack_id, e.correlation_id, e.category_id, {extdata} FROM {events} AS e \
+        "SELECT e.id, e.stack_id, e.correlation_id, e.category_id, {extdata} FROM {events_q} AS e \
          WHERE {event_filter} ORDER BY e.id"
     );
     let region_sql = format!(
-        "SELECT x.start, x.\"end\", x.tid, x.name_id, x.id, x.event_id FROM {regions} AS x \
+        "SELECT x.start, x.\"end\", x.tid, x.name_id, x.id, x.event_id FROM {regions_q} AS x \
          WHERE {} ORDER BY x.id",
         Tables::filter("rocpd_region", "x")
     );
     let mut lookup = t.db.prepare(&format!(
-        "SELECT e.id, e.stack_id, e.correlation_id, e.category_id, {extdata} FROM {events} AS e \
+        "SELECT e.id, e.stack_id, e.correlation_id, e.category_id, {extdata} FROM {events_q} AS e \
          WHERE e.id = ?2 AND {event_filter}"
     ))?;
     // The guid once; the id per lookup.
     lookup.raw_bind_parameter(1, &t.guid)?;
+    // Held while the pages are read: no writer commits underneath (a shared lock).
+    let held = t.db.unchecked_transaction()?;
+    held.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
+    let plan = match pages {
+        true => page_plan(t, regions, events)?,
+        false => None,
+    };
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel(EVENT_QUEUE);
         let (path, guid, sql) = (t.path, t.guid.as_str(), event_sql.as_str());
-        let reader = scope.spawn(move || event_rows(path, sql, guid, tx));
+        let (plan, markers) = (plan.as_ref(), markers.as_slice());
+        let reader = scope.spawn(move || match plan {
+            Some(plan) => event_pages(plan, guid, markers, Batch::new(tx)),
+            None => event_rows(path, sql, guid, tx),
+        });
         let mut cursor = EventCursor {
             rx,
             batch: Vec::new(),
@@ -1575,10 +1755,14 @@ fn regions_merged(
             passed: None,
             far: 0,
         };
-        let scanned = t.query(&region_sql, &mut |r| {
-            let rusqlite::types::ValueRef::Integer(event) = r.get_ref(5)? else {
-                return Ok(()); // no event: not read back
-            };
+        // Each region as (start, end, tid, name_id, id, event_id).
+        let mut region = |start: i64,
+                          end: i64,
+                          tid: i64,
+                          name: i64,
+                          id: i64,
+                          event: i64|
+         -> rusqlite::Result<()> {
             let looked_up;
             let e = match cursor.seek(event) {
                 Seek::Found => cursor.current(),
@@ -1593,20 +1777,47 @@ fn regions_merged(
                     &looked_up
                 }
             };
-            let start = int(r, 0);
             let span = Span {
-                key: (0, start, int(r, 4)),
+                key: (0, start, id),
                 start,
-                end: int(r, 1),
-                tid: int(r, 2),
+                end,
+                tid,
                 event: e.id,
                 stack: e.stack,
                 corr: e.corr,
                 category: e.category,
                 extdata: Extdata::Text(e.extdata.as_deref().unwrap_or("")),
             };
-            pass.span(strings, classes, &span, Name::Id(int(r, 3)))
-        });
+            pass.span(strings, classes, &span, Name::Id(name))
+        };
+        let scanned = match plan {
+            Some(plan) => {
+                #[cfg(test)]
+                tests::WALKS.set(tests::WALKS.get() + 1);
+                let c = &plan.regions.columns;
+                let (guid, pid) = (t.guid.as_str(), t.pid);
+                plan.db
+                    .scan::<Stopped>(plan.regions.root, |r| {
+                        if !rocpd_pages::is_text(c[6].get(r), guid)
+                            || !rocpd_pages::is_integer(c[7].get(r), pid)
+                        {
+                            return Ok(());
+                        }
+                        let sqlite_pages::Value::Integer(event) = c[5].get(r) else {
+                            return Ok(()); // no event: not read back
+                        };
+                        let at = |k: usize| c[k].int(r);
+                        Ok(region(at(0), at(1), at(2), at(3), at(4), event)?)
+                    })
+                    .or_else(Stopped::into_sql)
+            }
+            None => t.query(&region_sql, &mut |r| {
+                let rusqlite::types::ValueRef::Integer(event) = r.get_ref(5)? else {
+                    return Ok(()); // no event: not read back
+                };
+                region(int(r, 0), int(r, 1), int(r, 2), int(r, 3), int(r, 4), event)
+            }),
+        };
         // The receiver gone, the reader stops at its next batch.
         drop(cursor);
         let read = reader.join().unwrap_or_else(|_| {
@@ -1615,7 +1826,9 @@ fn regions_merged(
             )))
         });
         read.and(scanned)
-    })
+    })?;
+    drop(held);
+    Ok(())
 }
 
 /// How many scans of the events [`roots`] makes, one level of parents each, before it reads
@@ -2007,14 +2220,24 @@ mod tests {
         (api, markers)
     }
 
-    /// Both joins' reading of `path`, process by process.
+    thread_local! {
+        /// How many region tables this thread has walked page by page.
+        pub(super) static WALKS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Both joins' reading of `path`, process by process (the merge-join's page walk and its
+    /// reading through SQLite checked alike first).
     fn both_joins(path: &Path) -> (Vec<Summary>, Vec<Summary>) {
         let read = |join| {
             let mut out = Vec::new();
             read_each_with(path, join, &mut |t| out.push(summary(&t))).unwrap();
             out
         };
-        (read(Join::Merge), read(Join::Sql))
+        let walks = WALKS.get();
+        let merged = read(Join::Merge);
+        assert!(WALKS.get() > walks, "the file was not walked page by page");
+        assert_eq!(merged, read(Join::MergeSql), "the page walk against SQLite");
+        (merged, read(Join::Sql))
     }
 
     /// An upstream-style file (no suffix) whose regions name `events[k]` in the given order:
