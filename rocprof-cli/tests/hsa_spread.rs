@@ -1,7 +1,10 @@
 //! The run-to-run spread of HSA records (issue 27): the seed counts 710–734 HSA records in its
 //! reference run, about 24 apart across runs. Twenty unseeded `rocprof --hsa-trace` runs of
-//! the reference workload must each record 705–740 HSA calls and span at least 20 between the
-//! smallest and the largest count.
+//! the reference workload must each record 710–734 HSA calls (the simulator's one source of
+//! spread, its spurious wait resumes, is bounded to 0..=24 over the fixed 710) and span at
+//! least 12 between the smallest and the largest count (the arcsine-shaped draw falls short of
+//! that about once in a million sets of twenty; of 20, three times in a thousand: CI once saw
+//! a span of 19, so the bound is the half that cannot flake).
 //!
 //! Needs the staged simulator and workloads: run through `cargo xtask test`.
 
@@ -49,13 +52,13 @@ fn twenty_unseeded_reference_runs_span_the_seeds_spread_of_hsa_records() {
     eprintln!("HSA records per run: {counts:?}");
     for &n in &counts {
         assert!(
-            (705..=740).contains(&n),
-            "a run recorded {n} HSA calls, outside 705..=740 (the seed: 710–734): {counts:?}"
+            (710..=734).contains(&n),
+            "a run recorded {n} HSA calls, outside the seed's 710..=734: {counts:?}"
         );
     }
     let (min, max) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
     assert!(
-        max - min >= 20,
+        max - min >= 12,
         "{RUNS} runs span only {min}..={max} HSA records ({}), the seed about 24: {counts:?}",
         max - min
     );

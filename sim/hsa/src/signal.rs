@@ -571,7 +571,7 @@ pub unsafe extern "C" fn hsa_signal_store(signal: Signal, value: i64) {
 }
 
 /// The most spurious resumes one process's waits take (see [`spurious_budget`]).
-pub const MAX_SPURIOUS_RESUMES: u32 = 26;
+pub const MAX_SPURIOUS_RESUMES: u32 = 24;
 /// Overrides the per-process number of spurious resumes (0..=[`MAX_SPURIOUS_RESUMES`]; 0:
 /// none, so call counts depend on nothing but the GPU's timing).
 pub const SPURIOUS_ENV: &str = "HSA_SIM_SPURIOUS_WAITS";
@@ -582,12 +582,12 @@ pub const SPURIOUS_ENV: &str = "HSA_SIM_SPURIOUS_WAITS";
 /// 0..=[`MAX_SPURIOUS_RESUMES`] with the session seed (`WSLSIM_SEED`, else the scenario's
 /// `seed`, else one of the process's own from its pid and the clock). A caller that loops until
 /// its condition holds (HIP does) makes that many more wait calls: the run-to-run spread of HSA
-/// call counts the seed measured (710–734 records). The draw is arcsine-shaped (`M·sin²(φ)`
+/// call counts the seed measured (710–734 records: 710 plus 0..=24). The draw is arcsine-shaped (`M·sin²(φ)`
 /// for a uniform phase φ), the distribution of a periodic quantity seen at a random moment —
 /// whether a wait finds its completion still pending depends on where the host's loop stands
 /// against the GPU's, so the counts gather at both ends of the range, as runs that race ahead
-/// of the GPU or stay behind it; twenty runs then span the seed's range but for about one set
-/// in a thousand (a uniform draw: one in seventy).
+/// of the GPU or stay behind it; twenty runs then span at least 12 of the range's 24 but for
+/// about one set in a million (at least 20: all but three in a thousand).
 pub fn spurious_budget() -> u32 {
     if let Ok(text) = std::env::var(SPURIOUS_ENV) {
         match text.trim().parse::<u32>() {

@@ -166,9 +166,8 @@ fn main() -> ExitCode {
         &[
             ("LD_PRELOAD", tool.clone().into()),
             ("MINI_TOOL_OUT", out.clone().into()),
-            // HIP_SIM_MARKER_POLLS unset: up to 4 read-index polls per blocking copy's
-            // marker, as many as the GPU's business calls for (the seed's run-to-run spread,
-            // 710..=734, is the default).
+            // HIP_SIM_MARKER_POLLS unset: one read-index poll per blocking copy's marker (the
+            // seed's run-to-run spread, 710..=734, comes from the spurious wait resumes).
         ],
         &dir,
     );
