@@ -23,6 +23,31 @@
 //! [`Value::Null`] for them, which is the column's value only when its default is NULL. A
 //! column that is the table's `INTEGER PRIMARY KEY` is stored as NULL; its value is
 //! [`Row::key`].
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("names.db");
+//! let sql = rusqlite::Connection::open(&path)?;
+//! sql.execute_batch(
+//!     "CREATE TABLE names(id INTEGER PRIMARY KEY, name TEXT);
+//!      INSERT INTO names(name) VALUES ('hipMemcpy'), ('hsa_init');",
+//! )?;
+//! let root: u32 =
+//!     sql.query_row("SELECT rootpage FROM sqlite_master WHERE name = 'names'", [], |r| r.get(0))?;
+//!
+//! let db = sqlite_pages::Database::open(&path)?;
+//! let mut rows = Vec::new();
+//! db.scan(root, |row| {
+//!     if let sqlite_pages::Value::Text(name) = row.value(1) {
+//!         rows.push((row.key(), String::from_utf8_lossy(name).into_owned()));
+//!     }
+//!     Ok::<_, sqlite_pages::Error>(())
+//! })?;
+//! assert_eq!(rows, [(1, "hipMemcpy".to_owned()), (2, "hsa_init".to_owned())]);
+//! # Ok(())
+//! # }
+//! ```
 #![forbid(unsafe_code)]
 
 use std::fs::File;
