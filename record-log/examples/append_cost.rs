@@ -5,13 +5,16 @@
 //! copies buffers out with `write(2)` pays on the traced thread). The time spent replacing full
 //! chunks (sealing, and waiting for the grower when it has none ready) is shown apart.
 //!
-//! `cargo run --release -p record-log --example append_cost [records]` (in `$TMPDIR`).
+//! `cargo run --release -p record-log --example append_cost [records] [--payload BYTES]` (in
+//! `$TMPDIR`). `--payload BYTES` appends entries of that many payload bytes (plus the 4-byte
+//! entry header; a multiple of 4 from 8 to 256) as raw parts instead of `ApiRecord`s, so the cost
+//! per record can be set against its size: what a smaller API record would buy.
 
 use record_log::LogFile;
 use std::hint::black_box;
 use std::time::Instant;
 use trace_records::log::{CHUNK_CAPACITY, ChunkFill, FileHeader};
-use trace_records::{ApiDomain, ApiRecord};
+use trace_records::{ApiDomain, ApiRecord, Tag};
 
 fn record(i: u64) -> ApiRecord {
     ApiRecord {
@@ -25,11 +28,30 @@ fn record(i: u64) -> ApiRecord {
     }
 }
 
+/// What the loops append: `ApiRecord`s, or raw entries of a set payload size.
+#[derive(Clone, Copy)]
+enum Entry {
+    Api,
+    Raw(usize),
+}
+
 fn main() {
-    let n: u64 = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(10_000_000);
+    let mut args = std::env::args().skip(1);
+    let mut n: u64 = 10_000_000;
+    let mut entry = Entry::Api;
+    while let Some(a) = args.next() {
+        if a == "--payload" {
+            let bytes: usize = args
+                .next()
+                .and_then(|b| b.parse().ok())
+                .filter(|b| b % 4 == 0 && (8..=256).contains(b))
+                .expect("--payload takes a multiple of 4 from 8 to 256");
+            entry = Entry::Raw(bytes);
+        } else {
+            n = a.parse().expect("records: a count");
+        }
+    }
+    let raw = [0x5au8; 256];
     let dir = std::env::temp_dir().join(format!("append-cost-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a scratch directory in TMPDIR");
     let log = LogFile::create(
@@ -45,11 +67,15 @@ fn main() {
     let t = Instant::now();
     for i in 0..n {
         let r = record(i);
-        if !chunk.push(&r) {
+        let push = |c: &mut record_log::Chunk| match entry {
+            Entry::Api => c.push(&r),
+            Entry::Raw(b) => c.push_parts(Tag::Api, &[&i.to_le_bytes(), &raw[8..b]]),
+        };
+        if !push(&mut chunk) {
             let at = Instant::now();
             chunk = log.replace(chunk, 1).expect("a fresh chunk");
             in_replace += at.elapsed();
-            assert!(chunk.push(&r));
+            assert!(push(&mut chunk));
         }
     }
     let mapped = t.elapsed().as_nanos() as f64 / n as f64;
@@ -63,17 +89,25 @@ fn main() {
     let t = Instant::now();
     for i in 0..n {
         let r = record(i);
-        if !fill.push(&mut buffer, &r) {
+        let push = |f: &mut ChunkFill, buffer: &mut [u8]| match entry {
+            Entry::Api => f.push(buffer, &r),
+            Entry::Raw(b) => f.push_parts(buffer, Tag::Api, &[&i.to_le_bytes(), &raw[8..b]]),
+        };
+        if !push(&mut fill, &mut buffer) {
             fill = ChunkFill::default();
-            assert!(fill.push(&mut buffer, &r));
+            assert!(push(&mut fill, &mut buffer));
         }
         commit = black_box(fill.commit());
     }
     let reused = t.elapsed().as_nanos() as f64 / n as f64;
     black_box((&buffer, commit));
     let _ = std::fs::remove_dir_all(&dir);
+    let bytes = match entry {
+        Entry::Api => 4 + std::mem::size_of::<ApiRecord>(),
+        Entry::Raw(b) => 4 + b,
+    };
     println!(
-        "records={n} shared_mapping_ns={mapped:.2} of_which_replacing_chunks_ns={replacing:.2} reused_buffer_ns={reused:.2} difference_ns={:.2}",
+        "records={n} entry_bytes={bytes} shared_mapping_ns={mapped:.2} of_which_replacing_chunks_ns={replacing:.2} reused_buffer_ns={reused:.2} difference_ns={:.2}",
         mapped - reused
     );
 }
