@@ -2,9 +2,10 @@
 //! reference run, about 24 apart across runs. Twenty unseeded `rocprof --hsa-trace` runs of
 //! the reference workload must each record 710–734 HSA calls (the simulator's one source of
 //! spread, its spurious wait resumes, is bounded to 0..=24 over the fixed 710) and span at
-//! least 12 between the smallest and the largest count (the arcsine-shaped draw falls short of
-//! that about once in a million sets of twenty; of 20, three times in a thousand: CI once saw
-//! a span of 19, so the bound is the half that cannot flake).
+//! least 12 between the smallest and the largest count: twenty draws fall short of that about
+//! once in a million sets, of 20 about three times in a thousand (computed by sim-hsa's
+//! `twenty_draws_span_at_least_12_but_about_once_in_a_million`), so the bound is half the
+//! seed's spread, the part that does not flake.
 //!
 //! Needs the staged simulator and workloads: run through `cargo xtask test`.
 

@@ -573,7 +573,7 @@ pub unsafe extern "C" fn hsa_signal_store(signal: Signal, value: i64) {
 /// The most spurious resumes one process's waits take (see [`spurious_budget`]).
 pub const MAX_SPURIOUS_RESUMES: u32 = 24;
 /// Overrides the per-process number of spurious resumes (0..=[`MAX_SPURIOUS_RESUMES`]; 0:
-/// none, so call counts depend on nothing but the GPU's timing).
+/// none, so with HIP's default of one marker poll every run makes the same calls).
 pub const SPURIOUS_ENV: &str = "HSA_SIM_SPURIOUS_WAITS";
 
 /// How many times this process's `hsa_signal_wait_*` calls resume before their condition
@@ -582,12 +582,14 @@ pub const SPURIOUS_ENV: &str = "HSA_SIM_SPURIOUS_WAITS";
 /// 0..=[`MAX_SPURIOUS_RESUMES`] with the session seed (`WSLSIM_SEED`, else the scenario's
 /// `seed`, else one of the process's own from its pid and the clock). A caller that loops until
 /// its condition holds (HIP does) makes that many more wait calls: the run-to-run spread of HSA
-/// call counts the seed measured (710–734 records: 710 plus 0..=24). The draw is arcsine-shaped (`M·sin²(φ)`
-/// for a uniform phase φ), the distribution of a periodic quantity seen at a random moment —
-/// whether a wait finds its completion still pending depends on where the host's loop stands
-/// against the GPU's, so the counts gather at both ends of the range, as runs that race ahead
-/// of the GPU or stay behind it; twenty runs then span at least 12 of the range's 24 but for
-/// about one set in a million (at least 20: all but three in a thousand).
+/// call counts the seed measured (710–734 records: 710 plus 0..=24). The draw is
+/// arcsine-shaped (`M·sin²(φ)` for a uniform phase φ), the distribution of a periodic quantity
+/// seen at a random moment — whether a wait finds its completion still pending depends on where
+/// the host's loop stands against the GPU's, so the counts gather at both ends of the range, as
+/// runs that race ahead of the GPU or stay behind it. How often twenty draws span less than a
+/// given width is computed by `twenty_draws_span_at_least_12_but_about_once_in_a_million`
+/// (`cargo test -p sim-hsa -- --nocapture` prints it): under 20 about three sets in a
+/// thousand, under 12 about one in a million.
 pub fn spurious_budget() -> u32 {
     if let Ok(text) = std::env::var(SPURIOUS_ENV) {
         match text.trim().parse::<u32>() {
@@ -794,5 +796,33 @@ mod tests {
         assert!(counts[max as usize - 1] > 2 * middle, "{counts:?}");
         assert_eq!(arcsine_draw(0, max), 0);
         assert_eq!(arcsine_draw(u64::MAX, max), max);
+    }
+
+    /// The odds behind `rocprof-cli/tests/hsa_spread.rs`: the draw's distribution taken from
+    /// [`arcsine_draw`] itself over 2^20 evenly spaced phases, then the chance that twenty
+    /// independent draws span less than `width` (all of them inside some window of `width`
+    /// values, counted window by window without counting a set twice).
+    #[test]
+    fn twenty_draws_span_at_least_12_but_about_once_in_a_million() {
+        let max = MAX_SPURIOUS_RESUMES as usize;
+        let steps = 1u64 << 20;
+        let mut p = vec![0f64; max + 1];
+        for i in 0..steps {
+            p[arcsine_draw(i << 44, MAX_SPURIOUS_RESUMES) as usize] += 1.0 / steps as f64;
+        }
+        let within = |lo: usize, hi: usize| p[lo..=hi].iter().sum::<f64>().powi(20);
+        let narrower_than = |width: usize| -> f64 {
+            (0..=max)
+                .map(|lo| {
+                    let hi = (lo + width - 1).min(max);
+                    let rest = if lo < hi { within(lo + 1, hi) } else { 0.0 };
+                    within(lo, hi) - rest
+                })
+                .sum()
+        };
+        let (under_12, under_20) = (narrower_than(12), narrower_than(20));
+        println!("twenty draws over 0..={max}: span < 12 {under_12:.2e}, span < 20 {under_20:.2e}");
+        assert!(under_12 < 1e-5, "span < 12: {under_12:e}");
+        assert!(under_20 < 5e-3, "span < 20: {under_20:e}");
     }
 }
