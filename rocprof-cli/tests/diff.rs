@@ -26,14 +26,33 @@ const SLOW: &str = "[kernel_duration]\nvector_add = 1.2\n";
 /// Writes `scenario` and runs `dispatch-rate 100` under it `n` times, each into `<tmp>/<tag><k>`
 /// (CSV), unseeded; with `pmc`, counting those counters.
 fn runs(tmp: &Path, tag: &str, scenario: &str, n: usize, extra: &[&str]) -> Vec<PathBuf> {
-    let file = tmp.join(format!("{tag}.toml"));
-    std::fs::write(&file, scenario).unwrap();
-    (0..n)
-        .map(|k| {
+    interleaved_runs(tmp, &[(tag, scenario)], n, extra).remove(0)
+}
+
+/// [`runs`] of several sides (tag, scenario), run by turns (the first run of each side, then
+/// the second of each, …), so a burst of load on the machine (the other tests of this file run
+/// beside these) falls on every side alike instead of making one side's runs all slower.
+fn interleaved_runs(
+    tmp: &Path,
+    sides: &[(&str, &str)],
+    n: usize,
+    extra: &[&str],
+) -> Vec<Vec<PathBuf>> {
+    let files: Vec<PathBuf> = sides
+        .iter()
+        .map(|(tag, scenario)| {
+            let file = tmp.join(format!("{tag}.toml"));
+            std::fs::write(&file, scenario).unwrap();
+            file
+        })
+        .collect();
+    let mut dirs = vec![Vec::new(); sides.len()];
+    for k in 0..n {
+        for (side, ((tag, _), file)) in sides.iter().zip(&files).enumerate() {
             let dir = tmp.join(format!("{tag}{k}"));
             let o = rocprof(tmp)
                 .env_remove("WSLSIM_SEED")
-                .env("WSLSIM_SCENARIO", &file)
+                .env("WSLSIM_SCENARIO", file)
                 .args([
                     "--sim",
                     "--kernel-trace",
@@ -49,9 +68,10 @@ fn runs(tmp: &Path, tag: &str, scenario: &str, n: usize, extra: &[&str]) -> Vec<
                 .output()
                 .unwrap();
             assert!(o.status.success(), "{}", stderr(&o));
-            dir
-        })
-        .collect()
+            dirs[side].push(dir);
+        }
+    }
+    dirs
 }
 
 fn diff(tmp: &Path, base: &[PathBuf], new: &[PathBuf], extra: &[&str]) -> (Value, String) {
@@ -133,14 +153,17 @@ fn text_matches_json(r: &Value, text: &str) {
 #[test]
 fn identical_setups_flag_nothing_and_a_slower_kernel_is_flagged_alone() {
     let tmp = scratch("diff", "acceptance");
-    let a = runs(&tmp, "a", BASE, 5, &[]);
-    let b = runs(&tmp, "b", BASE, 5, &[]);
+    let mut sides = interleaved_runs(&tmp, &[("a", BASE), ("b", BASE), ("s", SLOW)], 5, &[]);
+    let (slow, b, a) = (
+        sides.pop().unwrap(),
+        sides.pop().unwrap(),
+        sides.pop().unwrap(),
+    );
     let (same, text) = diff(&tmp, &a, &b, &[]);
     assert_eq!(flagged(&same), Vec::new(), "{text}");
     assert!(same["comparisons"].as_u64().unwrap() >= 4, "{text}");
     text_matches_json(&same, &text);
 
-    let slow = runs(&tmp, "s", SLOW, 5, &[]);
     let (changed, text) = diff(&tmp, &a, &slow, &[]);
     let f = flagged(&changed);
     assert_eq!(f.len(), 1, "{text}");
