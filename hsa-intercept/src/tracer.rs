@@ -143,6 +143,15 @@ pub fn thread_id() -> u32 {
     })
 }
 
+/// In a forked child, on its one thread: the thread's cached OS id is the parent thread's;
+/// it is read again (records of the child name the child's thread, as its log's chunks do).
+pub fn refresh_thread_id_after_fork() {
+    let _ = with_stack(|s| {
+        // SAFETY: gettid has no preconditions.
+        s.tid = unsafe { libc::gettid() } as u32;
+    });
+}
+
 /// A new correlation id (unique in the process, from 1; increasing on each thread).
 pub fn new_correlation_id() -> u64 {
     with_stack(CallStack::new_id)

@@ -1,20 +1,22 @@
-//! The floor of the traced path's append: nanoseconds per 36-byte API-record entry written
+//! The floor of the traced path's append: nanoseconds per API-record entry (compact, 20 bytes) written
 //! into the record log's shared file mapping (fresh page-cache pages, chunks replaced and
 //! sealed as they fill, the grower thread allocating and populating ahead), against the same
 //! entries written into one 64 KiB buffer reused in place (hot in the cache, what a log that
 //! copies buffers out with `write(2)` pays on the traced thread). The time spent replacing full
 //! chunks (sealing, and waiting for the grower when it has none ready) is shown apart.
 //!
-//! `cargo run --release -p record-log --example append_cost [records] [--payload BYTES]` (in
-//! `$TMPDIR`). `--payload BYTES` appends entries of that many payload bytes (plus the 4-byte
+//! `cargo run --release -p record-log --example append_cost [records] [--payload BYTES | --whole]`
+//! (in `$TMPDIR`). `--payload BYTES` appends entries of that many payload bytes (plus the 4-byte
 //! entry header; a multiple of 4 from 8 to 256) as raw parts instead of `ApiRecord`s, so the cost
-//! per record can be set against its size: what a smaller API record would buy.
+//! per record can be set against its size; `--whole` appends each `ApiRecord` whole (36 bytes,
+//! the entry before log version 5) through the same path.
 
 use record_log::LogFile;
 use std::hint::black_box;
 use std::time::Instant;
 use trace_records::log::{CHUNK_CAPACITY, ChunkFill, FileHeader};
-use trace_records::{ApiDomain, ApiRecord, Tag};
+use trace_records::{ApiCompactRecord, ApiDomain, ApiRecord, Tag};
+use zerocopy::IntoBytes;
 
 fn record(i: u64) -> ApiRecord {
     ApiRecord {
@@ -32,6 +34,7 @@ fn record(i: u64) -> ApiRecord {
 #[derive(Clone, Copy)]
 enum Entry {
     Api,
+    Whole,
     Raw(usize),
 }
 
@@ -47,6 +50,8 @@ fn main() {
                 .filter(|b| b % 4 == 0 && (8..=256).contains(b))
                 .expect("--payload takes a multiple of 4 from 8 to 256");
             entry = Entry::Raw(bytes);
+        } else if a == "--whole" {
+            entry = Entry::Whole;
         } else {
             n = a.parse().expect("records: a count");
         }
@@ -69,6 +74,7 @@ fn main() {
         let r = record(i);
         let push = |c: &mut record_log::Chunk| match entry {
             Entry::Api => c.push(&r),
+            Entry::Whole => c.push_parts(Tag::Api, &[r.as_bytes()]),
             Entry::Raw(b) => c.push_parts(Tag::Api, &[&i.to_le_bytes(), &raw[8..b]]),
         };
         if !push(&mut chunk) {
@@ -84,17 +90,18 @@ fn main() {
     log.close();
 
     let mut buffer = vec![0u8; CHUNK_CAPACITY];
-    let mut fill = ChunkFill::default();
+    let mut fill = ChunkFill::for_thread(1);
     let mut commit = 0u64;
     let t = Instant::now();
     for i in 0..n {
         let r = record(i);
         let push = |f: &mut ChunkFill, buffer: &mut [u8]| match entry {
             Entry::Api => f.push(buffer, &r),
+            Entry::Whole => f.push_parts(buffer, Tag::Api, &[r.as_bytes()]),
             Entry::Raw(b) => f.push_parts(buffer, Tag::Api, &[&i.to_le_bytes(), &raw[8..b]]),
         };
         if !push(&mut fill, &mut buffer) {
-            fill = ChunkFill::default();
+            fill = ChunkFill::for_thread(1);
             assert!(push(&mut fill, &mut buffer));
         }
         commit = black_box(fill.commit());
@@ -103,7 +110,8 @@ fn main() {
     black_box((&buffer, commit));
     let _ = std::fs::remove_dir_all(&dir);
     let bytes = match entry {
-        Entry::Api => 4 + std::mem::size_of::<ApiRecord>(),
+        Entry::Api => 4 + std::mem::size_of::<ApiCompactRecord>(),
+        Entry::Whole => 4 + std::mem::size_of::<ApiRecord>(),
         Entry::Raw(b) => 4 + b,
     };
     println!(

@@ -247,7 +247,7 @@ impl LogFile {
                 drop(s);
                 return Ok(Chunk {
                     base,
-                    fill: ChunkFill::default(),
+                    fill: ChunkFill::for_thread(tid),
                     index,
                 });
             }

@@ -323,6 +323,7 @@ extern "C" fn after_fork_in_child() {
     let _ = std::panic::catch_unwind(|| {
         let Some(state) = STATE.get() else { return };
         sink::detach_after_fork();
+        hsa_intercept::tracer::refresh_thread_id_after_fork();
         hsa_intercept::clock::restart_after_fork();
         hsa_intercept::dispatch::after_fork_in_child();
         match open_log(&state.config.record_dir) {

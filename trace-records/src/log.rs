@@ -14,6 +14,11 @@
 //! entry   = tag:u16 len:u16 bytes[len]
 //! ```
 //!
+//! Entries are self-contained except compact API entries ([`Tag::ApiCompact`], version 5),
+//! which are read against their chunk: the thread id is the chunk's `tid`, the correlation id
+//! and start are steps from the chunk's previous API entry ([`crate::record::ApiBase`]). A
+//! chunk is the unit of damage, so a step never depends on anything outside its own chunk.
+//!
 //! All integers are little-endian. A writer fills its chunk's payload and then publishes the
 //! new commit word with a single store, so a process that dies at any instant leaves every
 //! chunk consistent up to its last commit: the reader trusts the commit word of an open chunk
@@ -34,13 +39,15 @@
 //! still read, its counters bounded by [`COUNTER_MAX`] instead of checked.
 
 use crate::loss::{LossCause, LossCounts};
-use crate::record::{FixedRecord, StringId, Tag};
+use crate::record::{ApiBase, ApiCompactRecord, ApiRecord, FixedRecord, StringId, Tag};
 use std::io::Read;
+use zerocopy::{FromBytes, IntoBytes};
 
 /// First bytes of every log.
 pub const MAGIC: [u8; 8] = *b"RPRFLOG\0";
-/// Format version written (4: API calls may carry their arguments, [`Tag::ApiArgs`]).
-pub const VERSION: u32 = 4;
+/// Format version written (4: API calls may carry their arguments, [`Tag::ApiArgs`]; 5: API
+/// calls are stored compact where they fit, [`Tag::ApiCompact`]).
+pub const VERSION: u32 = 5;
 /// Oldest format version still read (readers refuse others).
 pub const OLDEST_VERSION: u32 = 2;
 /// Size of the file header (one page, so the chunks are page-aligned in the file).
@@ -55,6 +62,8 @@ pub const CHUNK_SIZE: usize = 64 * 1024;
 pub const CHUNK_MAGIC: u32 = u32::from_le_bytes(*b"CHNK");
 /// Size of a chunk header.
 pub const CHUNK_HEADER_LEN: usize = 32;
+/// Offset of the writing thread's id in a chunk header.
+pub const TID_AT: usize = 24;
 /// Offset of a chunk's index (its place in the file: chunk `k` starts at
 /// `HEADER_LEN + k * CHUNK_SIZE`) in its header.
 pub const INDEX_AT: usize = 4;
@@ -282,7 +291,7 @@ pub fn open_chunk_header(index: u32, tid: u32) -> [u8; CHUNK_HEADER_LEN] {
     let mut h = [0u8; CHUNK_HEADER_LEN];
     h[..4].copy_from_slice(&CHUNK_MAGIC.to_le_bytes());
     h[INDEX_AT..INDEX_AT + 4].copy_from_slice(&index.to_le_bytes());
-    h[24..28].copy_from_slice(&tid.to_le_bytes());
+    h[TID_AT..TID_AT + 4].copy_from_slice(&tid.to_le_bytes());
     h
 }
 
@@ -292,9 +301,21 @@ pub fn open_chunk_header(index: u32, tid: u32) -> [u8; CHUNK_HEADER_LEN] {
 pub struct ChunkFill {
     len: u32,
     entries: u32,
+    /// The chunk header's thread id (compact API entries leave it out).
+    tid: u32,
+    /// What the next compact API entry is written against.
+    api: ApiBase,
 }
 
 impl ChunkFill {
+    /// An empty fill for a chunk whose header names thread `tid` ([`open_chunk_header`]).
+    pub fn for_thread(tid: u32) -> Self {
+        Self {
+            tid,
+            ..Self::default()
+        }
+    }
+
     /// Appends one entry made of `parts`; `false` (nothing written) if it does not fit.
     #[inline]
     pub fn push_parts(&mut self, payload: &mut [u8], tag: Tag, parts: &[&[u8]]) -> bool {
@@ -316,22 +337,42 @@ impl ChunkFill {
         true
     }
 
-    /// Appends a fixed-size record (the traced path: one bounds check, three copies).
-    #[inline]
+    /// Appends a fixed-size record (the traced path: one bounds check, three copies; an API
+    /// call compact where it fits, [`ChunkFill::push_api`]).
+    #[inline(always)]
     pub fn push<R: FixedRecord>(&mut self, payload: &mut [u8], record: &R) -> bool {
-        let bytes = record.as_bytes();
+        record.append_to(self, payload)
+    }
+
+    /// Appends one entry of `bytes` under `tag` (a fixed record's bytes).
+    #[inline(always)]
+    pub(crate) fn push_bytes(&mut self, payload: &mut [u8], tag: Tag, bytes: &[u8]) -> bool {
         let at = self.len as usize;
         let end = at + 4 + bytes.len();
         let Some(dst) = payload.get_mut(at..end).filter(|_| end <= CHUNK_CAPACITY) else {
             return false;
         };
         let (head, body) = dst.split_at_mut(4);
-        head[..2].copy_from_slice(&(R::TAG as u16).to_le_bytes());
+        head[..2].copy_from_slice(&(tag as u16).to_le_bytes());
         head[2..].copy_from_slice(&(bytes.len() as u16).to_le_bytes());
         body.copy_from_slice(bytes);
         self.len = end as u32;
         self.entries += 1;
         true
+    }
+
+    /// Appends an API call: a [`Tag::ApiCompact`] entry (20 bytes) when it fits one against
+    /// the chunk's previous API entry, else the whole [`ApiRecord`] (36 bytes).
+    #[inline(always)]
+    pub fn push_api(&mut self, payload: &mut [u8], record: &ApiRecord) -> bool {
+        let ok = match self.api.compact(record, self.tid) {
+            Some(c) => self.push_bytes(payload, Tag::ApiCompact, c.as_bytes()),
+            None => self.push_bytes(payload, Tag::Api, record.as_bytes()),
+        };
+        if ok {
+            self.api = ApiBase::after(record);
+        }
+        ok
     }
 
     /// Appends a string definition. A text longer than [`MAX_STRING`] does not fit one entry:
@@ -418,12 +459,23 @@ impl LogBuilder {
         }
     }
 
-    /// Appends a chunk filled by `fill`; sealed (checksummed) when `seal`, else left open as a
-    /// process that died would leave it.
+    /// Appends a chunk of thread 1 filled by `fill`; sealed (checksummed) when `seal`, else
+    /// left open as a process that died would leave it.
     pub fn chunk(&mut self, seal: bool, fill: impl FnOnce(&mut ChunkFill, &mut [u8])) -> &mut Self {
+        self.thread_chunk(1, seal, fill)
+    }
+
+    /// [`LogBuilder::chunk`] for a chunk whose header names thread `tid` (API records of that
+    /// thread are then stored compact where they fit).
+    pub fn thread_chunk(
+        &mut self,
+        tid: u32,
+        seal: bool,
+        fill: impl FnOnce(&mut ChunkFill, &mut [u8]),
+    ) -> &mut Self {
         let mut chunk = vec![0u8; CHUNK_SIZE];
-        chunk[..CHUNK_HEADER_LEN].copy_from_slice(&open_chunk_header(self.chunks, 1));
-        let mut f = ChunkFill::default();
+        chunk[..CHUNK_HEADER_LEN].copy_from_slice(&open_chunk_header(self.chunks, tid));
+        let mut f = ChunkFill::for_thread(tid);
         fill(&mut f, &mut chunk[CHUNK_HEADER_LEN..]);
         chunk[COMMIT_AT..COMMIT_AT + 8].copy_from_slice(&f.commit().to_le_bytes());
         if seal {
@@ -756,7 +808,7 @@ pub fn walk(
                 let payload = &bytes[CHUNK_HEADER_LEN..CHUNK_HEADER_LEN + len];
                 match split_entries(payload, entries) {
                     Ok(()) => {
-                        for_each_entry(payload, &mut visit);
+                        for_each_entry(payload, u32_at(bytes, TID_AT), &mut visit);
                         out.chunks += 1;
                         out.open_chunks += u64::from(!sealed);
                         intact.set(place);
@@ -928,18 +980,41 @@ fn split_entries(payload: &[u8], expected: u32) -> Result<(), String> {
     Ok(())
 }
 
-/// Visits the entries of a payload already checked by [`split_entries`].
-fn for_each_entry<'a>(payload: &'a [u8], visit: &mut impl FnMut(RawEntry<'a>)) {
+/// Visits the entries of a payload already checked by [`split_entries`], of a chunk written by
+/// thread `tid`: a compact API entry is visited as the [`Tag::Api`] record it stands for (one
+/// whose length is wrong as itself, for the caller to count malformed).
+fn for_each_entry(payload: &[u8], tid: u32, visit: &mut impl FnMut(RawEntry<'_>)) {
     let mut at = 0;
+    let mut base = ApiBase::default();
     while at + 4 <= payload.len() {
         let tag = u16::from_le_bytes([payload[at], payload[at + 1]]);
         let len = u16::from_le_bytes([payload[at + 2], payload[at + 3]]) as usize;
         let end = at + 4 + len;
-        if let Some(tag) = Tag::from_u16(tag) {
-            visit(RawEntry {
-                tag,
-                bytes: &payload[at + 4..end],
-            });
+        let bytes = &payload[at + 4..end];
+        match Tag::from_u16(tag) {
+            Some(Tag::ApiCompact) => match ApiCompactRecord::read_from_bytes(bytes) {
+                Ok(c) => {
+                    let record = base.expand(&c, tid);
+                    base = ApiBase::after(&record);
+                    visit(RawEntry {
+                        tag: Tag::Api,
+                        bytes: record.as_bytes(),
+                    });
+                }
+                Err(_) => visit(RawEntry {
+                    tag: Tag::ApiCompact,
+                    bytes,
+                }),
+            },
+            Some(tag) => {
+                if tag == Tag::Api
+                    && let Ok(record) = ApiRecord::read_from_bytes(bytes)
+                {
+                    base = ApiBase::after(&record);
+                }
+                visit(RawEntry { tag, bytes });
+            }
+            None => {}
         }
         at = end;
     }

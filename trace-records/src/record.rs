@@ -103,6 +103,98 @@ pub struct ApiRecord {
     pub reserved: u8,
 }
 
+/// One traced API call in its compact entry ([`Tag::ApiCompact`], log version 5): what the
+/// writer stores instead of an [`ApiRecord`] whenever the call fits it, 16 bytes instead of 32
+/// (the traced path's cost grows with the bytes it stores into fresh pages, docs/PERFORMANCE.md).
+///
+/// It is read against its chunk: the thread id is the chunk header's `tid`, and the correlation
+/// id and start are steps from the chunk's previous API entry ([`Tag::Api`] or
+/// [`Tag::ApiCompact`]; both 0 before the chunk's first). A call that does not fit — a step
+/// beyond ±2^31, a call longer than 2^32 ns (4.3 s), a thread id other than the chunk's — is
+/// stored whole, so decoding gives back exactly the record that was pushed.
+#[repr(C)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct ApiCompactRecord {
+    /// Correlation id minus the previous API entry's (wrapping, as a signed 32-bit step).
+    pub id_step: i32,
+    /// Start minus the previous API entry's start, ns (wrapping, signed).
+    pub start_step: i32,
+    /// End minus start, ns.
+    pub duration: u32,
+    /// Operation id = index in the domain's table.
+    pub operation: u16,
+    /// [`ApiDomain`] as a byte.
+    pub domain: u8,
+    /// Zero.
+    pub reserved: u8,
+}
+
+/// The chunk-relative state compact API entries are read and written against: the
+/// correlation id and start of the chunk's last API entry (0 and 0 at the chunk's start).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ApiBase {
+    /// The last API entry's correlation id.
+    pub correlation_id: u64,
+    /// The last API entry's start.
+    pub start: u64,
+}
+
+/// A 64-bit difference as a signed 32-bit step, if it is one.
+#[inline(always)]
+fn step(to: u64, from: u64) -> Option<i32> {
+    let d = to.wrapping_sub(from) as i64;
+    i32::try_from(d).ok()
+}
+
+impl ApiBase {
+    /// `record` as a compact entry against this base, if it fits one on a chunk of thread
+    /// `tid`.
+    #[inline(always)]
+    pub fn compact(&self, record: &ApiRecord, tid: u32) -> Option<ApiCompactRecord> {
+        let id_step = step(record.correlation_id, self.correlation_id)?;
+        let start_step = step(record.start, self.start)?;
+        let duration = u32::try_from(record.end.wrapping_sub(record.start)).ok()?;
+        if record.thread_id != tid || record.reserved != 0 {
+            return None;
+        }
+        Some(ApiCompactRecord {
+            id_step,
+            start_step,
+            duration,
+            operation: record.operation,
+            domain: record.domain,
+            reserved: 0,
+        })
+    }
+
+    /// The record a compact entry stands for, on a chunk of thread `tid`.
+    #[inline]
+    pub fn expand(&self, c: &ApiCompactRecord, tid: u32) -> ApiRecord {
+        let correlation_id = self.correlation_id.wrapping_add(c.id_step as i64 as u64);
+        let start = self.start.wrapping_add(c.start_step as i64 as u64);
+        ApiRecord {
+            correlation_id,
+            start,
+            end: start.wrapping_add(u64::from(c.duration)),
+            thread_id: tid,
+            operation: c.operation,
+            domain: c.domain,
+            reserved: c.reserved,
+        }
+    }
+
+    /// The base after `record` was stored (whole or compact).
+    #[inline(always)]
+    pub fn after(record: &ApiRecord) -> Self {
+        Self {
+            correlation_id: record.correlation_id,
+            start: record.start,
+        }
+    }
+}
+
 /// A kernel symbol loaded into an executable.
 #[repr(C)]
 #[derive(
@@ -611,6 +703,8 @@ pub enum Tag {
     CodeObject = 15,
     /// [`HostFunctionRecord`] (log version 4).
     HostFunction = 16,
+    /// [`ApiCompactRecord`] (log version 5): an API call read against its chunk.
+    ApiCompact = 17,
 }
 
 impl Tag {
@@ -633,6 +727,7 @@ impl Tag {
             14 => Self::ApiArgs,
             15 => Self::CodeObject,
             16 => Self::HostFunction,
+            17 => Self::ApiCompact,
             _ => return None,
         })
     }
@@ -662,10 +757,22 @@ pub struct ApiArgsHeader {
 pub trait FixedRecord: IntoBytes + FromBytes + Immutable + KnownLayout + Copy {
     /// The entry tag.
     const TAG: Tag;
+
+    /// Appends this record to a chunk being filled (`false`, nothing written, if it does not
+    /// fit): its bytes under [`FixedRecord::TAG`]; an API call as a compact entry where it can.
+    #[inline(always)]
+    fn append_to(&self, fill: &mut crate::log::ChunkFill, payload: &mut [u8]) -> bool {
+        fill.push_bytes(payload, Self::TAG, self.as_bytes())
+    }
 }
 
 impl FixedRecord for ApiRecord {
     const TAG: Tag = Tag::Api;
+
+    #[inline(always)]
+    fn append_to(&self, fill: &mut crate::log::ChunkFill, payload: &mut [u8]) -> bool {
+        fill.push_api(payload, self)
+    }
 }
 impl FixedRecord for KernelSymbolRecord {
     const TAG: Tag = Tag::KernelSymbol;
@@ -701,6 +808,10 @@ impl FixedRecord for OperationName {
 const _: () = {
     assert!(size_of::<ApiRecord>() == 32);
     assert!(size_of::<ApiArgsHeader>() == 16);
+    assert!(size_of::<ApiCompactRecord>() == 16);
+    assert!(std::mem::offset_of!(ApiCompactRecord, duration) == 8);
+    assert!(std::mem::offset_of!(ApiCompactRecord, operation) == 12);
+    assert!(std::mem::offset_of!(ApiCompactRecord, domain) == 14);
     assert!(std::mem::offset_of!(ApiArgsHeader, int_words) == 8);
     assert!(std::mem::offset_of!(ApiArgsHeader, strings) == 11);
     assert!(size_of::<KernelSymbolRecord>() == 48);

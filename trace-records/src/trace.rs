@@ -195,7 +195,7 @@ impl ProcessTrace {
         let fallback = fallback_header(path);
         // As many API calls as the log can hold: kept in memory if they fit one run, else
         // spilled beside the log in smaller runs.
-        let per_record = (4 + std::mem::size_of::<ApiRecord>()) as u64;
+        let per_record = (4 + std::mem::size_of::<crate::ApiCompactRecord>()) as u64;
         let api = RecordsBuilder::for_count(
             path.parent().unwrap_or(std::path::Path::new(".")),
             usize::try_from(meta.len() / per_record).unwrap_or(usize::MAX),
@@ -280,6 +280,8 @@ impl ProcessTrace {
                 .map(|o| self.operations.insert((o.domain, o.operation), o.name))
                 .is_some(),
             Tag::Api => fixed(e.bytes).map(|r| api.push(r)).is_some(),
+            // The walk hands compact entries over expanded; one left as itself is malformed.
+            Tag::ApiCompact => false,
             Tag::ApiArgs => ApiArgs::parse(e.bytes)
                 .map(|(r, args)| {
                     self.api_args.entry(ApiArgs::key(&r)).or_insert(args);

@@ -378,7 +378,7 @@ fn unreadable_logs_say_why() {
     bytes[40..44].copy_from_slice(&crc.to_le_bytes());
     let e = ProcessTrace::from_bytes(&bytes).unwrap_err();
     assert!(matches!(e, LogError::Version(9)), "{e}");
-    assert!(e.to_string().contains("reads versions 2 to 4"), "{e}");
+    assert!(e.to_string().contains("reads versions 2 to 5"), "{e}");
     let garbage = vec![0x77u8; HEADER_LEN + CHUNK_SIZE];
     assert!(err(&garbage).contains("no recognisable chunk"));
 }
