@@ -554,15 +554,9 @@ impl std::fmt::Debug for Chunk {
 }
 
 impl Chunk {
-    #[inline]
-    fn payload(&mut self) -> &mut [u8] {
+    fn payload_ref(&self) -> &[u8] {
         // SAFETY: the payload follows the chunk header inside the chunk's mapped segment, which
         // stays mapped while the chunk is unsealed; only this chunk's holder accesses it.
-        unsafe { std::slice::from_raw_parts_mut(self.base.add(CHUNK_HEADER_LEN), CHUNK_CAPACITY) }
-    }
-
-    fn payload_ref(&self) -> &[u8] {
-        // SAFETY: as in `payload`.
         unsafe { std::slice::from_raw_parts(self.base.add(CHUNK_HEADER_LEN), CHUNK_CAPACITY) }
     }
 
@@ -577,12 +571,17 @@ impl Chunk {
     }
 
     /// Runs one `ChunkFill` push on the payload and publishes the commit word if it succeeded.
+    /// (A push leaves the fill as it was when it fails, so the fill is worked on in place: no
+    /// copy of it on the traced path.)
     #[inline]
     fn append(&mut self, push: impl FnOnce(&mut ChunkFill, &mut [u8]) -> bool) -> bool {
-        let mut fill = self.fill;
-        let ok = push(&mut fill, self.payload());
+        // SAFETY: as in `payload_ref`, and only this chunk's holder writes it (it holds `&mut
+        // self`); the slice covers the mapped payload only, never the fill it is pushed with.
+        let payload = unsafe {
+            std::slice::from_raw_parts_mut(self.base.add(CHUNK_HEADER_LEN), CHUNK_CAPACITY)
+        };
+        let ok = push(&mut self.fill, payload);
         if ok {
-            self.fill = fill;
             self.publish();
         }
         ok

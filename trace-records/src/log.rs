@@ -281,11 +281,6 @@ fn header_counts(head: &[u8], version: u32) -> HeaderCounts {
     }
 }
 
-/// Packs a commit word.
-fn commit_word(entries: u32, len: u32) -> u64 {
-    (u64::from(entries) << 32) | u64::from(len)
-}
-
 /// The header bytes of a chunk handed out as number `index` (not sealed, nothing committed).
 pub fn open_chunk_header(index: u32, tid: u32) -> [u8; CHUNK_HEADER_LEN] {
     let mut h = [0u8; CHUNK_HEADER_LEN];
@@ -299,12 +294,23 @@ pub fn open_chunk_header(index: u32, tid: u32) -> [u8; CHUNK_HEADER_LEN] {
 /// [`ChunkFill::commit`] after each successful push.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ChunkFill {
-    len: u32,
-    entries: u32,
+    /// The commit word itself (entries in the high half, payload bytes in the low half): one
+    /// add per entry keeps both.
+    commit: u64,
     /// The chunk header's thread id (compact API entries leave it out).
     tid: u32,
     /// What the next compact API entry is written against.
     api: ApiBase,
+}
+
+/// Bytes of a whole API entry, header included.
+const WHOLE_API: usize = 4 + size_of::<ApiRecord>();
+/// Bytes of a compact API entry, header included.
+const COMPACT_API: usize = 4 + size_of::<ApiCompactRecord>();
+
+/// An entry header as one little-endian word.
+const fn entry_header(tag: Tag, len: usize) -> u32 {
+    tag as u32 | (len as u32) << 16
 }
 
 impl ChunkFill {
@@ -316,11 +322,17 @@ impl ChunkFill {
         }
     }
 
+    /// Counts one more entry of `bytes` bytes (header included).
+    #[inline(always)]
+    fn advance(&mut self, bytes: usize) {
+        self.commit += (1 << 32) | bytes as u64;
+    }
+
     /// Appends one entry made of `parts`; `false` (nothing written) if it does not fit.
     #[inline]
     pub fn push_parts(&mut self, payload: &mut [u8], tag: Tag, parts: &[&[u8]]) -> bool {
         let len: usize = parts.iter().map(|p| p.len()).sum();
-        let at = self.len as usize;
+        let at = self.len();
         let end = at + 4 + len;
         if len > MAX_ENTRY || end > payload.len().min(CHUNK_CAPACITY) {
             return false;
@@ -332,8 +344,7 @@ impl ChunkFill {
             payload[p..p + part.len()].copy_from_slice(part);
             p += part.len();
         }
-        self.len = end as u32;
-        self.entries += 1;
+        self.advance(4 + len);
         true
     }
 
@@ -347,32 +358,67 @@ impl ChunkFill {
     /// Appends one entry of `bytes` under `tag` (a fixed record's bytes).
     #[inline(always)]
     pub(crate) fn push_bytes(&mut self, payload: &mut [u8], tag: Tag, bytes: &[u8]) -> bool {
-        let at = self.len as usize;
+        let at = self.len();
         let end = at + 4 + bytes.len();
         let Some(dst) = payload.get_mut(at..end).filter(|_| end <= CHUNK_CAPACITY) else {
             return false;
         };
         let (head, body) = dst.split_at_mut(4);
-        head[..2].copy_from_slice(&(tag as u16).to_le_bytes());
-        head[2..].copy_from_slice(&(bytes.len() as u16).to_le_bytes());
+        head.copy_from_slice(&entry_header(tag, bytes.len()).to_le_bytes());
         body.copy_from_slice(bytes);
-        self.len = end as u32;
-        self.entries += 1;
+        self.advance(4 + bytes.len());
         true
     }
 
     /// Appends an API call: a [`Tag::ApiCompact`] entry (20 bytes) when it fits one against
-    /// the chunk's previous API entry, else the whole [`ApiRecord`] (36 bytes).
+    /// the chunk's previous API entry ([`ApiBase::compact`]), else the whole [`ApiRecord`]
+    /// (36 bytes); `false` (nothing written) when the chunk has no room for a whole entry.
+    ///
+    /// The traced path: it decides and stores in one pass, every value stored as soon as it is
+    /// known, field by field (the record is never copied as bytes, so it stays in registers
+    /// and the traced exit needs no stack frame). At most 35 bytes at a chunk's end stay unused.
     #[inline(always)]
     pub fn push_api(&mut self, payload: &mut [u8], record: &ApiRecord) -> bool {
-        let ok = match self.api.compact(record, self.tid) {
-            Some(c) => self.push_bytes(payload, Tag::ApiCompact, c.as_bytes()),
-            None => self.push_bytes(payload, Tag::Api, record.as_bytes()),
+        let at = self.len();
+        let Some(dst) = payload
+            .get_mut(at..at + WHOLE_API)
+            .filter(|_| at + WHOLE_API <= CHUNK_CAPACITY)
+        else {
+            return false;
         };
-        if ok {
-            self.api = ApiBase::after(record);
-        }
-        ok
+        let id_step = record.correlation_id.wrapping_sub(self.api.correlation_id);
+        let start_step = record.start.wrapping_sub(self.api.start);
+        let duration = record.end.wrapping_sub(record.start);
+        let kind = u32::from(record.operation)
+            | u32::from(record.domain) << 16
+            | u32::from(record.reserved) << 24;
+        let small = |d: u64| d as i64 == i64::from(d as i32);
+        let size = if small(id_step)
+            && small(start_step)
+            && duration >> 32 == 0
+            && record.thread_id == self.tid
+        {
+            let header = entry_header(Tag::ApiCompact, COMPACT_API - 4);
+            dst[0..4].copy_from_slice(&header.to_le_bytes());
+            dst[4..8].copy_from_slice(&(id_step as u32).to_le_bytes());
+            dst[8..12].copy_from_slice(&(start_step as u32).to_le_bytes());
+            dst[12..16].copy_from_slice(&(duration as u32).to_le_bytes());
+            dst[16..20].copy_from_slice(&kind.to_le_bytes());
+            COMPACT_API
+        } else {
+            // The fields at their `ApiRecord` offsets (the layout asserted in `record`).
+            let header = entry_header(Tag::Api, WHOLE_API - 4);
+            dst[0..4].copy_from_slice(&header.to_le_bytes());
+            dst[4..12].copy_from_slice(&record.correlation_id.to_le_bytes());
+            dst[12..20].copy_from_slice(&record.start.to_le_bytes());
+            dst[20..28].copy_from_slice(&record.end.to_le_bytes());
+            dst[28..32].copy_from_slice(&record.thread_id.to_le_bytes());
+            dst[32..36].copy_from_slice(&kind.to_le_bytes());
+            WHOLE_API
+        };
+        self.api = ApiBase::after(record);
+        self.advance(size);
+        true
     }
 
     /// Appends a string definition. A text longer than [`MAX_STRING`] does not fit one entry:
@@ -406,27 +452,27 @@ impl ChunkFill {
     /// The commit word to publish after a push.
     #[inline]
     pub fn commit(&self) -> u64 {
-        commit_word(self.entries, self.len)
+        self.commit
     }
 
     /// Payload bytes used.
     pub fn len(&self) -> usize {
-        self.len as usize
+        self.commit as u32 as usize
     }
 
     /// Whether nothing was appended.
     pub fn is_empty(&self) -> bool {
-        self.entries == 0
+        self.entries() == 0
     }
 
     /// Entries appended.
     pub fn entries(&self) -> u32 {
-        self.entries
+        (self.commit >> 32) as u32
     }
 
     /// The checksum a sealed chunk carries (over the used part of `payload`).
     pub fn checksum(&self, payload: &[u8]) -> u32 {
-        crc32fast::hash(&payload[..self.len as usize])
+        crc32fast::hash(&payload[..self.len()])
     }
 }
 

@@ -110,7 +110,7 @@ pub struct ApiRecord {
 /// It is read against its chunk: the thread id is the chunk header's `tid`, and the correlation
 /// id and start are steps from the chunk's previous API entry ([`Tag::Api`] or
 /// [`Tag::ApiCompact`]; both 0 before the chunk's first). A call that does not fit — a step
-/// beyond ±2^31, a call longer than 2^32 ns (4.3 s), a thread id other than the chunk's — is
+/// beyond ±2^31, a call of 2^32 ns (4.3 s) or longer, a thread id other than the chunk's — is
 /// stored whole, so decoding gives back exactly the record that was pushed.
 #[repr(C)]
 #[derive(
@@ -127,7 +127,7 @@ pub struct ApiCompactRecord {
     pub operation: u16,
     /// [`ApiDomain`] as a byte.
     pub domain: u8,
-    /// Zero.
+    /// The record's `reserved` byte (zero).
     pub reserved: u8,
 }
 
@@ -156,7 +156,7 @@ impl ApiBase {
         let id_step = step(record.correlation_id, self.correlation_id)?;
         let start_step = step(record.start, self.start)?;
         let duration = u32::try_from(record.end.wrapping_sub(record.start)).ok()?;
-        if record.thread_id != tid || record.reserved != 0 {
+        if record.thread_id != tid {
             return None;
         }
         Some(ApiCompactRecord {
@@ -165,7 +165,7 @@ impl ApiBase {
             duration,
             operation: record.operation,
             domain: record.domain,
-            reserved: 0,
+            reserved: record.reserved,
         })
     }
 
@@ -807,6 +807,12 @@ impl FixedRecord for OperationName {
 
 const _: () = {
     assert!(size_of::<ApiRecord>() == 32);
+    assert!(std::mem::offset_of!(ApiRecord, start) == 8);
+    assert!(std::mem::offset_of!(ApiRecord, end) == 16);
+    assert!(std::mem::offset_of!(ApiRecord, thread_id) == 24);
+    assert!(std::mem::offset_of!(ApiRecord, operation) == 28);
+    assert!(std::mem::offset_of!(ApiRecord, domain) == 30);
+    assert!(std::mem::offset_of!(ApiRecord, reserved) == 31);
     assert!(size_of::<ApiArgsHeader>() == 16);
     assert!(size_of::<ApiCompactRecord>() == 16);
     assert!(std::mem::offset_of!(ApiCompactRecord, duration) == 8);
