@@ -85,7 +85,9 @@ fn main() {
         },
     )
     .unwrap();
-    let mut chunk = log.take(1).unwrap();
+    // Chunks are taken for the thread their calls name, as the tool's are (so the calls are
+    // stored compact, log version 5).
+    let mut chunk = log.take(if shape_mixed { 1000 } else { 1234 }).unwrap();
     let domains: &[ApiDomain] = if shape_mixed {
         &[
             ApiDomain::HsaCore,
@@ -139,7 +141,7 @@ fn main() {
             reserved: 0,
         };
         if !chunk.push(&r) {
-            chunk = log.replace(chunk, 1).unwrap();
+            chunk = log.replace(chunk, 1234).unwrap();
             assert!(chunk.push(&r));
         }
     }
