@@ -19,9 +19,12 @@ struct Epoch {
     scale: AtomicU64,
 }
 
-/// Epochs are written into a ring and published by index, so a reader needs one acquire load
-/// and never retries. A slot is rewritten only 256 publications (about 13 s) after it was
-/// published, far longer than any reader holds an index.
+/// Epochs are written into a ring and published by sequence number (from 1; the slot is the
+/// number modulo the ring), so a reader needs one acquire load and never retries. A slot is
+/// rewritten only 256 publications (about 13 s) after it was published, far longer than any
+/// reader holds a number. The number also names the epoch in the record log
+/// ([`trace_records::ClockEpochRecord`]): a chunk's tick-timed calls are converted with the
+/// epoch it carries, which the traced exit checks is the current one.
 const RING: usize = 256;
 
 /// The published index and the ring in one static: the tool is a shared object and
@@ -29,7 +32,7 @@ const RING: usize = 256;
 /// static and an index that also says whether the TSC is in use ([`NO_TSC`]) make that one
 /// GOT load and one flag-free check per clock read.
 struct Clock {
-    /// Index of the current epoch, or [`NO_TSC`] while the TSC is not used.
+    /// Sequence number of the current epoch, or [`NO_TSC`] while the TSC is not used.
     current: AtomicUsize,
     epochs: [Epoch; RING],
 }
@@ -84,6 +87,28 @@ pub fn now_ns() -> u64 {
     ns0 + scaled(tsc().saturating_sub(tsc0), scale)
 }
 
+/// The current epoch's sequence number (while [`tsc_in_use`]): what a chunk's last clock epoch
+/// must be for a tick-timed call to be appended without one.
+#[inline(always)]
+pub(crate) fn sequence() -> u64 {
+    CLOCK.current.load(Ordering::Acquire) as u64
+}
+
+/// The current epoch, as the record log stores it (`None` while the TSC is not used).
+pub(crate) fn epoch() -> Option<trace_records::ClockEpochRecord> {
+    let current = CLOCK.current.load(Ordering::Acquire);
+    if current == NO_TSC {
+        return None;
+    }
+    let e = &CLOCK.epochs[current % RING];
+    Some(trace_records::ClockEpochRecord {
+        sequence: current as u64,
+        tsc0: e.tsc0.load(Ordering::Relaxed),
+        ns0: e.ns0.load(Ordering::Relaxed),
+        scale: e.scale.load(Ordering::Relaxed),
+    })
+}
+
 /// Whether [`now_ns`] reads the TSC (calibrated; once on, it stays on).
 #[inline]
 pub fn tsc_in_use() -> bool {
@@ -98,25 +123,20 @@ pub fn tsc_in_use() -> bool {
 pub(crate) fn tsc_span_ns(start: u64, end: u64) -> (u64, u64) {
     let current = CLOCK.current.load(Ordering::Acquire);
     let e = &CLOCK.epochs[current % RING];
-    let (tsc0, ns0, scale) = (
-        e.tsc0.load(Ordering::Relaxed),
-        e.ns0.load(Ordering::Relaxed),
-        e.scale.load(Ordering::Relaxed),
-    );
-    let end_ns = ns0 + scaled(end.saturating_sub(tsc0), scale);
-    let span = scaled(end.saturating_sub(start), scale);
-    (end_ns.saturating_sub(span), end_ns)
+    trace_records::ClockEpochRecord {
+        sequence: current as u64,
+        tsc0: e.tsc0.load(Ordering::Relaxed),
+        ns0: e.ns0.load(Ordering::Relaxed),
+        scale: e.scale.load(Ordering::Relaxed),
+    }
+    .span_ns(start, end)
 }
 
-/// `ticks · scale` in ns (`scale`: 32.32 fixed point ns per tick).
-#[inline]
+/// `ticks · scale` in ns (`scale`: 32.32 fixed point ns per tick): the log reader's own
+/// conversion, so tick-timed calls it converts get the times this clock would have given.
+#[inline(always)]
 fn scaled(ticks: u64, scale: u64) -> u64 {
-    // Epochs are at most ~50 ms old, so the product normally fits 64 bits; only a stalled
-    // recalibration (a forked child has no clock thread) needs the wide multiply.
-    match ticks.checked_mul(scale) {
-        Some(p) => p >> 32,
-        None => ((u128::from(ticks) * u128::from(scale)) >> 32) as u64,
-    }
+    trace_records::scaled_ticks(ticks, scale)
 }
 
 /// One (tsc, monotonic ns) pair, taken where the TSC brackets the clock read most tightly.
@@ -136,12 +156,8 @@ fn sample() -> (u64, u64) {
 /// Publishes an epoch (the first one turns the TSC clock on).
 fn publish(tsc0: u64, ns0: u64, scale: u64) {
     let current = CLOCK.current.load(Ordering::Relaxed);
-    let next = if current == NO_TSC {
-        0
-    } else {
-        (current + 1) % RING
-    };
-    let e = &CLOCK.epochs[next];
+    let next = if current == NO_TSC { 1 } else { current + 1 };
+    let e = &CLOCK.epochs[next % RING];
     e.tsc0.store(tsc0, Ordering::Relaxed);
     e.ns0.store(ns0, Ordering::Relaxed);
     e.scale.store(scale, Ordering::Relaxed);

@@ -13,6 +13,7 @@ use std::sync::atomic::{
 };
 use std::sync::{Arc, Mutex, OnceLock};
 use trace_records::OperationName;
+use trace_records::TickCall;
 use trace_records::docs::Document;
 use trace_records::loss::LossCause;
 use trace_records::record::FixedRecord;
@@ -330,6 +331,92 @@ fn emit_replacing<R: FixedRecord + Copy>(sink: *const Sink, tb: &ThreadBuffer, r
     // SAFETY: as in `emit_cached`: the owner, announced and not frozen.
     let slot = unsafe { &mut *tb.chunk.get() };
     start_chunk(sink, slot, true, |c| c.push(&record));
+    tb.busy.store(false, Ordering::Release);
+}
+
+/// The traced exit's append of a call timed in ticks, through a cached [`Local`]: as
+/// [`emit_cached`], with the chunk's own check that its clock epoch is the current one
+/// ([`Chunk::push_api_ticks`]); every other case (a new epoch, a call that does not fit a
+/// tick-timed entry, a full chunk) is the cold [`push_tick_call`].
+#[inline(always)]
+pub fn emit_tick_call(local: &mut Local, call: TickCall) {
+    let p = CURRENT.load(Ordering::Acquire);
+    if !std::ptr::eq(local.sink, p) || p.is_null() {
+        return emit_tick_uncached(local, call);
+    }
+    // SAFETY: as in `emit_cached`.
+    let tb = unsafe { &*local.buffer };
+    tb.busy.store(true, Ordering::Relaxed);
+    compiler_fence(Ordering::SeqCst);
+    if MODE.load(Ordering::Acquire) != ASYMMETRIC {
+        return emit_tick_announced_slow(p, tb, call);
+    }
+    // SAFETY: as in `emit_cached`.
+    let slot = unsafe { &mut *tb.chunk.get() };
+    if let Some(c) = slot
+        && c.push_api_ticks(&call, crate::clock::sequence())
+    {
+        tb.busy.store(false, Ordering::Release);
+        return;
+    }
+    emit_tick_fixup(p, tb, call);
+}
+
+/// Appends `call` to `c` whichever way it fits under the clock's current epoch (an epoch entry
+/// first when the chunk's is another); `false` when the chunk has no room.
+fn push_tick_call(c: &mut Chunk, call: &TickCall) -> bool {
+    match crate::clock::epoch() {
+        Some(epoch) => c.push_call(call, &epoch),
+        // Not reached: calls are timed in ticks only once the TSC clock is on, and it stays
+        // on. Should it be, the call is kept with the time of now.
+        None => {
+            let now = crate::clock::now_ns();
+            c.push(
+                &TickCall {
+                    start: 0,
+                    end: 0,
+                    ..*call
+                }
+                .record(&trace_records::ClockEpochRecord {
+                    ns0: now,
+                    ..Default::default()
+                }),
+            )
+        }
+    }
+}
+
+/// [`emit_tick_call`] without a cached buffer of the current sink.
+#[cold]
+#[inline(never)]
+fn emit_tick_uncached(local: &mut Local, call: TickCall) {
+    append_uncached(local, &|c: &mut Chunk| push_tick_call(c, &call));
+}
+
+/// [`emit_tick_call`] announced on `tb` when appends need a full fence or are frozen.
+#[cold]
+#[inline(never)]
+fn emit_tick_announced_slow(sink: *const Sink, tb: &ThreadBuffer, call: TickCall) {
+    // SAFETY: sinks are leaked once published and never freed.
+    let sink = unsafe { &*sink };
+    if tb
+        .announced_slow(|c| push_or_replace(sink, c, true, |c| push_tick_call(c, &call)))
+        .is_none()
+    {
+        sink.log.lost(LossCause::NoBuffer, 1);
+    }
+}
+
+/// [`emit_tick_call`] announced on `tb` when the fast append did not apply: a new epoch, a
+/// call that does not fit a tick-timed entry, or a full or missing chunk.
+#[cold]
+#[inline(never)]
+fn emit_tick_fixup(sink: *const Sink, tb: &ThreadBuffer, call: TickCall) {
+    // SAFETY: sinks are leaked once published and never freed.
+    let sink = unsafe { &*sink };
+    // SAFETY: as in `emit_cached`: the owner, announced and not frozen.
+    let slot = unsafe { &mut *tb.chunk.get() };
+    push_or_replace(sink, slot, true, |c| push_tick_call(c, &call));
     tb.busy.store(false, Ordering::Release);
 }
 

@@ -23,7 +23,7 @@ use crate::sink;
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use trace_records::{ApiDomain, ApiRecord};
+use trace_records::{ApiDomain, ApiRecord, TickCall};
 
 static NEXT_CORRELATION: AtomicU64 = AtomicU64::new(1);
 
@@ -213,11 +213,49 @@ pub(crate) enum Start {
 /// The tracer's work after a traced call whose trampoline did the enter work (`start`: its raw
 /// TSC): one [`ApiRecord`] tagged `tag` (see [`tag`]) with correlation id `id`. `state` is this
 /// thread's call state (non-null).
+///
+/// The times stay raw: the call is appended timed in ticks ([`trace_records::ApiTicksRecord`]),
+/// converted by the log's reader with the clock epoch its chunk carries, so the exit does no
+/// arithmetic on them. Under collection periods (whose check needs the start in ns) it converts
+/// and records as [`exit_ns`] does.
 #[inline(always)]
 pub(crate) fn exit_tsc(state: *mut c_void, tag: u32, id: u64, start: u64) {
-    finished(state, tag, id, Start::Tsc(start), |s, record| {
-        sink::emit_cached(&mut s.local, *record)
-    });
+    let end = clock::tsc();
+    // SAFETY: as in `finished`.
+    let s = unsafe { &mut *state.cast::<CallStack>() };
+    s.depth = s.depth.wrapping_sub(1);
+    let call = TickCall {
+        correlation_id: id,
+        start,
+        end,
+        // Cached when the thread's state was first used (`with_stack`).
+        thread_id: s.tid,
+        kind: tag,
+    };
+    if crate::scope::enabled() {
+        return record_tick_call_if_collecting(s, call);
+    }
+    sink::emit_tick_call(&mut s.local, call);
+}
+
+/// The end of [`exit_tsc`] under collection periods: the call converted, and recorded only if
+/// it started inside one.
+#[cold]
+#[inline(never)]
+fn record_tick_call_if_collecting(s: &mut CallStack, call: TickCall) {
+    let (start, end) = clock::tsc_span_ns(call.start, call.end);
+    if crate::scope::collecting(start) {
+        let api = ApiRecord {
+            correlation_id: call.correlation_id,
+            start,
+            end,
+            thread_id: call.thread_id,
+            operation: call.kind as u16,
+            domain: (call.kind >> 16) as u8,
+            reserved: 0,
+        };
+        sink::emit_cached(&mut s.local, api);
+    }
 }
 
 /// [`exit_tsc`] for a call entered through [`enter`] (`start` in ns).

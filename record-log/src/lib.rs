@@ -26,7 +26,7 @@ use trace_records::log::{
     HEADER_LEN, HeaderCounter, SEAL_AT, SEALED, open_chunk_header,
 };
 use trace_records::loss::LossCause;
-use trace_records::record::{FixedRecord, StringId, Tag};
+use trace_records::record::{ClockEpochRecord, FixedRecord, StringId, Tag, TickCall};
 
 /// Chunks in the first segment; each later segment doubles, up to [`MAX_SEGMENT`].
 const FIRST_SEGMENT: u32 = 4;
@@ -591,6 +591,20 @@ impl Chunk {
     #[inline]
     pub fn push<R: FixedRecord>(&mut self, record: &R) -> bool {
         self.append(|f, p| f.push(p, record))
+    }
+
+    /// The traced exit's append of a tick-timed call ([`ChunkFill::push_api_ticks`]): `false`,
+    /// nothing written, unless the chunk's last clock epoch is number `sequence`, the call fits
+    /// a tick-timed entry and the chunk has room.
+    #[inline(always)]
+    pub fn push_api_ticks(&mut self, call: &TickCall, sequence: u64) -> bool {
+        self.append(|f, p| f.push_api_ticks(p, call, sequence))
+    }
+
+    /// Appends a tick-timed call whichever way it fits under `epoch` ([`ChunkFill::push_call`]);
+    /// `false` when the chunk has no room.
+    pub fn push_call(&mut self, call: &TickCall, epoch: &ClockEpochRecord) -> bool {
+        self.append(|f, p| f.push_call(p, call, epoch))
     }
 
     /// Appends a string definition (one too long for an entry is cut to fit an empty chunk, and

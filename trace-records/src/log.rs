@@ -14,10 +14,12 @@
 //! entry   = tag:u16 len:u16 bytes[len]
 //! ```
 //!
-//! Entries are self-contained except compact API entries ([`Tag::ApiCompact`], version 5),
-//! which are read against their chunk: the thread id is the chunk's `tid`, the correlation id
-//! and start are steps from the chunk's previous API entry ([`crate::record::ApiBase`]). A
-//! chunk is the unit of damage, so a step never depends on anything outside its own chunk.
+//! Entries are self-contained except compact API entries ([`Tag::ApiCompact`] and
+//! [`Tag::ApiTicks`], version 5), which are read against their chunk: the thread id is the
+//! chunk's `tid`, the correlation id (and a compact entry's start) are steps from the chunk's
+//! previous API entry ([`crate::record::ApiBase`]), and a tick-timed entry's times are
+//! converted with the chunk's last [`Tag::ClockEpoch`] entry. A chunk is the unit of damage, so
+//! nothing an entry needs lies outside its own chunk.
 //!
 //! All integers are little-endian. A writer fills its chunk's payload and then publishes the
 //! new commit word with a single store, so a process that dies at any instant leaves every
@@ -39,7 +41,10 @@
 //! still read, its counters bounded by [`COUNTER_MAX`] instead of checked.
 
 use crate::loss::{LossCause, LossCounts};
-use crate::record::{ApiBase, ApiCompactRecord, ApiRecord, FixedRecord, StringId, Tag};
+use crate::record::{
+    ApiBase, ApiCompactRecord, ApiRecord, ApiTicksRecord, ClockEpochRecord, FixedRecord, StringId,
+    Tag, TickCall,
+};
 use std::io::Read;
 use zerocopy::{FromBytes, IntoBytes};
 
@@ -301,12 +306,18 @@ pub struct ChunkFill {
     tid: u32,
     /// What the next compact API entry is written against.
     api: ApiBase,
+    /// The sequence number of the chunk's last clock epoch entry (0: none yet).
+    epoch: u64,
+    /// That epoch's `tsc0`.
+    epoch_tsc0: u64,
 }
 
 /// Bytes of a whole API entry, header included.
 const WHOLE_API: usize = 4 + size_of::<ApiRecord>();
 /// Bytes of a compact API entry, header included.
 const COMPACT_API: usize = 4 + size_of::<ApiCompactRecord>();
+/// Bytes of a tick-timed API entry, header included.
+const TICKS_API: usize = 4 + size_of::<ApiTicksRecord>();
 
 /// An entry header as one little-endian word.
 const fn entry_header(tag: Tag, len: usize) -> u32 {
@@ -419,6 +430,98 @@ impl ChunkFill {
         self.api = ApiBase::after(record);
         self.advance(size);
         true
+    }
+
+    /// Appends a clock epoch: the chunk's tick-timed calls after it are converted with it.
+    /// Epochs are numbered from 1: one numbered 0 is refused (`false`, nothing written).
+    #[inline]
+    pub fn push_epoch(&mut self, payload: &mut [u8], epoch: &ClockEpochRecord) -> bool {
+        let ok = epoch.sequence != 0 && self.push_bytes(payload, Tag::ClockEpoch, epoch.as_bytes());
+        if ok {
+            self.epoch = epoch.sequence;
+            self.epoch_tsc0 = epoch.tsc0;
+        }
+        ok
+    }
+
+    /// The sequence number of the chunk's last clock epoch (0: none).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The traced exit's append: `call` as a [`Tag::ApiTicks`] entry (20 bytes), if the chunk's
+    /// last epoch is number `sequence` (the clock's current one), the call fits the entry and
+    /// the chunk has room; else `false`, nothing written, and [`ChunkFill::push_call`] decides.
+    /// Stored field by field in one pass, as [`ChunkFill::push_api`]. (A chunk without an epoch
+    /// entry has epoch 0, which no epoch carries.)
+    #[inline(always)]
+    pub fn push_api_ticks(&mut self, payload: &mut [u8], call: &TickCall, sequence: u64) -> bool {
+        let at = self.len();
+        let Some(dst) = payload
+            .get_mut(at..at + TICKS_API)
+            .filter(|_| at + TICKS_API <= CHUNK_CAPACITY)
+        else {
+            return false;
+        };
+        debug_assert!(sequence != 0, "clock epochs are numbered from 1");
+        let id_step = call.correlation_id.wrapping_sub(self.api.correlation_id);
+        let start = call.start.wrapping_sub(self.epoch_tsc0);
+        let duration = call.end.wrapping_sub(call.start);
+        let small = |d: u64| d as i64 == i64::from(d as i32);
+        if !(sequence == self.epoch
+            && small(id_step)
+            && small(start)
+            && duration >> 32 == 0
+            && call.thread_id == self.tid)
+        {
+            return false;
+        }
+        let header = entry_header(Tag::ApiTicks, TICKS_API - 4);
+        dst[0..4].copy_from_slice(&header.to_le_bytes());
+        dst[4..8].copy_from_slice(&(id_step as u32).to_le_bytes());
+        dst[8..12].copy_from_slice(&(start as u32).to_le_bytes());
+        dst[12..16].copy_from_slice(&(duration as u32).to_le_bytes());
+        dst[16..20].copy_from_slice(&call.kind.to_le_bytes());
+        // Only the correlation id is a base for what follows: a compact entry's start step
+        // is from a converted start, which this entry does not have.
+        self.api.correlation_id = call.correlation_id;
+        self.advance(TICKS_API);
+        true
+    }
+
+    /// `call` appended whichever way it fits, under `epoch` (the clock's current epoch): after
+    /// a [`Tag::ClockEpoch`] entry when the chunk's last one is another, as a tick-timed entry
+    /// when it fits one, else converted ([`ChunkFill::push_api`]). All or nothing: `false`,
+    /// nothing written, when the chunk has no room for all it needs.
+    pub fn push_call(
+        &mut self,
+        payload: &mut [u8],
+        call: &TickCall,
+        epoch: &ClockEpochRecord,
+    ) -> bool {
+        let small = |d: u64| d as i64 == i64::from(d as i32);
+        let ticks_fit = small(call.start.wrapping_sub(epoch.tsc0))
+            && small(call.correlation_id.wrapping_sub(self.api.correlation_id))
+            && call.end.wrapping_sub(call.start) >> 32 == 0
+            && call.thread_id == self.tid
+            && epoch.sequence != 0;
+        if !ticks_fit {
+            return self.push_api(payload, &call.record(epoch));
+        }
+        let new_epoch = self.epoch != epoch.sequence;
+        let need = TICKS_API
+            + if new_epoch {
+                4 + size_of::<ClockEpochRecord>()
+            } else {
+                0
+            };
+        if self.len() + need > CHUNK_CAPACITY.min(payload.len()) {
+            return false;
+        }
+        if new_epoch {
+            self.push_epoch(payload, epoch);
+        }
+        self.push_api_ticks(payload, call, epoch.sequence)
     }
 
     /// Appends a string definition. A text longer than [`MAX_STRING`] does not fit one entry:
@@ -1032,37 +1135,57 @@ fn split_entries(payload: &[u8], expected: u32) -> Result<(), String> {
 fn for_each_entry(payload: &[u8], tid: u32, visit: &mut impl FnMut(RawEntry<'_>)) {
     let mut at = 0;
     let mut base = ApiBase::default();
+    let mut epoch: Option<ClockEpochRecord> = None;
     while at + 4 <= payload.len() {
         let tag = u16::from_le_bytes([payload[at], payload[at + 1]]);
         let len = u16::from_le_bytes([payload[at + 2], payload[at + 3]]) as usize;
         let end = at + 4 + len;
         let bytes = &payload[at + 4..end];
-        match Tag::from_u16(tag) {
-            Some(Tag::ApiCompact) => match ApiCompactRecord::read_from_bytes(bytes) {
-                Ok(c) => {
-                    let record = base.expand(&c, tid);
-                    base = ApiBase::after(&record);
+        at = end;
+        let Some(tag) = Tag::from_u16(tag) else {
+            continue;
+        };
+        let expanded = match tag {
+            Tag::ApiCompact => ApiCompactRecord::read_from_bytes(bytes)
+                .ok()
+                .map(|c| base.expand(&c, tid)),
+            Tag::ApiTicks => match (ApiTicksRecord::read_from_bytes(bytes), &epoch) {
+                (Ok(t), Some(e)) => {
+                    let record = t.expand(&base, e, tid);
+                    // A tick-timed entry is a base for the correlation id only.
+                    base.correlation_id = record.correlation_id;
                     visit(RawEntry {
                         tag: Tag::Api,
                         bytes: record.as_bytes(),
                     });
+                    continue;
                 }
-                Err(_) => visit(RawEntry {
-                    tag: Tag::ApiCompact,
-                    bytes,
-                }),
+                _ => None,
             },
-            Some(tag) => {
-                if tag == Tag::Api
-                    && let Ok(record) = ApiRecord::read_from_bytes(bytes)
-                {
+            Tag::Api => {
+                if let Ok(record) = ApiRecord::read_from_bytes(bytes) {
                     base = ApiBase::after(&record);
                 }
-                visit(RawEntry { tag, bytes });
+                None
             }
-            None => {}
+            Tag::ClockEpoch => {
+                epoch = ClockEpochRecord::read_from_bytes(bytes).ok();
+                None
+            }
+            _ => None,
+        };
+        match expanded {
+            Some(record) => {
+                base = ApiBase::after(&record);
+                visit(RawEntry {
+                    tag: Tag::Api,
+                    bytes: record.as_bytes(),
+                });
+            }
+            // Anything else as itself (a compact entry that could not be read, for the
+            // caller to count malformed).
+            None => visit(RawEntry { tag, bytes }),
         }
-        at = end;
     }
 }
 

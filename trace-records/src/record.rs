@@ -195,6 +195,135 @@ impl ApiBase {
     }
 }
 
+/// `ticks · scale` in ns, `scale` being 32.32 fixed-point ns per tick: the one conversion of
+/// TSC ticks to host time, shared by the tool's clock and the log's reader (so a time the
+/// reader converts is the very value the tool would have computed).
+#[inline(always)]
+pub fn scaled_ticks(ticks: u64, scale: u64) -> u64 {
+    // A product that does not fit 64 bits (an epoch seconds old: a forked child has no
+    // recalibration thread) takes the wide multiply.
+    match ticks.checked_mul(scale) {
+        Some(p) => p >> 32,
+        None => ((u128::from(ticks) * u128::from(scale)) >> 32) as u64,
+    }
+}
+
+/// One calibration of the TSC against the host timeline ([`Tag::ClockEpoch`], log version 5):
+/// host time = `ns0 + (tsc − tsc0) · scale / 2^32`. A chunk holding API calls timed in ticks
+/// ([`ApiTicksRecord`]) carries the epoch they were taken under before them.
+#[repr(C)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct ClockEpochRecord {
+    /// The epoch's number in the process (from 1; a new one every 50 ms).
+    pub sequence: u64,
+    /// The TSC at the calibration.
+    pub tsc0: u64,
+    /// The host time at `tsc0`, ns.
+    pub ns0: u64,
+    /// ns per tick, 32.32 fixed point.
+    pub scale: u64,
+}
+
+impl ClockEpochRecord {
+    /// The host time of TSC value `tsc` (not before `ns0`).
+    #[inline(always)]
+    pub fn ns_at(&self, tsc: u64) -> u64 {
+        self.ns0
+            .saturating_add(scaled_ticks(tsc.saturating_sub(self.tsc0), self.scale))
+    }
+
+    /// The host times of a call timed `start..end` in ticks: `end` as [`ClockEpochRecord::ns_at`]
+    /// gives it, `start` that minus the ticks between them (so the span is exact and `start <=
+    /// end`).
+    #[inline(always)]
+    pub fn span_ns(&self, start: u64, end: u64) -> (u64, u64) {
+        let end_ns = self.ns_at(end);
+        let span = scaled_ticks(end.saturating_sub(start), self.scale);
+        (end_ns.saturating_sub(span), end_ns)
+    }
+}
+
+/// A traced call as the tool's exit has it, timed in raw TSC ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TickCall {
+    /// Correlation id.
+    pub correlation_id: u64,
+    /// The TSC when the call started.
+    pub start: u64,
+    /// The TSC when it returned.
+    pub end: u64,
+    /// OS thread id.
+    pub thread_id: u32,
+    /// The operation in its low 16 bits, the [`ApiDomain`] in the next 8, zero above.
+    pub kind: u32,
+}
+
+impl TickCall {
+    /// The call's record, its times converted under `epoch`.
+    #[inline]
+    pub fn record(&self, epoch: &ClockEpochRecord) -> ApiRecord {
+        let (start, end) = epoch.span_ns(self.start, self.end);
+        ApiRecord {
+            correlation_id: self.correlation_id,
+            start,
+            end,
+            thread_id: self.thread_id,
+            operation: self.kind as u16,
+            domain: (self.kind >> 16) as u8,
+            reserved: (self.kind >> 24) as u8,
+        }
+    }
+}
+
+/// One traced API call timed in TSC ticks ([`Tag::ApiTicks`], log version 5): what the tool's
+/// traced exit stores, 16 bytes, with no time conversion on the application's thread.
+///
+/// It is read against its chunk: the thread id is the chunk's `tid`, the correlation id a step
+/// from the chunk's previous API entry (as in [`ApiCompactRecord`]), and the times are ticks
+/// from the `tsc0` of the chunk's last [`ClockEpochRecord`], converted with that epoch. A call
+/// that does not fit (it started more than 2^31 ticks from `tsc0`, lasted 2^32 ticks or more,
+/// or ran on another thread than the chunk's) is stored converted, as an [`ApiRecord`] or
+/// [`ApiCompactRecord`].
+#[repr(C)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct ApiTicksRecord {
+    /// Correlation id minus the previous API entry's (wrapping, as a signed 32-bit step).
+    pub id_step: i32,
+    /// The start, in ticks from the epoch's `tsc0` (signed: a call may start before it).
+    pub start: i32,
+    /// End minus start, in ticks.
+    pub duration: u32,
+    /// Operation id = index in the domain's table.
+    pub operation: u16,
+    /// [`ApiDomain`] as a byte.
+    pub domain: u8,
+    /// The call's `kind` above the domain (zero).
+    pub reserved: u8,
+}
+
+impl ApiTicksRecord {
+    /// The call's record: the steps resolved against `base`, the times converted under
+    /// `epoch`, the thread the chunk's `tid`.
+    #[inline]
+    pub fn expand(&self, base: &ApiBase, epoch: &ClockEpochRecord, tid: u32) -> ApiRecord {
+        let start = epoch.tsc0.wrapping_add(self.start as i64 as u64);
+        TickCall {
+            correlation_id: base.correlation_id.wrapping_add(self.id_step as i64 as u64),
+            start,
+            end: start.wrapping_add(u64::from(self.duration)),
+            thread_id: tid,
+            kind: u32::from(self.operation)
+                | u32::from(self.domain) << 16
+                | u32::from(self.reserved) << 24,
+        }
+        .record(epoch)
+    }
+}
+
 /// A kernel symbol loaded into an executable.
 #[repr(C)]
 #[derive(
@@ -705,6 +834,12 @@ pub enum Tag {
     HostFunction = 16,
     /// [`ApiCompactRecord`] (log version 5): an API call read against its chunk.
     ApiCompact = 17,
+    /// [`ClockEpochRecord`] (log version 5): the TSC calibration of the chunk's tick-timed
+    /// calls from here on.
+    ClockEpoch = 18,
+    /// [`ApiTicksRecord`] (log version 5): an API call timed in TSC ticks, read against its
+    /// chunk.
+    ApiTicks = 19,
 }
 
 impl Tag {
@@ -728,6 +863,8 @@ impl Tag {
             15 => Self::CodeObject,
             16 => Self::HostFunction,
             17 => Self::ApiCompact,
+            18 => Self::ClockEpoch,
+            19 => Self::ApiTicks,
             _ => return None,
         })
     }
@@ -801,6 +938,14 @@ impl FixedRecord for CodeObjectRecord {
 impl FixedRecord for HostFunctionRecord {
     const TAG: Tag = Tag::HostFunction;
 }
+impl FixedRecord for ClockEpochRecord {
+    const TAG: Tag = Tag::ClockEpoch;
+
+    #[inline]
+    fn append_to(&self, fill: &mut crate::log::ChunkFill, payload: &mut [u8]) -> bool {
+        fill.push_epoch(payload, self)
+    }
+}
 impl FixedRecord for OperationName {
     const TAG: Tag = Tag::OperationName;
 }
@@ -815,6 +960,11 @@ const _: () = {
     assert!(std::mem::offset_of!(ApiRecord, reserved) == 31);
     assert!(size_of::<ApiArgsHeader>() == 16);
     assert!(size_of::<ApiCompactRecord>() == 16);
+    assert!(size_of::<ApiTicksRecord>() == 16);
+    assert!(std::mem::offset_of!(ApiTicksRecord, duration) == 8);
+    assert!(std::mem::offset_of!(ApiTicksRecord, operation) == 12);
+    assert!(size_of::<ClockEpochRecord>() == 32);
+    assert!(std::mem::offset_of!(ClockEpochRecord, scale) == 24);
     assert!(std::mem::offset_of!(ApiCompactRecord, duration) == 8);
     assert!(std::mem::offset_of!(ApiCompactRecord, operation) == 12);
     assert!(std::mem::offset_of!(ApiCompactRecord, domain) == 14);

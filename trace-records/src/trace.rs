@@ -280,8 +280,11 @@ impl ProcessTrace {
                 .map(|o| self.operations.insert((o.domain, o.operation), o.name))
                 .is_some(),
             Tag::Api => fixed(e.bytes).map(|r| api.push(r)).is_some(),
-            // The walk hands compact entries over expanded; one left as itself is malformed.
-            Tag::ApiCompact => false,
+            // The walk hands compact entries over expanded; one left as itself is malformed (a
+            // tick-timed call with no clock epoch before it in its chunk, or of a wrong size).
+            Tag::ApiCompact | Tag::ApiTicks => false,
+            // Read by the walk, for the chunk's tick-timed calls.
+            Tag::ClockEpoch => e.bytes.len() == size_of::<crate::ClockEpochRecord>(),
             Tag::ApiArgs => ApiArgs::parse(e.bytes)
                 .map(|(r, args)| {
                     self.api_args.entry(ApiArgs::key(&r)).or_insert(args);
