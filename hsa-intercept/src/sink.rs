@@ -337,19 +337,27 @@ fn emit_replacing<R: FixedRecord + Copy>(sink: *const Sink, tb: &ThreadBuffer, r
 /// The traced exit's append of a call timed in ticks, through a cached [`Local`]: as
 /// [`emit_cached`], with the chunk's own check that its clock epoch is the current one
 /// ([`Chunk::push_api_ticks`]); every other case (a new epoch, a call that does not fit a
-/// tick-timed entry, a full chunk) is the cold [`push_tick_call`].
+/// tick-timed entry, a full chunk) is the cold [`push_tick_call`]. The cold calls take the
+/// call as scalars (its thread id and kind in one word), so the exit keeps it in registers
+/// instead of building it in a stack frame.
 #[inline(always)]
 pub fn emit_tick_call(local: &mut Local, call: TickCall) {
+    let TickCall {
+        correlation_id: id,
+        start,
+        end,
+        ..
+    } = call;
     let p = CURRENT.load(Ordering::Acquire);
     if !std::ptr::eq(local.sink, p) || p.is_null() {
-        return emit_tick_uncached(local, call);
+        return emit_tick_uncached(local, id, start, end, pack(&call));
     }
     // SAFETY: as in `emit_cached`.
     let tb = unsafe { &*local.buffer };
     tb.busy.store(true, Ordering::Relaxed);
     compiler_fence(Ordering::SeqCst);
     if MODE.load(Ordering::Acquire) != ASYMMETRIC {
-        return emit_tick_announced_slow(p, tb, call);
+        return emit_tick_announced_slow(p, tb, id, start, end, pack(&call));
     }
     // SAFETY: as in `emit_cached`.
     let slot = unsafe { &mut *tb.chunk.get() };
@@ -359,7 +367,24 @@ pub fn emit_tick_call(local: &mut Local, call: TickCall) {
         tb.busy.store(false, Ordering::Release);
         return;
     }
-    emit_tick_fixup(p, tb, call);
+    emit_tick_fixup(p, tb, id, start, end, pack(&call));
+}
+
+/// A call's thread id and kind in one word (for the cold calls).
+#[inline(always)]
+fn pack(call: &TickCall) -> u64 {
+    u64::from(call.thread_id) << 32 | u64::from(call.kind)
+}
+
+/// The call [`pack`] and its scalars stand for.
+fn unpack(correlation_id: u64, start: u64, end: u64, thread_kind: u64) -> TickCall {
+    TickCall {
+        correlation_id,
+        start,
+        end,
+        thread_id: (thread_kind >> 32) as u32,
+        kind: thread_kind as u32,
+    }
 }
 
 /// Appends `call` to `c` whichever way it fits under the clock's current epoch (an epoch entry
@@ -389,14 +414,23 @@ fn push_tick_call(c: &mut Chunk, call: &TickCall) -> bool {
 /// [`emit_tick_call`] without a cached buffer of the current sink.
 #[cold]
 #[inline(never)]
-fn emit_tick_uncached(local: &mut Local, call: TickCall) {
+fn emit_tick_uncached(local: &mut Local, id: u64, start: u64, end: u64, thread_kind: u64) {
+    let call = unpack(id, start, end, thread_kind);
     append_uncached(local, &|c: &mut Chunk| push_tick_call(c, &call));
 }
 
 /// [`emit_tick_call`] announced on `tb` when appends need a full fence or are frozen.
 #[cold]
 #[inline(never)]
-fn emit_tick_announced_slow(sink: *const Sink, tb: &ThreadBuffer, call: TickCall) {
+fn emit_tick_announced_slow(
+    sink: *const Sink,
+    tb: &ThreadBuffer,
+    id: u64,
+    start: u64,
+    end: u64,
+    thread_kind: u64,
+) {
+    let call = unpack(id, start, end, thread_kind);
     // SAFETY: sinks are leaked once published and never freed.
     let sink = unsafe { &*sink };
     if tb
@@ -411,7 +445,15 @@ fn emit_tick_announced_slow(sink: *const Sink, tb: &ThreadBuffer, call: TickCall
 /// call that does not fit a tick-timed entry, or a full or missing chunk.
 #[cold]
 #[inline(never)]
-fn emit_tick_fixup(sink: *const Sink, tb: &ThreadBuffer, call: TickCall) {
+fn emit_tick_fixup(
+    sink: *const Sink,
+    tb: &ThreadBuffer,
+    id: u64,
+    start: u64,
+    end: u64,
+    thread_kind: u64,
+) {
+    let call = unpack(id, start, end, thread_kind);
     // SAFETY: sinks are leaked once published and never freed.
     let sink = unsafe { &*sink };
     // SAFETY: as in `emit_cached`: the owner, announced and not frozen.

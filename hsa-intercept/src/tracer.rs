@@ -233,25 +233,25 @@ pub(crate) fn exit_tsc(state: *mut c_void, tag: u32, id: u64, start: u64) {
         kind: tag,
     };
     if crate::scope::enabled() {
-        return record_tick_call_if_collecting(s, call);
+        return record_tick_call_if_collecting(s, tag, id, start, end);
     }
     sink::emit_tick_call(&mut s.local, call);
 }
 
 /// The end of [`exit_tsc`] under collection periods: the call converted, and recorded only if
-/// it started inside one.
+/// it started inside one (its parts as scalars, which the exit keeps in registers).
 #[cold]
 #[inline(never)]
-fn record_tick_call_if_collecting(s: &mut CallStack, call: TickCall) {
-    let (start, end) = clock::tsc_span_ns(call.start, call.end);
+fn record_tick_call_if_collecting(s: &mut CallStack, tag: u32, id: u64, start: u64, end: u64) {
+    let (start, end) = clock::tsc_span_ns(start, end);
     if crate::scope::collecting(start) {
         let api = ApiRecord {
-            correlation_id: call.correlation_id,
+            correlation_id: id,
             start,
             end,
-            thread_id: call.thread_id,
-            operation: call.kind as u16,
-            domain: (call.kind >> 16) as u8,
+            thread_id: s.tid,
+            operation: tag as u16,
+            domain: (tag >> 16) as u8,
             reserved: 0,
         };
         sink::emit_cached(&mut s.local, api);

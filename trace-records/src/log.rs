@@ -451,9 +451,9 @@ impl ChunkFill {
 
     /// The traced exit's append: `call` as a [`Tag::ApiTicks`] entry (20 bytes), if the chunk's
     /// last epoch is number `sequence` (the clock's current one), the call fits the entry and
-    /// the chunk has room; else `false`, nothing written, and [`ChunkFill::push_call`] decides.
-    /// Stored field by field in one pass, as [`ChunkFill::push_api`]. (A chunk without an epoch
-    /// entry has epoch 0, which no epoch carries.)
+    /// the chunk has room; else `false`, nothing committed, and [`ChunkFill::push_call`]
+    /// decides. Stored field by field in one pass, as [`ChunkFill::push_api`]. (A chunk without
+    /// an epoch entry has epoch 0, which no epoch carries.)
     #[inline(always)]
     pub fn push_api_ticks(&mut self, payload: &mut [u8], call: &TickCall, sequence: u64) -> bool {
         let at = self.len();
@@ -464,24 +464,24 @@ impl ChunkFill {
             return false;
         };
         debug_assert!(sequence != 0, "clock epochs are numbered from 1");
+        if sequence != self.epoch || call.thread_id != self.tid {
+            return false;
+        }
         let id_step = call.correlation_id.wrapping_sub(self.api.correlation_id);
         let start = call.start.wrapping_sub(self.epoch_tsc0);
         let duration = call.end.wrapping_sub(call.start);
-        let small = |d: u64| d as i64 == i64::from(d as i32);
-        if !(sequence == self.epoch
-            && small(id_step)
-            && small(start)
-            && duration >> 32 == 0
-            && call.thread_id == self.tid)
-        {
-            return false;
-        }
+        // Stored before the range check (bytes past the commit word are never read), so each
+        // value is dead once stored and the check needs no copies of them.
         let header = entry_header(Tag::ApiTicks, TICKS_API - 4);
         dst[0..4].copy_from_slice(&header.to_le_bytes());
         dst[4..8].copy_from_slice(&(id_step as u32).to_le_bytes());
         dst[8..12].copy_from_slice(&(start as u32).to_le_bytes());
         dst[12..16].copy_from_slice(&(duration as u32).to_le_bytes());
         dst[16..20].copy_from_slice(&call.kind.to_le_bytes());
+        let small = |d: u64| d as i64 == i64::from(d as i32);
+        if !(small(id_step) && small(start) && duration >> 32 == 0) {
+            return false;
+        }
         // Only the correlation id is a base for what follows: a compact entry's start step
         // is from a converted start, which this entry does not have.
         self.api.correlation_id = call.correlation_id;
