@@ -8,12 +8,14 @@
 //! `write_json` over the view) and `rocpd` (rows per second of `write_rocpd`: an event and a
 //! region per call).
 //!
-//! `cargo run --release -p trace-export --example log_throughput [N] [--mixed] [--keep DIR]
-//! [--only FORMAT] [--reads K]`
+//! `cargo run --release -p trace-export --example log_throughput [N] [--mixed | --ticks]
+//! [--keep DIR] [--only FORMAT] [--reads K]`
 //!
 //! `--mixed` spreads the calls over three threads whose chunks interleave in the log, HIP calls
 //! enclosing HSA calls, zero-length calls (rocpd samples) and repeated correlation ids, so the
-//! reader's sort, the merge and the view's id rules all have work; `--keep DIR` keeps every
+//! reader's sort, the merge and the view's id rules all have work; `--ticks` writes the calls
+//! timed in TSC ticks against clock epochs, as the tool's traced exit does (log version 5: the
+//! reader converts them); `--keep DIR` keeps every
 //! output file there (to compare two builds' outputs byte for byte); `--only rocpd|json|pftrace`
 //! writes only that one-file format (for a profile of it); `--only read` stops after reading
 //! the log and one pass over its calls (for a profile of the reader); `--reads K` reads the log
@@ -56,6 +58,7 @@ fn mixed(k: u64) -> (u32, ApiRecord) {
 fn main() {
     let mut n: u64 = 3_000_000;
     let mut shape_mixed = false;
+    let mut ticks = false;
     let mut keep: Option<std::path::PathBuf> = None;
     let mut only: Option<String> = None;
     let mut reads: usize = 1;
@@ -63,6 +66,7 @@ fn main() {
     while let Some(a) = args.next() {
         match a.as_str() {
             "--mixed" => shape_mixed = true,
+            "--ticks" => ticks = true,
             "--keep" => keep = args.next().map(Into::into),
             "--only" => only = args.next(),
             "--reads" => reads = args.next().and_then(|k| k.parse().ok()).unwrap_or(1),
@@ -130,7 +134,37 @@ fn main() {
         }
         chunk = last;
     }
-    for i in (0..n).filter(|_| !shape_mixed) {
+    // `--ticks`: the calls timed in TSC ticks as the tool's traced exit stores them (2.5 ticks
+    // per ns, a new clock epoch every million calls), converted by the reader.
+    let mut epoch = trace_records::ClockEpochRecord {
+        sequence: 1,
+        tsc0: 2_500_000_000,
+        ns0: 1_000_000_000,
+        scale: (1u64 << 32) * 2 / 5,
+    };
+    for i in (0..n).filter(|_| ticks && !shape_mixed) {
+        if i > 0 && i % 1_000_000 == 0 {
+            let now = 2_500_000_000 + i * 125;
+            epoch = trace_records::ClockEpochRecord {
+                sequence: epoch.sequence + 1,
+                tsc0: now,
+                ns0: epoch.ns_at(now),
+                ..epoch
+            };
+        }
+        let call = trace_records::TickCall {
+            correlation_id: i + 1,
+            start: 2_500_000_000 + i * 125,
+            end: 2_500_000_000 + i * 125 + 50,
+            thread_id: 1234,
+            kind: u32::from(ApiDomain::HsaCore as u8) << 16 | (i % 125) as u32,
+        };
+        if !(chunk.push_api_ticks(&call, epoch.sequence) || chunk.push_call(&call, &epoch)) {
+            chunk = log.replace(chunk, 1234).unwrap();
+            assert!(chunk.push_call(&call, &epoch));
+        }
+    }
+    for i in (0..n).filter(|_| !ticks && !shape_mixed) {
         let r = ApiRecord {
             correlation_id: i + 1,
             start: 1_000_000_000 + i * 50,

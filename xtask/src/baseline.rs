@@ -5,8 +5,8 @@
 //! A difference between two builds is only worth reporting when both ran on the same machine in
 //! the same minutes: this VM's timing drifts by ±20 % over an hour, more than most changes
 //! move a figure. So REV is extracted (`git archive`) into `target/baseline/<commit>/src`,
-//! built in release with its own target directory (`target/baseline/target`, shared by every
-//! baseline so a second run rebuilds nothing), staged exactly as this tree's build is, and then
+//! built in release with a target directory of its own (`target/baseline/<commit>/target`, kept,
+//! so a second run rebuilds nothing), staged exactly as this tree's build is, and then
 //! every round runs the untraced and traced loop of the baseline, then of this tree, then the
 //! next round, so slow minutes hit both columns alike.
 //!
@@ -54,10 +54,8 @@ fn build_baseline(commit: &str) -> Result<PathBuf> {
             .stdout(std::process::Stdio::piped())
             .spawn()
             .context("cannot run git archive")?;
-        // `-m`: the files get the extraction's time, not the commit's. The baselines share one
-        // target directory, and cargo judges a path package fresh by comparing its sources'
-        // times with its last build's: with the commit's times, an older revision extracted
-        // after a newer one was built would reuse the newer one's crates.
+        // `-m`: the files get the extraction's time, not the commit's (cargo judges a path
+        // package fresh by comparing its sources' times with its last build's).
         let status = Command::new("tar")
             .arg("-x")
             .arg("-m")
@@ -71,7 +69,11 @@ fn build_baseline(commit: &str) -> Result<PathBuf> {
         }
         std::fs::write(&complete, b"")?;
     }
-    let target = base.join("target");
+    // One target directory per baseline: when they shared one, a revision extracted before
+    // another was built there looked older than the other's build-script outputs, and cargo
+    // reused them (`--baseline f292967` after `--baseline d38facb` failed to compile with
+    // d38facb's generated API tables).
+    let target = base.join(&commit[..12]).join("target");
     eprintln!("bench: building the baseline {} in release", &commit[..12]);
     let mut c = cargo();
     c.current_dir(&src).env("CARGO_TARGET_DIR", &target).args([
