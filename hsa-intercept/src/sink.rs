@@ -357,7 +357,7 @@ pub fn emit_tick_call(local: &mut Local, call: TickCall) {
     tb.busy.store(true, Ordering::Relaxed);
     compiler_fence(Ordering::SeqCst);
     if MODE.load(Ordering::Acquire) != ASYMMETRIC {
-        return emit_tick_announced_slow(p, tb, id, start, end, pack(&call));
+        return emit_tick_announced_slow(local, id, start, end, pack(&call));
     }
     // SAFETY: as in `emit_cached`.
     let slot = unsafe { &mut *tb.chunk.get() };
@@ -367,7 +367,7 @@ pub fn emit_tick_call(local: &mut Local, call: TickCall) {
         tb.busy.store(false, Ordering::Release);
         return;
     }
-    emit_tick_fixup(p, tb, id, start, end, pack(&call));
+    emit_tick_fixup(local, id, start, end, pack(&call));
 }
 
 /// A call's thread id and kind in one word (for the cold calls).
@@ -419,20 +419,16 @@ fn emit_tick_uncached(local: &mut Local, id: u64, start: u64, end: u64, thread_k
     append_uncached(local, &|c: &mut Chunk| push_tick_call(c, &call));
 }
 
-/// [`emit_tick_call`] announced on `tb` when appends need a full fence or are frozen.
+/// [`emit_tick_call`] announced on the cached buffer of `local` (which names the current sink)
+/// when appends need a full fence or are frozen. The sink and buffer are read back from `local`
+/// rather than passed, so the exit need not keep them in registers for this call.
 #[cold]
 #[inline(never)]
-fn emit_tick_announced_slow(
-    sink: *const Sink,
-    tb: &ThreadBuffer,
-    id: u64,
-    start: u64,
-    end: u64,
-    thread_kind: u64,
-) {
+fn emit_tick_announced_slow(local: &Local, id: u64, start: u64, end: u64, thread_kind: u64) {
     let call = unpack(id, start, end, thread_kind);
-    // SAFETY: sinks are leaked once published and never freed.
-    let sink = unsafe { &*sink };
+    // SAFETY: `local` names the current sink, as `emit_tick_call` checked; sinks are leaked
+    // once published and never freed, and the registry never drops a buffer.
+    let (sink, tb) = unsafe { (&*local.sink, &*local.buffer) };
     if tb
         .announced_slow(|c| push_or_replace(sink, c, true, |c| push_tick_call(c, &call)))
         .is_none()
@@ -441,21 +437,14 @@ fn emit_tick_announced_slow(
     }
 }
 
-/// [`emit_tick_call`] announced on `tb` when the fast append did not apply: a new epoch, a
-/// call that does not fit a tick-timed entry, or a full or missing chunk.
+/// [`emit_tick_call`] announced on the cached buffer of `local` when the fast append did not
+/// apply: a new epoch, a call that does not fit a tick-timed entry, or a full or missing chunk.
 #[cold]
 #[inline(never)]
-fn emit_tick_fixup(
-    sink: *const Sink,
-    tb: &ThreadBuffer,
-    id: u64,
-    start: u64,
-    end: u64,
-    thread_kind: u64,
-) {
+fn emit_tick_fixup(local: &Local, id: u64, start: u64, end: u64, thread_kind: u64) {
     let call = unpack(id, start, end, thread_kind);
-    // SAFETY: sinks are leaked once published and never freed.
-    let sink = unsafe { &*sink };
+    // SAFETY: as in `emit_tick_announced_slow`.
+    let (sink, tb) = unsafe { (&*local.sink, &*local.buffer) };
     // SAFETY: as in `emit_cached`: the owner, announced and not frozen.
     let slot = unsafe { &mut *tb.chunk.get() };
     push_or_replace(sink, slot, true, |c| push_tick_call(c, &call));

@@ -245,16 +245,22 @@ pub(crate) fn exit_tsc(state: *mut c_void, tag: u32, id: u64, start: u64) {
 fn record_tick_call_if_collecting(s: &mut CallStack, tag: u32, id: u64, start: u64, end: u64) {
     let (start, end) = clock::tsc_span_ns(start, end);
     if crate::scope::collecting(start) {
-        let api = ApiRecord {
-            correlation_id: id,
-            start,
-            end,
-            thread_id: s.tid,
-            operation: tag as u16,
-            domain: (tag >> 16) as u8,
-            reserved: 0,
-        };
+        let api = record_of(tag, id, start, end, s.tid);
         sink::emit_cached(&mut s.local, api);
+    }
+}
+
+/// The record of a call tagged `tag` (see [`tag`]) on thread `thread_id`, its times in ns.
+#[inline(always)]
+fn record_of(tag: u32, correlation_id: u64, start: u64, end: u64, thread_id: u32) -> ApiRecord {
+    ApiRecord {
+        correlation_id,
+        start,
+        end,
+        thread_id,
+        operation: tag as u16,
+        domain: (tag >> 16) as u8,
+        reserved: 0,
     }
 }
 
@@ -288,16 +294,8 @@ fn finished(
     // returning to the trampoline).
     let s = unsafe { &mut *state.cast::<CallStack>() };
     s.depth = s.depth.wrapping_sub(1);
-    let api = ApiRecord {
-        correlation_id,
-        start,
-        end,
-        // Cached when the thread's state was first used (`with_stack`).
-        thread_id: s.tid,
-        operation: tag as u16,
-        domain: (tag >> 16) as u8,
-        reserved: 0,
-    };
+    // The thread id was cached when the thread's state was first used (`with_stack`).
+    let api = record_of(tag, correlation_id, start, end, s.tid);
     // With collection periods the check is out of line (a tail call), so the common path makes
     // no call that returns to it.
     if crate::scope::enabled() {

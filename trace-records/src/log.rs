@@ -361,14 +361,26 @@ impl ChunkFill {
 
     /// Appends a fixed-size record (the traced path: one bounds check, three copies; an API
     /// call compact where it fits, [`ChunkFill::push_api`]).
+    /// A clock epoch is remembered as the chunk's ([`ChunkFill::push_epoch`]). (The tag picks
+    /// the way; for the record types that have those tags the conversion is a no-op.)
     #[inline(always)]
     pub fn push<R: FixedRecord>(&mut self, payload: &mut [u8], record: &R) -> bool {
-        record.append_to(self, payload)
+        match R::TAG {
+            Tag::Api => match ApiRecord::read_from_bytes(record.as_bytes()) {
+                Ok(api) => self.push_api(payload, &api),
+                Err(_) => false,
+            },
+            Tag::ClockEpoch => match ClockEpochRecord::read_from_bytes(record.as_bytes()) {
+                Ok(epoch) => self.push_epoch(payload, &epoch),
+                Err(_) => false,
+            },
+            tag => self.push_bytes(payload, tag, record.as_bytes()),
+        }
     }
 
     /// Appends one entry of `bytes` under `tag` (a fixed record's bytes).
     #[inline(always)]
-    pub(crate) fn push_bytes(&mut self, payload: &mut [u8], tag: Tag, bytes: &[u8]) -> bool {
+    fn push_bytes(&mut self, payload: &mut [u8], tag: Tag, bytes: &[u8]) -> bool {
         let at = self.len();
         let end = at + 4 + bytes.len();
         let Some(dst) = payload.get_mut(at..end).filter(|_| end <= CHUNK_CAPACITY) else {
@@ -382,7 +394,8 @@ impl ChunkFill {
     }
 
     /// Appends an API call: a [`Tag::ApiCompact`] entry (20 bytes) when it fits one against
-    /// the chunk's previous API entry ([`ApiBase::compact`]), else the whole [`ApiRecord`]
+    /// the chunk's previous API entry (steps within ±2^31, a duration under 2^32 ns, the
+    /// chunk's thread: [`ApiCompactRecord`]), else the whole [`ApiRecord`]
     /// (36 bytes); `false` (nothing written) when the chunk has no room for a whole entry.
     ///
     /// The traced path: it decides and stores in one pass, every value stored as soon as it is

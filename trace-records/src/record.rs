@@ -107,9 +107,10 @@ pub struct ApiRecord {
 /// writer stores instead of an [`ApiRecord`] whenever the call fits it, 16 bytes instead of 32
 /// (the traced path's cost grows with the bytes it stores into fresh pages, docs/PERFORMANCE.md).
 ///
-/// It is read against its chunk: the thread id is the chunk header's `tid`, and the correlation
-/// id and start are steps from the chunk's previous API entry ([`Tag::Api`] or
-/// [`Tag::ApiCompact`]; both 0 before the chunk's first). A call that does not fit — a step
+/// It is read against its chunk ([`ApiBase`]): the thread id is the chunk header's `tid`, the
+/// correlation id a step from the chunk's previous API entry, the start a step from the
+/// previous [`Tag::Api`] or [`Tag::ApiCompact`] entry's (both 0 before the chunk's first). A
+/// call that does not fit — a step
 /// beyond ±2^31, a call of 2^32 ns (4.3 s) or longer, a thread id other than the chunk's — is
 /// stored whole, so decoding gives back exactly the record that was pushed.
 #[repr(C)]
@@ -132,7 +133,8 @@ pub struct ApiCompactRecord {
 }
 
 /// The chunk-relative state compact API entries are read and written against: the
-/// correlation id and start of the chunk's last API entry (0 and 0 at the chunk's start).
+/// correlation id and start of the chunk's last API entry (0 and 0 at the chunk's start; a
+/// tick-timed entry, which has no converted start, moves the correlation id only).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ApiBase {
     /// The last API entry's correlation id.
@@ -141,34 +143,7 @@ pub struct ApiBase {
     pub start: u64,
 }
 
-/// A 64-bit difference as a signed 32-bit step, if it is one.
-#[inline(always)]
-fn step(to: u64, from: u64) -> Option<i32> {
-    let d = to.wrapping_sub(from) as i64;
-    i32::try_from(d).ok()
-}
-
 impl ApiBase {
-    /// `record` as a compact entry against this base, if it fits one on a chunk of thread
-    /// `tid`.
-    #[inline(always)]
-    pub fn compact(&self, record: &ApiRecord, tid: u32) -> Option<ApiCompactRecord> {
-        let id_step = step(record.correlation_id, self.correlation_id)?;
-        let start_step = step(record.start, self.start)?;
-        let duration = u32::try_from(record.end.wrapping_sub(record.start)).ok()?;
-        if record.thread_id != tid {
-            return None;
-        }
-        Some(ApiCompactRecord {
-            id_step,
-            start_step,
-            duration,
-            operation: record.operation,
-            domain: record.domain,
-            reserved: record.reserved,
-        })
-    }
-
     /// The record a compact entry stands for, on a chunk of thread `tid`.
     #[inline]
     pub fn expand(&self, c: &ApiCompactRecord, tid: u32) -> ApiRecord {
@@ -894,22 +869,10 @@ pub struct ApiArgsHeader {
 pub trait FixedRecord: IntoBytes + FromBytes + Immutable + KnownLayout + Copy {
     /// The entry tag.
     const TAG: Tag;
-
-    /// Appends this record to a chunk being filled (`false`, nothing written, if it does not
-    /// fit): its bytes under [`FixedRecord::TAG`]; an API call as a compact entry where it can.
-    #[inline(always)]
-    fn append_to(&self, fill: &mut crate::log::ChunkFill, payload: &mut [u8]) -> bool {
-        fill.push_bytes(payload, Self::TAG, self.as_bytes())
-    }
 }
 
 impl FixedRecord for ApiRecord {
     const TAG: Tag = Tag::Api;
-
-    #[inline(always)]
-    fn append_to(&self, fill: &mut crate::log::ChunkFill, payload: &mut [u8]) -> bool {
-        fill.push_api(payload, self)
-    }
 }
 impl FixedRecord for KernelSymbolRecord {
     const TAG: Tag = Tag::KernelSymbol;
@@ -940,11 +903,6 @@ impl FixedRecord for HostFunctionRecord {
 }
 impl FixedRecord for ClockEpochRecord {
     const TAG: Tag = Tag::ClockEpoch;
-
-    #[inline]
-    fn append_to(&self, fill: &mut crate::log::ChunkFill, payload: &mut [u8]) -> bool {
-        fill.push_epoch(payload, self)
-    }
 }
 impl FixedRecord for OperationName {
     const TAG: Tag = Tag::OperationName;
