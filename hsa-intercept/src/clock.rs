@@ -177,7 +177,7 @@ fn invariant_tsc() -> bool {
 pub fn restart_after_fork() {
     if CLOCK.current.load(Ordering::Acquire) != NO_TSC {
         let (t, n) = sample();
-        spawn_recalibration(t, n.max(now_ns()));
+        spawn_recalibration(t, n);
     }
 }
 
@@ -215,16 +215,86 @@ fn spawn_recalibration(tp: u64, np: u64) {
                     continue;
                 }
                 let scale = ((u128::from(n - np) << 32) / u128::from(t - tp)) as u64;
-                let predicted = now_ns();
-                publish(t, n.max(predicted), scale);
+                // The epoch in use, and where it and the new one stand now (just before the
+                // new one is published).
+                let Some(old) = epoch() else { continue };
+                let now = tsc();
+                publish(t, continuous_ns0(&old, t, n, scale, now), scale);
                 (tp, np) = (t, n);
             }
         });
 }
 
+/// The `ns0` of a new epoch `(t, n, scale)` measured at TSC `t`, published when the TSC reads
+/// `now`, replacing `old`: `n` itself, unless the new epoch would then give an earlier time at
+/// `now` than `old` gives (time never moves backwards), in which case it is raised just enough
+/// to continue `old` there.
+///
+/// (It used to be `max(n, old time at now)`, taken at `t`: that moved time forward by the whole
+/// delay between the sample and the publication at every recalibration — a few hundred ns on a
+/// quiet machine, milliseconds when the clock thread was preempted in between — so a call that
+/// straddled one started too late against the calls it made, and CI saw a `hipMemcpy` begin 14
+/// µs after the HSA copy inside it.)
+fn continuous_ns0(
+    old: &trace_records::ClockEpochRecord,
+    t: u64,
+    n: u64,
+    scale: u64,
+    now: u64,
+) -> u64 {
+    let new = trace_records::ClockEpochRecord {
+        sequence: 0,
+        tsc0: t,
+        ns0: n,
+        scale,
+    };
+    let (then, after) = (old.ns_at(now), new.ns_at(now));
+    n + then.saturating_sub(after)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_epoch_continues_the_old_one_without_jumping_over_its_publication_delay() {
+        // 0.4 ns per tick, exact: the old epoch and the new sample agree.
+        let scale = (1u64 << 32) * 2 / 5;
+        let old = trace_records::ClockEpochRecord {
+            sequence: 1,
+            tsc0: 1_000_000,
+            ns0: 5_000_000,
+            scale,
+        };
+        let (t, n) = (126_000_000, old.ns_at(126_000_000));
+        // Published 2.5 M ticks (1 ms) after the sample: no jump of that millisecond (1 ns of
+        // fixed-point rounding at most).
+        let ns0 = continuous_ns0(&old, t, n, scale, t + 2_500_000);
+        assert!((n..=n + 1).contains(&ns0), "{ns0} against {n}");
+        // The monotonic clock ahead of the old epoch by 3 µs: the new epoch takes it (forward).
+        assert_eq!(
+            continuous_ns0(&old, t, n + 3_000, scale, t + 2_500_000),
+            n + 3_000
+        );
+        // Behind it by 3 µs: raised to continue the old epoch at the publication, never back.
+        let behind = continuous_ns0(&old, t, n - 3_000, scale, t + 2_500_000);
+        let new = trace_records::ClockEpochRecord {
+            sequence: 2,
+            tsc0: t,
+            ns0: behind,
+            scale,
+        };
+        assert_eq!(new.ns_at(t + 2_500_000), old.ns_at(t + 2_500_000));
+        // A slower new rate: still not behind the old epoch at the publication.
+        let slower = scale - scale / 1000;
+        let ns0 = continuous_ns0(&old, t, n, slower, t + 2_500_000);
+        let new = trace_records::ClockEpochRecord {
+            ns0,
+            scale: slower,
+            ..new
+        };
+        assert!(new.ns_at(t + 2_500_000) >= old.ns_at(t + 2_500_000));
+    }
 
     #[test]
     fn tracks_the_monotonic_clock_closely_and_never_goes_back() {
