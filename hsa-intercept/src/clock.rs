@@ -78,13 +78,9 @@ pub fn now_ns() -> u64 {
     if current == NO_TSC {
         return monotonic_ns();
     }
-    let e = &CLOCK.epochs[current % RING];
-    let (tsc0, ns0, scale) = (
-        e.tsc0.load(Ordering::Relaxed),
-        e.ns0.load(Ordering::Relaxed),
-        e.scale.load(Ordering::Relaxed),
-    );
-    ns0 + scaled(tsc().saturating_sub(tsc0), scale)
+    // The log reader's own conversion (`ClockEpochRecord::ns_at`), so the times it converts
+    // from ticks are the ones this clock gives.
+    epoch_of(current).ns_at(tsc())
 }
 
 /// The current epoch's sequence number (while [`tsc_in_use`]): what a chunk's last clock epoch
@@ -97,16 +93,19 @@ pub(crate) fn sequence() -> u64 {
 /// The current epoch, as the record log stores it (`None` while the TSC is not used).
 pub(crate) fn epoch() -> Option<trace_records::ClockEpochRecord> {
     let current = CLOCK.current.load(Ordering::Acquire);
-    if current == NO_TSC {
-        return None;
-    }
-    let e = &CLOCK.epochs[current % RING];
-    Some(trace_records::ClockEpochRecord {
-        sequence: current as u64,
+    (current != NO_TSC).then(|| epoch_of(current))
+}
+
+/// Epoch number `sequence` as the ring holds it (a published one, not [`NO_TSC`]).
+#[inline(always)]
+fn epoch_of(sequence: usize) -> trace_records::ClockEpochRecord {
+    let e = &CLOCK.epochs[sequence % RING];
+    trace_records::ClockEpochRecord {
+        sequence: sequence as u64,
         tsc0: e.tsc0.load(Ordering::Relaxed),
         ns0: e.ns0.load(Ordering::Relaxed),
         scale: e.scale.load(Ordering::Relaxed),
-    })
+    }
 }
 
 /// Whether [`now_ns`] reads the TSC (calibrated; once on, it stays on).
@@ -121,22 +120,7 @@ pub fn tsc_in_use() -> bool {
 /// under, and `start <= end`). One epoch read for both.
 #[inline]
 pub(crate) fn tsc_span_ns(start: u64, end: u64) -> (u64, u64) {
-    let current = CLOCK.current.load(Ordering::Acquire);
-    let e = &CLOCK.epochs[current % RING];
-    trace_records::ClockEpochRecord {
-        sequence: current as u64,
-        tsc0: e.tsc0.load(Ordering::Relaxed),
-        ns0: e.ns0.load(Ordering::Relaxed),
-        scale: e.scale.load(Ordering::Relaxed),
-    }
-    .span_ns(start, end)
-}
-
-/// `ticks · scale` in ns (`scale`: 32.32 fixed point ns per tick): the log reader's own
-/// conversion, so tick-timed calls it converts get the times this clock would have given.
-#[inline(always)]
-fn scaled(ticks: u64, scale: u64) -> u64 {
-    trace_records::scaled_ticks(ticks, scale)
+    epoch_of(CLOCK.current.load(Ordering::Acquire)).span_ns(start, end)
 }
 
 /// One (tsc, monotonic ns) pair, taken where the TSC brackets the clock read most tightly.

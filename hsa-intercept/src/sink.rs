@@ -312,9 +312,14 @@ fn emit_uncached<R: FixedRecord + Copy>(local: &mut Local, record: R) {
 #[inline(never)]
 fn emit_announced_slow<R: FixedRecord + Copy>(sink: *const Sink, tb: &ThreadBuffer, record: R) {
     // SAFETY: sinks are leaked once published and never freed.
-    let sink = unsafe { &*sink };
+    push_announced_slow(unsafe { &*sink }, tb, |c| c.push(&record));
+}
+
+/// `push` on `tb`, announced, when appends need a full fence or are frozen (the slow protocol
+/// of [`ThreadBuffer::announced_slow`]); counted lost if appends stay frozen.
+fn push_announced_slow(sink: &Sink, tb: &ThreadBuffer, push: impl Fn(&mut Chunk) -> bool) {
     if tb
-        .announced_slow(|c| push_or_replace(sink, c, true, |c| c.push(&record)))
+        .announced_slow(|c| push_or_replace(sink, c, true, &push))
         .is_none()
     {
         sink.log.lost(LossCause::NoBuffer, 1);
@@ -396,17 +401,14 @@ fn push_tick_call(c: &mut Chunk, call: &TickCall) -> bool {
         // on. Should it be, the call is kept with the time of now.
         None => {
             let now = crate::clock::now_ns();
-            c.push(
-                &TickCall {
-                    start: 0,
-                    end: 0,
-                    ..*call
-                }
-                .record(&trace_records::ClockEpochRecord {
-                    ns0: now,
-                    ..Default::default()
-                }),
-            )
+            let record = trace_records::ApiRecord::of_kind(
+                call.kind,
+                call.correlation_id,
+                now,
+                now,
+                call.thread_id,
+            );
+            c.push(&record)
         }
     }
 }
@@ -429,12 +431,7 @@ fn emit_tick_announced_slow(local: &Local, id: u64, start: u64, end: u64, thread
     // SAFETY: `local` names the current sink, as `emit_tick_call` checked; sinks are leaked
     // once published and never freed, and the registry never drops a buffer.
     let (sink, tb) = unsafe { (&*local.sink, &*local.buffer) };
-    if tb
-        .announced_slow(|c| push_or_replace(sink, c, true, |c| push_tick_call(c, &call)))
-        .is_none()
-    {
-        sink.log.lost(LossCause::NoBuffer, 1);
-    }
+    push_announced_slow(sink, tb, |c| push_tick_call(c, &call));
 }
 
 /// [`emit_tick_call`] announced on the cached buffer of `local` when the fast append did not

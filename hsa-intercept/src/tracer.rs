@@ -221,9 +221,7 @@ pub(crate) enum Start {
 #[inline(always)]
 pub(crate) fn exit_tsc(state: *mut c_void, tag: u32, id: u64, start: u64) {
     let end = clock::tsc();
-    // SAFETY: as in `finished`.
-    let s = unsafe { &mut *state.cast::<CallStack>() };
-    s.depth = s.depth.wrapping_sub(1);
+    let s = call_done(state);
     let call = TickCall {
         correlation_id: id,
         start,
@@ -245,23 +243,22 @@ pub(crate) fn exit_tsc(state: *mut c_void, tag: u32, id: u64, start: u64) {
 fn record_tick_call_if_collecting(s: &mut CallStack, tag: u32, id: u64, start: u64, end: u64) {
     let (start, end) = clock::tsc_span_ns(start, end);
     if crate::scope::collecting(start) {
-        let api = record_of(tag, id, start, end, s.tid);
+        let api = ApiRecord::of_kind(tag, id, start, end, s.tid);
         sink::emit_cached(&mut s.local, api);
     }
 }
 
-/// The record of a call tagged `tag` (see [`tag`]) on thread `thread_id`, its times in ns.
+/// Counts the call done on this thread's state (`state`, as [`enter`] or the trampoline
+/// found it) and returns the state.
 #[inline(always)]
-fn record_of(tag: u32, correlation_id: u64, start: u64, end: u64, thread_id: u32) -> ApiRecord {
-    ApiRecord {
-        correlation_id,
-        start,
-        end,
-        thread_id,
-        operation: tag as u16,
-        domain: (tag >> 16) as u8,
-        reserved: 0,
-    }
+fn call_done<'a>(state: *mut c_void) -> &'a mut CallStack {
+    // SAFETY: `state` is the calling thread's `CallStack` (the call returns on the thread that
+    // made it, and the thread-local has no destructor, so it outlives the call); nothing else
+    // holds a reference to it while the exit runs (the caller uses it and lets it go before
+    // returning to the trampoline).
+    let s = unsafe { &mut *state.cast::<CallStack>() };
+    s.depth = s.depth.wrapping_sub(1);
+    s
 }
 
 /// [`exit_tsc`] for a call entered through [`enter`] (`start` in ns).
@@ -288,14 +285,9 @@ fn finished(
         Start::Tsc(t) => clock::tsc_span_ns(t, clock::tsc()),
         Start::Ns(n) => (n, clock::now_ns()),
     };
-    // SAFETY: `state` is the calling thread's `CallStack` (the call returns on the thread that
-    // made it, and the thread-local has no destructor, so it outlives the call); nothing else
-    // holds a reference to it while the exit runs (the caller uses it and lets it go before
-    // returning to the trampoline).
-    let s = unsafe { &mut *state.cast::<CallStack>() };
-    s.depth = s.depth.wrapping_sub(1);
+    let s = call_done(state);
     // The thread id was cached when the thread's state was first used (`with_stack`).
-    let api = record_of(tag, correlation_id, start, end, s.tid);
+    let api = ApiRecord::of_kind(tag, correlation_id, start, end, s.tid);
     // With collection periods the check is out of line (a tail call), so the common path makes
     // no call that returns to it.
     if crate::scope::enabled() {

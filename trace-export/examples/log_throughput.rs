@@ -159,7 +159,7 @@ fn main() {
             thread_id: 1234,
             kind: u32::from(ApiDomain::HsaCore as u8) << 16 | (i % 125) as u32,
         };
-        if !(chunk.push_api_ticks(&call, epoch.sequence) || chunk.push_call(&call, &epoch)) {
+        if !chunk.push_call(&call, &epoch) {
             chunk = log.replace(chunk, 1234).unwrap();
             assert!(chunk.push_call(&call, &epoch));
         }

@@ -318,6 +318,14 @@ const WHOLE_API: usize = 4 + size_of::<ApiRecord>();
 const COMPACT_API: usize = 4 + size_of::<ApiCompactRecord>();
 /// Bytes of a tick-timed API entry, header included.
 const TICKS_API: usize = 4 + size_of::<ApiTicksRecord>();
+/// Bytes of a clock epoch entry, header included.
+const EPOCH_ENTRY: usize = 4 + size_of::<ClockEpochRecord>();
+
+/// Whether a wrapping 64-bit difference is a signed 32-bit step.
+#[inline(always)]
+fn fits_i32(d: u64) -> bool {
+    d as i64 == i64::from(d as i32)
+}
 
 /// An entry header as one little-endian word.
 const fn entry_header(tag: Tag, len: usize) -> u32 {
@@ -413,12 +421,9 @@ impl ChunkFill {
         let id_step = record.correlation_id.wrapping_sub(self.api.correlation_id);
         let start_step = record.start.wrapping_sub(self.api.start);
         let duration = record.end.wrapping_sub(record.start);
-        let kind = u32::from(record.operation)
-            | u32::from(record.domain) << 16
-            | u32::from(record.reserved) << 24;
-        let small = |d: u64| d as i64 == i64::from(d as i32);
-        let size = if small(id_step)
-            && small(start_step)
+        let kind = record.kind();
+        let size = if fits_i32(id_step)
+            && fits_i32(start_step)
             && duration >> 32 == 0
             && record.thread_id == self.tid
         {
@@ -491,8 +496,7 @@ impl ChunkFill {
         dst[8..12].copy_from_slice(&(start as u32).to_le_bytes());
         dst[12..16].copy_from_slice(&(duration as u32).to_le_bytes());
         dst[16..20].copy_from_slice(&call.kind.to_le_bytes());
-        let small = |d: u64| d as i64 == i64::from(d as i32);
-        if !(small(id_step) && small(start) && duration >> 32 == 0) {
+        if !(fits_i32(id_step) && fits_i32(start) && duration >> 32 == 0) {
             return false;
         }
         // Only the correlation id is a base for what follows: a compact entry's start step
@@ -504,37 +508,28 @@ impl ChunkFill {
 
     /// `call` appended whichever way it fits, under `epoch` (the clock's current epoch): after
     /// a [`Tag::ClockEpoch`] entry when the chunk's last one is another, as a tick-timed entry
-    /// when it fits one, else converted ([`ChunkFill::push_api`]). All or nothing: `false`,
-    /// nothing written, when the chunk has no room for all it needs.
+    /// when it fits one ([`ChunkFill::push_api_ticks`] decides), else converted
+    /// ([`ChunkFill::push_api`]). All or nothing: `false`, nothing written, when the chunk has
+    /// no room for the epoch entry and a whole API entry.
     pub fn push_call(
         &mut self,
         payload: &mut [u8],
         call: &TickCall,
         epoch: &ClockEpochRecord,
     ) -> bool {
-        let small = |d: u64| d as i64 == i64::from(d as i32);
-        let ticks_fit = small(call.start.wrapping_sub(epoch.tsc0))
-            && small(call.correlation_id.wrapping_sub(self.api.correlation_id))
-            && call.end.wrapping_sub(call.start) >> 32 == 0
-            && call.thread_id == self.tid
-            && epoch.sequence != 0;
-        if !ticks_fit {
+        if epoch.sequence == 0 {
             return self.push_api(payload, &call.record(epoch));
         }
         let new_epoch = self.epoch != epoch.sequence;
-        let need = TICKS_API
-            + if new_epoch {
-                4 + size_of::<ClockEpochRecord>()
-            } else {
-                0
-            };
-        if self.len() + need > CHUNK_CAPACITY.min(payload.len()) {
+        let epoch_entry = if new_epoch { EPOCH_ENTRY } else { 0 };
+        if self.len() + epoch_entry + WHOLE_API > CHUNK_CAPACITY.min(payload.len()) {
             return false;
         }
         if new_epoch {
             self.push_epoch(payload, epoch);
         }
         self.push_api_ticks(payload, call, epoch.sequence)
+            || self.push_api(payload, &call.record(epoch))
     }
 
     /// Appends a string definition. A text longer than [`MAX_STRING`] does not fit one entry:
@@ -1158,21 +1153,14 @@ fn for_each_entry(payload: &[u8], tid: u32, visit: &mut impl FnMut(RawEntry<'_>)
         let Some(tag) = Tag::from_u16(tag) else {
             continue;
         };
+        // An expanded call, and whether it moves the start base too (a tick-timed entry has
+        // no converted start to step from).
         let expanded = match tag {
             Tag::ApiCompact => ApiCompactRecord::read_from_bytes(bytes)
                 .ok()
-                .map(|c| base.expand(&c, tid)),
+                .map(|c| (base.expand(&c, tid), true)),
             Tag::ApiTicks => match (ApiTicksRecord::read_from_bytes(bytes), &epoch) {
-                (Ok(t), Some(e)) => {
-                    let record = t.expand(&base, e, tid);
-                    // A tick-timed entry is a base for the correlation id only.
-                    base.correlation_id = record.correlation_id;
-                    visit(RawEntry {
-                        tag: Tag::Api,
-                        bytes: record.as_bytes(),
-                    });
-                    continue;
-                }
+                (Ok(t), Some(e)) => Some((t.expand(&base, e, tid), false)),
                 _ => None,
             },
             Tag::Api => {
@@ -1188,8 +1176,11 @@ fn for_each_entry(payload: &[u8], tid: u32, visit: &mut impl FnMut(RawEntry<'_>)
             _ => None,
         };
         match expanded {
-            Some(record) => {
-                base = ApiBase::after(&record);
+            Some((record, moves_start)) => {
+                base.correlation_id = record.correlation_id;
+                if moves_start {
+                    base.start = record.start;
+                }
                 visit(RawEntry {
                     tag: Tag::Api,
                     bytes: record.as_bytes(),

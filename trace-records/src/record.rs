@@ -103,6 +103,30 @@ pub struct ApiRecord {
     pub reserved: u8,
 }
 
+impl ApiRecord {
+    /// A call's record from its `kind`: the operation in the low 16 bits, the [`ApiDomain`] in
+    /// the next 8, the `reserved` byte above (a tracer's tag, or [`ApiRecord::kind`]).
+    #[inline(always)]
+    pub fn of_kind(kind: u32, correlation_id: u64, start: u64, end: u64, thread_id: u32) -> Self {
+        Self {
+            correlation_id,
+            start,
+            end,
+            thread_id,
+            operation: kind as u16,
+            domain: (kind >> 16) as u8,
+            reserved: (kind >> 24) as u8,
+        }
+    }
+
+    /// The operation, domain and `reserved` byte in one word, as [`ApiRecord::of_kind`] takes
+    /// them (the record's last four bytes).
+    #[inline(always)]
+    pub fn kind(&self) -> u32 {
+        u32::from(self.operation) | u32::from(self.domain) << 16 | u32::from(self.reserved) << 24
+    }
+}
+
 /// One traced API call in its compact entry ([`Tag::ApiCompact`], log version 5): what the
 /// writer stores instead of an [`ApiRecord`] whenever the call fits it, 16 bytes instead of 32
 /// (the traced path's cost grows with the bytes it stores into fresh pages, docs/PERFORMANCE.md).
@@ -240,15 +264,7 @@ impl TickCall {
     #[inline]
     pub fn record(&self, epoch: &ClockEpochRecord) -> ApiRecord {
         let (start, end) = epoch.span_ns(self.start, self.end);
-        ApiRecord {
-            correlation_id: self.correlation_id,
-            start,
-            end,
-            thread_id: self.thread_id,
-            operation: self.kind as u16,
-            domain: (self.kind >> 16) as u8,
-            reserved: (self.kind >> 24) as u8,
-        }
+        ApiRecord::of_kind(self.kind, self.correlation_id, start, end, self.thread_id)
     }
 }
 
@@ -286,16 +302,16 @@ impl ApiTicksRecord {
     #[inline]
     pub fn expand(&self, base: &ApiBase, epoch: &ClockEpochRecord, tid: u32) -> ApiRecord {
         let start = epoch.tsc0.wrapping_add(self.start as i64 as u64);
-        TickCall {
+        let (start, end) = epoch.span_ns(start, start.wrapping_add(u64::from(self.duration)));
+        ApiRecord {
             correlation_id: base.correlation_id.wrapping_add(self.id_step as i64 as u64),
             start,
-            end: start.wrapping_add(u64::from(self.duration)),
+            end,
             thread_id: tid,
-            kind: u32::from(self.operation)
-                | u32::from(self.domain) << 16
-                | u32::from(self.reserved) << 24,
+            operation: self.operation,
+            domain: self.domain,
+            reserved: self.reserved,
         }
-        .record(epoch)
     }
 }
 
