@@ -79,7 +79,8 @@ pub struct Report {
 /// The method's description (in the report and the JSON).
 pub const METHOD: &str = "Mann-Whitney U over the durations pooled per side, Holm-corrected; \
                           flagged when p < alpha, the median moved by at least the threshold \
-                          and by more than either side's runs differ";
+                          and by more than either side's run medians differ, and every new run's \
+                          median lies beyond every base run's";
 
 /// A duration for people (`812 ns`, `172.4 µs`, `4.83 ms`, `1.204 s`), signed when asked.
 pub fn human(ns: f64, signed: bool) -> String {

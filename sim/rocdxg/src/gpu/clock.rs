@@ -95,7 +95,14 @@ impl GpuClock {
         (u128::from(ns) * u128::from(self.khz)).div_ceil(1_000_000) as u64
     }
 
-    /// Blocks until the clock reads at least `ticks`: sleeps while far away, then spins.
+    /// Blocks until the clock reads at least `ticks`: sleeps while far away, then yields the
+    /// CPU between looks, and spins only for the last couple of microseconds.
+    ///
+    /// A real GPU takes no host CPU while a kernel runs. A packet processor spinning for the
+    /// whole of a short kernel would: on a 2-core machine, a run where the scheduler put it
+    /// beside the application's thread had every `hipLaunchKernel` wait out the kernel
+    /// (1.2 µs launches became 15 µs ones, a whole run at a time), so which runs of a
+    /// comparison were slow depended on thread placement, not on what was measured.
     pub fn wait_until(&self, ticks: u64) {
         loop {
             let now_ns = monotonic_ns();
@@ -105,7 +112,7 @@ impl GpuClock {
             let remaining = self.monotonic_at(ticks).saturating_sub(now_ns);
             if remaining > 200_000 {
                 std::thread::sleep(Duration::from_nanos(remaining - 100_000));
-            } else if remaining > 20_000 {
+            } else if remaining > 2_000 {
                 std::thread::yield_now();
             } else {
                 std::hint::spin_loop();
