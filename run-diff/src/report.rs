@@ -159,7 +159,17 @@ pub fn render(r: &Report) -> String {
         "{} comparisons, {} flagged (alpha {}, threshold {}%)",
         r.comparisons, r.flagged, r.settings.alpha, r.settings.threshold_percent
     );
-    let _ = writeln!(out, "method: {}", r.method);
+    // The method as prose, wrapped to the width of the tables.
+    let mut line = String::from("method:");
+    for word in r.method.split(' ') {
+        if line.chars().count() + 1 + word.chars().count() > 100 {
+            let _ = writeln!(out, "{line}");
+            line = String::from("       ");
+        }
+        line.push(' ');
+        line.push_str(word);
+    }
+    let _ = writeln!(out, "{line}");
     for s in &r.sections {
         let _ = writeln!(
             out,
