@@ -155,6 +155,15 @@ impl Side {
         median(self.traced.wall.clone()) - median(self.plain.wall.clone())
     }
 
+    /// Added host CPU ns per call over every thread the workload reports but the simulated
+    /// GPU's (a real GPU spends no host CPU), if it reported them (`dispatch-rate` does).
+    fn added_host_cpu(&self) -> Option<f64> {
+        let total =
+            |s: &Samples| -> Vec<f64> { s.threads.iter().map(|t| t.iter().sum()).collect() };
+        let (plain, traced) = (total(&self.plain), total(&self.traced));
+        (!plain.is_empty() && !traced.is_empty()).then(|| median(traced) - median(plain))
+    }
+
     /// Added CPU ns per call of the whole application, if every run was timed.
     fn added_cpu(&self, calls: f64) -> Option<f64> {
         if self.plain_cpu.is_empty() || self.traced_cpu.is_empty() {
@@ -226,6 +235,11 @@ pub(crate) fn bench(rev: &str, dispatch_only: bool) -> Result<()> {
                     "| {name} {option}: added CPU ns per {unit}, whole application (all threads, its lifetime) | not measurable | {t:.1} | – |"
                 ));
             }
+            if let Some(t) = this.added_host_cpu() {
+                rows.push(format!(
+                    "| {name} {option}: added host CPU ns per {unit}, every thread but the simulated GPU's (to the loop's end) | not measurable | {t:.1} | – |"
+                ));
+            }
             continue;
         }
         let (b, t) = (base.added_wall(), this.added_wall());
@@ -237,6 +251,17 @@ pub(crate) fn bench(rev: &str, dispatch_only: bool) -> Result<()> {
             rows.push(format!(
                 "| {name} {option}: added CPU ns per {unit}, whole application (all threads, its lifetime) | {b:.1} | {t:.1} | {} |",
                 ratio(b, t)
+            ));
+        }
+        if let Some(t) = this.added_host_cpu() {
+            let b = base
+                .added_host_cpu()
+                .map_or("not reported".to_owned(), |b| format!("{b:.1}"));
+            let r = base
+                .added_host_cpu()
+                .map_or("–".to_owned(), |b| ratio(b, t));
+            rows.push(format!(
+                "| {name} {option}: added host CPU ns per {unit}, every thread but the simulated GPU's (to the loop's end) | {b} | {t:.1} | {r} |"
             ));
         }
     }
