@@ -117,9 +117,10 @@ fn side_stats(s: &Samples, runs: usize) -> SideStats {
         .iter()
         .copied()
         .fold(f64::NEG_INFINITY, f64::max);
-    let run_medians_ns = match s.run_medians.is_empty() {
-        true => [median, median],
-        false => [lo, hi],
+    let run_medians_ns = if s.run_medians.is_empty() {
+        [median, median]
+    } else {
+        [lo, hi]
     };
     let run_spread_percent =
         (s.run_medians.len() >= 2 && median > 0.0).then(|| (hi - lo) / median * 100.0);
@@ -231,9 +232,10 @@ fn decide(row: &Row, adjusted: f64, settings: Settings) -> Verdict {
     };
     let range = |s: &SideStats| s.run_medians_ns[1] - s.run_medians_ns[0];
     let noise_ns = range(b).max(range(n));
-    let apart = match change > 0.0 {
-        true => n.run_medians_ns[0] > b.run_medians_ns[1],
-        false => n.run_medians_ns[1] < b.run_medians_ns[0],
+    let apart = if change > 0.0 {
+        n.run_medians_ns[0] > b.run_medians_ns[1]
+    } else {
+        n.run_medians_ns[1] < b.run_medians_ns[0]
     };
     if adjusted < settings.alpha
         && change.abs() >= settings.threshold_percent

@@ -158,10 +158,7 @@ impl Side {
     /// Added host CPU ns per call over every thread the workload reports but the simulated
     /// GPU's (a real GPU spends no host CPU), if it reported them (`dispatch-rate` does).
     fn added_host_cpu(&self) -> Option<f64> {
-        let total =
-            |s: &Samples| -> Vec<f64> { s.threads.iter().map(|t| t.iter().sum()).collect() };
-        let (plain, traced) = (total(&self.plain), total(&self.traced));
-        (!plain.is_empty() && !traced.is_empty()).then(|| median(traced) - median(plain))
+        Some(self.traced.host_cpu()? - self.plain.host_cpu()?)
     }
 
     /// Added CPU ns per call of the whole application, if every run was timed.
@@ -254,12 +251,10 @@ pub(crate) fn bench(rev: &str, dispatch_only: bool) -> Result<()> {
             ));
         }
         if let Some(t) = this.added_host_cpu() {
-            let b = base
-                .added_host_cpu()
-                .map_or("not reported".to_owned(), |b| format!("{b:.1}"));
-            let r = base
-                .added_host_cpu()
-                .map_or("–".to_owned(), |b| ratio(b, t));
+            let (b, r) = match base.added_host_cpu() {
+                Some(b) => (format!("{b:.1}"), ratio(b, t)),
+                None => ("not reported".to_owned(), "–".to_owned()),
+            };
             rows.push(format!(
                 "| {name} {option}: added host CPU ns per {unit}, every thread but the simulated GPU's (to the loop's end) | {b} | {t:.1} | {r} |"
             ));

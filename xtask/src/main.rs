@@ -458,6 +458,13 @@ struct Samples {
 }
 
 impl Samples {
+    /// The median over the rounds of the host CPU per call of every reported thread (the
+    /// simulated GPU's left out by [`thread_cpu`]), if the workload reported its threads.
+    fn host_cpu(&self) -> Option<f64> {
+        (!self.threads.is_empty())
+            .then(|| median(self.threads.iter().map(|t| t.iter().sum()).collect()))
+    }
+
     fn add(&mut self, out: &std::process::Output, workload: &str, calls: f64) -> Result<()> {
         let (wall, cpu) = per_call(out)?;
         self.wall.push(wall);
@@ -549,7 +556,7 @@ fn bench() -> Result<()> {
         let traced_median = median(traced.wall.clone());
         rows.push(row(
             format!("{name} {option}"),
-            median(plain.wall),
+            median(plain.wall.clone()),
             traced_median,
         ));
         if name == "dispatch-rate" {
@@ -558,8 +565,8 @@ fn bench() -> Result<()> {
         if !plain.cpu.is_empty() && !traced.cpu.is_empty() {
             rows.push(row(
                 format!("{name} {option}, CPU time of all threads"),
-                median(plain.cpu),
-                median(traced.cpu),
+                median(plain.cpu.clone()),
+                median(traced.cpu.clone()),
             ));
         }
         if !plain.threads.is_empty()
@@ -574,15 +581,12 @@ fn bench() -> Result<()> {
                 "all host threads",
             ];
             // Column 3 is the sum of the three kinds.
-            let column = |v: &[[f64; 3]], k: usize| {
-                median(
-                    v.iter()
-                        .map(|t| if k < 3 { t[k] } else { t.iter().sum() })
-                        .collect(),
-                )
+            let column = |v: &Samples, k: usize| match k {
+                3 => v.host_cpu().unwrap_or(0.0),
+                _ => median(v.threads.iter().map(|t| t[k]).collect()),
             };
             for (k, kind) in kinds.iter().enumerate() {
-                let (p, t) = (column(&plain.threads, k), column(&traced.threads, k));
+                let (p, t) = (column(&plain, k), column(&traced, k));
                 threads.push(format!(
                     "| {kind} | {p:.1} ns | {t:.1} ns | {:.1} ns |",
                     t - p
