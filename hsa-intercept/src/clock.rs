@@ -8,48 +8,32 @@
 //! epoch never moves time backwards. Without an invariant TSC, `clock_gettime` is used.
 
 use std::sync::Once;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-/// One calibration: time = `ns0 + (tsc − tsc0) · scale`, `scale` in ns per tick as 32.32 fixed
-/// point.
-struct Epoch {
-    tsc0: AtomicU64,
-    ns0: AtomicU64,
-    scale: AtomicU64,
-}
+// One calibration (`crate::hot::Epoch`): time = `ns0 + (tsc − tsc0) · scale`, `scale` in ns
+// per tick as 32.32 fixed point.
+//
+// Epochs are written into a ring and published by sequence number (from 1; the slot is the
+// number modulo the ring), so a reader needs one acquire load and never retries. A slot is
+// rewritten only 256 publications (about 13 s) after it was published, far longer than any
+// reader holds a number. The number also names the epoch in the record log
+// ([`trace_records::ClockEpochRecord`]): a chunk's tick-timed calls are converted with the
+// epoch it carries, which the traced exit checks is the current one.
+//
+// The published index and the ring are one field of `crate::hot::HOT`: the tool is a shared
+// object and [`now_ns`] is inlined into other crates, so each static it reads costs a GOT
+// load; one static (shared with the sink's, which the traced exit also reads) and an index
+// that also says whether the TSC is in use ([`NO_TSC`]) make that one GOT load and one
+// flag-free check per clock read.
+use crate::hot::{HOT, RING};
 
-/// Epochs are written into a ring and published by sequence number (from 1; the slot is the
-/// number modulo the ring), so a reader needs one acquire load and never retries. A slot is
-/// rewritten only 256 publications (about 13 s) after it was published, far longer than any
-/// reader holds a number. The number also names the epoch in the record log
-/// ([`trace_records::ClockEpochRecord`]): a chunk's tick-timed calls are converted with the
-/// epoch it carries, which the traced exit checks is the current one.
-const RING: usize = 256;
+/// The clock's published state.
+const CLOCK: &crate::hot::ClockState = &HOT.clock;
 
-/// The published index and the ring in one static: the tool is a shared object and
-/// [`now_ns`] is inlined into other crates, so each static it reads costs a GOT load; one
-/// static and an index that also says whether the TSC is in use ([`NO_TSC`]) make that one
-/// GOT load and one flag-free check per clock read.
-struct Clock {
-    /// Sequence number of the current epoch, or [`NO_TSC`] while the TSC is not used.
-    current: AtomicUsize,
-    epochs: [Epoch; RING],
-}
-
-/// `Clock::current` before the TSC was calibrated, or when it is not used.
+/// `ClockState::current` before the TSC was calibrated, or when it is not used.
 const NO_TSC: usize = usize::MAX;
 
-static CLOCK: Clock = Clock {
-    current: AtomicUsize::new(NO_TSC),
-    epochs: [const {
-        Epoch {
-            tsc0: AtomicU64::new(0),
-            ns0: AtomicU64::new(0),
-            scale: AtomicU64::new(0),
-        }
-    }; RING],
-};
 static START: Once = Once::new();
 
 /// `CLOCK_MONOTONIC` in nanoseconds, from the kernel.

@@ -12,6 +12,7 @@ pub mod code_objects;
 pub mod copies;
 pub mod counting;
 pub mod dispatch;
+mod hot;
 pub mod hsa;
 pub mod memory;
 pub mod regions;

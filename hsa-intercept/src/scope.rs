@@ -10,9 +10,20 @@
 //! one atomic load (whether windows were installed).
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use trace_records::ranges::Periods;
 
 static WINDOWS: OnceLock<Windows> = OnceLock::new();
+
+/// Set once the API tracer is the trampolines' hooks ([`close_installation`]): periods are
+/// refused from then on.
+static CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Refuses periods from now on (the API tracer's fast path is about to be allowed). Not meant
+/// to race with [`install`]: both run while the tool starts, on one thread.
+pub(crate) fn close_installation() {
+    CLOSED.store(true, Ordering::Release);
+}
 
 /// The periods and the time they count from.
 #[derive(Debug)]
@@ -34,10 +45,40 @@ impl Windows {
     }
 }
 
-/// Collects only within `periods`, counted from `start_ns` (the host timeline). Only the first
-/// call has an effect.
-pub fn install(start_ns: u64, periods: Periods) {
-    let _ = WINDOWS.set(Windows { start_ns, periods });
+/// Why [`install`] did not install the periods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InstallError {
+    /// Periods were installed already (only the first call has an effect).
+    AlreadyInstalled,
+    /// The API tracer is already the trampolines' hooks ([`crate::wrap::use_api_tracer`]):
+    /// its fast exit does not check the periods, so they must be in force before it is.
+    TracerInUse,
+}
+
+impl std::fmt::Display for InstallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            InstallError::AlreadyInstalled => "collection periods are installed already",
+            InstallError::TracerInUse => {
+                "collection periods must be installed before the API tracer is in use"
+            }
+        })
+    }
+}
+
+impl std::error::Error for InstallError {}
+
+/// Collects only within `periods`, counted from `start_ns` (the host timeline). Must come
+/// before [`crate::wrap::use_api_tracer`]: while periods are in force the trampolines never take
+/// their fast path (whose exit has no period check), and a thread that took it before could
+/// go on for the rest of its block of correlation ids.
+pub fn install(start_ns: u64, periods: Periods) -> Result<(), InstallError> {
+    if CLOSED.load(Ordering::Acquire) {
+        return Err(InstallError::TracerInUse);
+    }
+    WINDOWS
+        .set(Windows { start_ns, periods })
+        .map_err(|_| InstallError::AlreadyInstalled)
 }
 
 /// Whether a record at `ts` (host timeline, ns) is collected.

@@ -6,11 +6,10 @@
 //! nothing is lost however the process ends. A full chunk is sealed and replaced by a fresh
 //! one from the log. Chunks are also registered globally so they can be sealed at exit.
 
+use crate::hot::HOT;
 use record_log::{Chunk, LogFile};
 use std::cell::{Cell, UnsafeCell};
-use std::sync::atomic::{
-    AtomicBool, AtomicPtr, AtomicU8, AtomicU64, Ordering, compiler_fence, fence,
-};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering, compiler_fence, fence};
 use std::sync::{Arc, Mutex, OnceLock};
 use trace_records::OperationName;
 use trace_records::TickCall;
@@ -97,10 +96,11 @@ impl ThreadBuffer {
     }
 }
 
-/// How appends run, in one static (the traced path reads it twice; one static is one GOT
-/// load in the tool's shared object): [`FROZEN`] while a sealer works, [`ASYMMETRIC`] once
-/// the process registered for expedited `membarrier`.
-static MODE: AtomicU8 = AtomicU8::new(0);
+/// How appends run, in one byte (the traced path reads it twice): [`FROZEN`] while a sealer
+/// works, [`ASYMMETRIC`] once the process registered for expedited `membarrier`. A field of
+/// `crate::hot::HOT` with the current sink and the clock, so the traced exit loads one
+/// address for all three.
+const MODE: &AtomicU8 = &HOT.sink.mode;
 /// [`MODE`] bit: appends are frozen.
 const FROZEN: u8 = 1;
 /// [`MODE`] bit: appends use a compiler fence only (the sealer issues `membarrier`).
@@ -143,9 +143,19 @@ struct Sink {
     generation: u64,
 }
 
-/// The current sink. Sinks are leaked, never freed: a pointer read once stays valid, and the
-/// sink of a parent process can be replaced in a forked child whose other threads are gone.
-static CURRENT: AtomicPtr<Sink> = AtomicPtr::new(std::ptr::null_mut());
+/// The current sink (null: none). Sinks are leaked, never freed: a pointer read once stays
+/// valid, and the sink of a parent process can be replaced in a forked child whose other
+/// threads are gone. It is `crate::hot::HOT`'s `sink.current`, type-erased there.
+#[inline(always)]
+fn current_ptr() -> *mut Sink {
+    HOT.sink.current.load(Ordering::Acquire).cast()
+}
+
+/// Publishes `sink` as the current sink (or none).
+fn set_current(sink: *mut Sink) {
+    HOT.sink.current.store(sink.cast(), Ordering::Release);
+}
+
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
 /// Losses counted while no log was open; moved into the log's header when one is installed.
@@ -171,7 +181,7 @@ thread_local! {
 }
 
 fn current() -> Option<&'static Sink> {
-    let p = CURRENT.load(Ordering::Acquire);
+    let p = current_ptr();
     // SAFETY: sinks are leaked once published and never freed.
     (!p.is_null()).then(|| unsafe { &*p })
 }
@@ -199,14 +209,14 @@ fn publish(log: Arc<LogFile>) {
         registry: Mutex::new(Vec::new()),
         generation,
     }));
-    CURRENT.store(sink, Ordering::Release);
+    set_current(sink);
 }
 
 /// In a forked child, first of all: stops recording into the parent's log. The parent's chunks
 /// are shared with the child through the mapping, so a child writing them would corrupt the
 /// parent's records; until [`reinstall_after_fork`], records are counted as lost instead.
 pub fn detach_after_fork() {
-    CURRENT.store(std::ptr::null_mut(), Ordering::Release);
+    set_current(std::ptr::null_mut());
 }
 
 /// In a forked child: records go to `log` (the child's own) from now on, the parent's chunks
@@ -248,20 +258,36 @@ pub fn lost(cause: LossCause, n: u64) {
 /// thread-local lookup per record on the traced path).
 ///
 /// It names the sink the buffer belongs to by the sink's address: sinks are leaked, never
-/// freed, so an address is never reused and comparing it with [`CURRENT`] is the generation
+/// freed, so an address is never reused and comparing it with the current one is the generation
 /// check, one load less than reading the sink's generation.
 #[derive(Debug, Clone, Copy)]
 pub struct Local {
     buffer: *const ThreadBuffer,
     sink: *const Sink,
+    /// The thread's OS id, cached by its owner ([`Local::set_thread_id`]; 0 until then).
+    tid: u32,
 }
 
 impl Local {
-    /// No buffer yet.
+    /// No buffer yet. Its sink is a dangling, non-null address that no sink has (sinks are
+    /// heap allocations), so a `Local` never names the null "no sink": one comparison with
+    /// the current sink covers "no buffer yet", "a new sink" and "no sink".
     pub const EMPTY: Local = Local {
         buffer: std::ptr::null(),
-        sink: std::ptr::null(),
+        sink: std::ptr::dangling(),
+        tid: 0,
     };
+
+    /// The thread id cached here (0: none yet).
+    #[inline(always)]
+    pub fn thread_id(&self) -> u32 {
+        self.tid
+    }
+
+    /// Caches the owning thread's OS id (the tick-timed appends name their calls with it).
+    pub fn set_thread_id(&mut self, tid: u32) {
+        self.tid = tid;
+    }
 }
 
 /// [`emit`] through a cached [`Local`] (filled on first use): the traced exit's append.
@@ -273,9 +299,9 @@ impl Local {
 /// the record's fields are stored straight into the chunk.
 #[inline(always)]
 pub fn emit_cached<R: FixedRecord + Copy>(local: &mut Local, record: R) {
-    let p = CURRENT.load(Ordering::Acquire);
-    // A cached sink is never null, so one comparison covers "no buffer yet" and "a new sink".
-    if !std::ptr::eq(local.sink, p) || p.is_null() {
+    let p = current_ptr();
+    // `local.sink` is never null (`Local::EMPTY`): one comparison for every other case.
+    if !std::ptr::eq(local.sink, p) {
         return emit_uncached(local, record);
     }
     // SAFETY: the registry owns the buffer and never drops it (`local.sink` is set only with
@@ -339,56 +365,51 @@ fn emit_replacing<R: FixedRecord + Copy>(sink: *const Sink, tb: &ThreadBuffer, r
     tb.busy.store(false, Ordering::Release);
 }
 
-/// The traced exit's append of a call timed in ticks, through a cached [`Local`]: as
-/// [`emit_cached`], with the chunk's own check that its clock epoch is the current one
-/// ([`Chunk::push_api_ticks`]); every other case (a new epoch, a call that does not fit a
-/// tick-timed entry, a full chunk) is the cold [`push_tick_call`]. The cold calls take the
-/// call as scalars (its thread id and kind in one word), so the exit keeps it in registers
-/// instead of building it in a stack frame.
+/// The traced exit's append of a call timed in ticks, through a cached [`Local`] (whose
+/// thread id the call is given): as [`emit_cached`], with the chunk's own check that its clock
+/// epoch is the current one ([`Chunk::push_api_ticks`]); every other case (a new epoch, a call
+/// that does not fit a tick-timed entry, a full chunk) is the cold [`push_tick_call`]. The
+/// cold calls take the call as scalars and read the thread id from `local` themselves, so the
+/// exit keeps only the call's own values in registers and needs no callee-saved ones.
 #[inline(always)]
-pub fn emit_tick_call(local: &mut Local, call: TickCall) {
-    let TickCall {
-        correlation_id: id,
-        start,
-        end,
-        ..
-    } = call;
-    let p = CURRENT.load(Ordering::Acquire);
-    if !std::ptr::eq(local.sink, p) || p.is_null() {
-        return emit_tick_uncached(local, id, start, end, pack(&call));
+pub fn emit_tick_call(local: &mut Local, correlation_id: u64, start: u64, end: u64, kind: u32) {
+    let p = current_ptr();
+    if !std::ptr::eq(local.sink, p) {
+        return emit_tick_uncached(local, correlation_id, start, end, kind);
     }
     // SAFETY: as in `emit_cached`.
     let tb = unsafe { &*local.buffer };
     tb.busy.store(true, Ordering::Relaxed);
     compiler_fence(Ordering::SeqCst);
     if MODE.load(Ordering::Acquire) != ASYMMETRIC {
-        return emit_tick_announced_slow(local, id, start, end, pack(&call));
+        return emit_tick_announced_slow(local, correlation_id, start, end, kind);
     }
     // SAFETY: as in `emit_cached`.
     let slot = unsafe { &mut *tb.chunk.get() };
+    let call = TickCall {
+        correlation_id,
+        start,
+        end,
+        thread_id: local.tid,
+        kind,
+    };
     if let Some(c) = slot
         && c.push_api_ticks(&call, crate::clock::sequence())
     {
         tb.busy.store(false, Ordering::Release);
         return;
     }
-    emit_tick_fixup(local, id, start, end, pack(&call));
+    emit_tick_fixup(local, correlation_id, start, end, kind);
 }
 
-/// A call's thread id and kind in one word (for the cold calls).
-#[inline(always)]
-fn pack(call: &TickCall) -> u64 {
-    u64::from(call.thread_id) << 32 | u64::from(call.kind)
-}
-
-/// The call [`pack`] and its scalars stand for.
-fn unpack(correlation_id: u64, start: u64, end: u64, thread_kind: u64) -> TickCall {
+/// The call the cold paths of [`emit_tick_call`] append, on the thread `local` belongs to.
+fn tick_call(local: &Local, correlation_id: u64, start: u64, end: u64, kind: u32) -> TickCall {
     TickCall {
         correlation_id,
         start,
         end,
-        thread_id: (thread_kind >> 32) as u32,
-        kind: thread_kind as u32,
+        thread_id: local.tid,
+        kind,
     }
 }
 
@@ -416,8 +437,8 @@ fn push_tick_call(c: &mut Chunk, call: &TickCall) -> bool {
 /// [`emit_tick_call`] without a cached buffer of the current sink.
 #[cold]
 #[inline(never)]
-fn emit_tick_uncached(local: &mut Local, id: u64, start: u64, end: u64, thread_kind: u64) {
-    let call = unpack(id, start, end, thread_kind);
+fn emit_tick_uncached(local: &mut Local, id: u64, start: u64, end: u64, kind: u32) {
+    let call = tick_call(local, id, start, end, kind);
     append_uncached(local, &|c: &mut Chunk| push_tick_call(c, &call));
 }
 
@@ -426,8 +447,8 @@ fn emit_tick_uncached(local: &mut Local, id: u64, start: u64, end: u64, thread_k
 /// rather than passed, so the exit need not keep them in registers for this call.
 #[cold]
 #[inline(never)]
-fn emit_tick_announced_slow(local: &Local, id: u64, start: u64, end: u64, thread_kind: u64) {
-    let call = unpack(id, start, end, thread_kind);
+fn emit_tick_announced_slow(local: &Local, id: u64, start: u64, end: u64, kind: u32) {
+    let call = tick_call(local, id, start, end, kind);
     // SAFETY: `local` names the current sink, as `emit_tick_call` checked; sinks are leaked
     // once published and never freed, and the registry never drops a buffer.
     let (sink, tb) = unsafe { (&*local.sink, &*local.buffer) };
@@ -438,8 +459,8 @@ fn emit_tick_announced_slow(local: &Local, id: u64, start: u64, end: u64, thread
 /// apply: a new epoch, a call that does not fit a tick-timed entry, or a full or missing chunk.
 #[cold]
 #[inline(never)]
-fn emit_tick_fixup(local: &Local, id: u64, start: u64, end: u64, thread_kind: u64) {
-    let call = unpack(id, start, end, thread_kind);
+fn emit_tick_fixup(local: &Local, id: u64, start: u64, end: u64, kind: u32) {
+    let call = tick_call(local, id, start, end, kind);
     // SAFETY: as in `emit_tick_announced_slow`.
     let (sink, tb) = unsafe { (&*local.sink, &*local.buffer) };
     // SAFETY: as in `emit_cached`: the owner, announced and not frozen.
@@ -460,9 +481,9 @@ pub fn emit_parts_cached(local: &mut Local, tag: trace_records::Tag, parts: &[&[
 /// stored straight into the chunk; the uncommon cases are out of line.
 #[inline(always)]
 fn append_cached(local: &mut Local, push: impl Fn(&mut Chunk) -> bool) {
-    let p = CURRENT.load(Ordering::Acquire);
-    // A cached sink is never null, so one comparison covers "no buffer yet" and "a new sink".
-    if !std::ptr::eq(local.sink, p) || p.is_null() {
+    let p = current_ptr();
+    // `local.sink` is never null (`Local::EMPTY`): one comparison for every other case.
+    if !std::ptr::eq(local.sink, p) {
         append_uncached(local, &push);
         return;
     }
@@ -482,7 +503,7 @@ fn append_cached(local: &mut Local, push: impl Fn(&mut Chunk) -> bool) {
 #[cold]
 #[inline(never)]
 fn append_uncached(local: &mut Local, push: &dyn Fn(&mut Chunk) -> bool) {
-    let p = CURRENT.load(Ordering::Acquire);
+    let p = current_ptr();
     if p.is_null() {
         lost(LossCause::NoBuffer, 1);
         return;
@@ -497,6 +518,7 @@ fn append_uncached(local: &mut Local, push: &dyn Fn(&mut Chunk) -> bool) {
         *local = Local {
             buffer: tb,
             sink: p,
+            tid: local.tid,
         };
     }
 }

@@ -23,7 +23,7 @@ use crate::sink;
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use trace_records::{ApiDomain, ApiRecord, TickCall};
+use trace_records::{ApiDomain, ApiRecord};
 
 static NEXT_CORRELATION: AtomicU64 = AtomicU64::new(1);
 
@@ -50,7 +50,6 @@ pub(crate) struct CallStack {
     outer: u64,
     /// End of the thread's block of correlation ids.
     id_end: u64,
-    tid: u32,
     /// The message of the innermost ROCTx range open on this thread (0 = none), kept by the
     /// tool's ROCTx wrappers for `--kernel-rename`.
     region: u32,
@@ -66,15 +65,18 @@ pub(crate) const DEPTH_AT: usize = std::mem::offset_of!(CallStack, depth);
 /// Offset of the outermost call's id in the call state.
 pub(crate) const OUTER_AT: usize = std::mem::offset_of!(CallStack, outer);
 
-/// Whether the trampolines may do the enter work themselves: the API tracer is installed and
-/// the clock is the TSC (the trampolines keep the raw TSC as the start).
+/// Whether the trampolines may do the enter work themselves: the API tracer is installed, the
+/// clock is the TSC (the trampolines keep the raw TSC as the start) and no collection periods
+/// are in force (the fast exit, [`exit_tsc`], does not check them; [`crate::scope::install`]
+/// refuses periods once the tracer is in use, so no thread holds a fast block under them).
 fn fast_enter_allowed() -> bool {
-    FAST_ENTER.load(Ordering::Relaxed) && clock::tsc_in_use()
+    FAST_ENTER.load(Ordering::Relaxed) && clock::tsc_in_use() && !crate::scope::enabled()
 }
 
 /// Lets the trampolines take correlation ids and start times themselves (the API tracer is
 /// their hooks). Threads pick it up at their next call through [`enter`].
 pub(crate) fn allow_fast_enter() {
+    crate::scope::close_installation();
     FAST_ENTER.store(true, Ordering::Relaxed);
 }
 
@@ -89,12 +91,13 @@ impl CallStack {
         self.next_id - 1
     }
 
+    /// The thread's OS id, cached in its sink cache (which names tick-timed calls with it).
     fn tid(&mut self) -> u32 {
-        if self.tid == 0 {
+        if self.local.thread_id() == 0 {
             // SAFETY: gettid has no preconditions.
-            self.tid = unsafe { libc::gettid() } as u32;
+            self.local.set_thread_id(unsafe { libc::gettid() } as u32);
         }
-        self.tid
+        self.local.thread_id()
     }
 }
 
@@ -106,7 +109,6 @@ thread_local! {
             depth: 0,
             outer: 0,
             id_end: 0,
-            tid: 0,
             region: 0,
             local: sink::Local::EMPTY,
         })
@@ -148,7 +150,7 @@ pub fn thread_id() -> u32 {
 pub fn refresh_thread_id_after_fork() {
     let _ = with_stack(|s| {
         // SAFETY: gettid has no preconditions.
-        s.tid = unsafe { libc::gettid() } as u32;
+        s.local.set_thread_id(unsafe { libc::gettid() } as u32);
     });
 }
 
@@ -216,36 +218,15 @@ pub(crate) enum Start {
 ///
 /// The times stay raw: the call is appended timed in ticks ([`trace_records::ApiTicksRecord`]),
 /// converted by the log's reader with the clock epoch its chunk carries, so the exit does no
-/// arithmetic on them. Under collection periods (whose check needs the start in ns) it converts
-/// and records as [`exit_ns`] does.
+/// arithmetic on them. It is never reached under collection periods ([`fast_enter_allowed`]),
+/// so it does not check them.
 #[inline(always)]
 pub(crate) fn exit_tsc(state: *mut c_void, tag: u32, id: u64, start: u64) {
     let end = clock::tsc();
     let s = call_done(state);
-    let call = TickCall {
-        correlation_id: id,
-        start,
-        end,
-        // Cached when the thread's state was first used (`with_stack`).
-        thread_id: s.tid,
-        kind: tag,
-    };
-    if crate::scope::enabled() {
-        return record_tick_call_if_collecting(s, tag, id, start, end);
-    }
-    sink::emit_tick_call(&mut s.local, call);
-}
-
-/// The end of [`exit_tsc`] under collection periods: the call converted, and recorded only if
-/// it started inside one (its parts as scalars, which the exit keeps in registers).
-#[cold]
-#[inline(never)]
-fn record_tick_call_if_collecting(s: &mut CallStack, tag: u32, id: u64, start: u64, end: u64) {
-    let (start, end) = clock::tsc_span_ns(start, end);
-    if crate::scope::collecting(start) {
-        let api = ApiRecord::of_kind(tag, id, start, end, s.tid);
-        sink::emit_cached(&mut s.local, api);
-    }
+    // The thread id is the one its sink cache holds (cached when the thread's state was first
+    // used, `with_stack`).
+    sink::emit_tick_call(&mut s.local, id, start, end, tag);
 }
 
 /// Counts the call done on this thread's state (`state`, as [`enter`] or the trampoline
@@ -287,7 +268,7 @@ fn finished(
     };
     let s = call_done(state);
     // The thread id was cached when the thread's state was first used (`with_stack`).
-    let api = ApiRecord::of_kind(tag, correlation_id, start, end, s.tid);
+    let api = ApiRecord::of_kind(tag, correlation_id, start, end, s.local.thread_id());
     // With collection periods the check is out of line (a tail call), so the common path makes
     // no call that returns to it.
     if crate::scope::enabled() {

@@ -98,6 +98,13 @@ fn every_trampoline_records_and_forwards_on_the_fast_path() {
     let path = log.path().to_owned();
     assert!(sink::install(log));
     assert!(wrap::use_api_tracer());
+    // Periods come before the tracer: its fast exit does not check them.
+    let periods = trace_records::ranges::Periods::from_args(&["0:1:1"], 1).unwrap();
+    assert_eq!(
+        hsa_intercept::scope::install(0, periods),
+        Err(hsa_intercept::scope::InstallError::TracerInUse)
+    );
+    assert!(!hsa_intercept::scope::enabled(), "no periods in force");
     let tag = |op: u16| hsa_intercept::tracer::tag(ApiDomain::HipRuntime, op);
 
     type Mixed = extern "C" fn(u64, f64, u32, f32, f64) -> u64;

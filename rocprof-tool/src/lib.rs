@@ -195,6 +195,8 @@ fn init(config: Config) {
             config.record_dir.display()
         )),
     }
+    // Before the tracer: the trampolines' fast path is taken only without periods.
+    install_scope(&config, started);
     wrap::use_api_tracer();
     wrap::capture_arguments(config.api_arguments);
     // Discovery has loaded the thunk (reusing the runtime's copy when there is one): a second
@@ -214,7 +216,6 @@ fn init(config: Config) {
             hsa_intercept::regions::count_references();
         }
     }
-    install_scope(&config, started);
     install_instruments(&config, discovery.agents());
     let _ = STATE.set(State {
         config,
@@ -232,7 +233,14 @@ fn init(config: Config) {
 /// unreadable value is a tool warning and collection goes on without it.
 fn install_scope(config: &Config, started: u64) {
     match &config.periods {
-        Some(Ok(periods)) => hsa_intercept::scope::install(started, periods.clone()),
+        Some(Ok(periods)) => {
+            if let Err(why) = hsa_intercept::scope::install(started, periods.clone()) {
+                sink::warn(
+                    WarningKind::Internal,
+                    format!("the collection periods are ignored: {why}"),
+                );
+            }
+        }
         Some(Err(why)) => sink::warn(
             WarningKind::Internal,
             format!("the collection periods are ignored: {why}"),

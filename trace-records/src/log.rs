@@ -327,6 +327,15 @@ fn fits_i32(d: u64) -> bool {
     d as i64 == i64::from(d as i32)
 }
 
+/// Whether a wrapping 64-bit difference is a step in `0..2^31`: the traced exit's check,
+/// one compare with an immediate (no second register, as [`fits_i32`]'s sign extension needs).
+/// Its steps forward are the common case (a thread's correlation ids increase; a call starts
+/// after its chunk's epoch began); a step back is stored whole by the cold path instead.
+#[inline(always)]
+fn fits_forward(d: u64) -> bool {
+    d < 1 << 31
+}
+
 /// An entry header as one little-endian word.
 const fn entry_header(tag: Tag, len: usize) -> u32 {
     tag as u32 | (len as u32) << 16
@@ -485,18 +494,26 @@ impl ChunkFill {
         if sequence != self.epoch || call.thread_id != self.tid {
             return false;
         }
-        let id_step = call.correlation_id.wrapping_sub(self.api.correlation_id);
-        let start = call.start.wrapping_sub(self.epoch_tsc0);
-        let duration = call.end.wrapping_sub(call.start);
-        // Stored before the range check (bytes past the commit word are never read), so each
-        // value is dead once stored and the check needs no copies of them.
+        // Each value is stored before its range check (bytes past the commit word are never
+        // read) and checked at once, so it is dead once checked and the exit keeps at most one
+        // of them beside the call's own values. The steps must be forward ([`fits_forward`]):
+        // an entry the reader would take is still one of signed steps.
         let header = entry_header(Tag::ApiTicks, TICKS_API - 4);
         dst[0..4].copy_from_slice(&header.to_le_bytes());
-        dst[4..8].copy_from_slice(&(id_step as u32).to_le_bytes());
-        dst[8..12].copy_from_slice(&(start as u32).to_le_bytes());
-        dst[12..16].copy_from_slice(&(duration as u32).to_le_bytes());
         dst[16..20].copy_from_slice(&call.kind.to_le_bytes());
-        if !(fits_i32(id_step) && fits_i32(start) && duration >> 32 == 0) {
+        let id_step = call.correlation_id.wrapping_sub(self.api.correlation_id);
+        dst[4..8].copy_from_slice(&(id_step as u32).to_le_bytes());
+        if !fits_forward(id_step) {
+            return false;
+        }
+        let start = call.start.wrapping_sub(self.epoch_tsc0);
+        dst[8..12].copy_from_slice(&(start as u32).to_le_bytes());
+        if !fits_forward(start) {
+            return false;
+        }
+        let duration = call.end.wrapping_sub(call.start);
+        dst[12..16].copy_from_slice(&(duration as u32).to_le_bytes());
+        if duration >> 32 != 0 {
             return false;
         }
         // Only the correlation id is a base for what follows: a compact entry's start step
