@@ -35,9 +35,13 @@ const ID_BLOCK: u64 = 1024;
 static FAST_ENTER: AtomicBool = AtomicBool::new(false);
 
 /// Everything a traced call needs from its thread, in one thread-local (one TLS lookup). The
-/// first four fields are read and written by the trampolines' assembly at the offsets below.
+/// four fields after the sink cache are read and written by the trampolines' assembly at the
+/// offsets below.
 #[repr(C)]
 pub(crate) struct CallStack {
+    /// The thread's sink cache, first: the exit's pointer to the call state is then also the
+    /// pointer to it, one register for both.
+    local: sink::Local,
     /// The thread's next correlation id (ids below `id_end` are the thread's).
     next_id: u64,
     /// `id_end` while the trampolines may take ids themselves ([`fast_enter_allowed`]), else
@@ -53,7 +57,6 @@ pub(crate) struct CallStack {
     /// The message of the innermost ROCTx range open on this thread (0 = none), kept by the
     /// tool's ROCTx wrappers for `--kernel-rename`.
     region: u32,
-    local: sink::Local,
 }
 
 /// Offset of the next correlation id in the call state (for the trampolines).
@@ -104,13 +107,13 @@ impl CallStack {
 thread_local! {
     static STACK: UnsafeCell<CallStack> = const {
         UnsafeCell::new(CallStack {
+            local: sink::Local::EMPTY,
             next_id: 0,
             fast_end: 0,
             depth: 0,
             outer: 0,
             id_end: 0,
             region: 0,
-            local: sink::Local::EMPTY,
         })
     };
 }

@@ -298,6 +298,17 @@ extern "C" fn trampoline_exit_args(
         std::panic::catch_unwind(|| tracer::exit_args(f.state, f.tag, f.id, start, &call, shape));
 }
 
+/// The slot's number from its address in `r11` (a stub's `lea`), in `r11`; `r10` is clobbered.
+macro_rules! slot_number {
+    () => {
+        concat!(
+            "leaq rocprof_intercept_slots(%rip), %r10\n",
+            "subq %r10, %r11\n",
+            "shrq $4, %r11",
+        )
+    };
+}
+
 /// The caller's 12 stack words (at `rsp + 384`) copied to where the callee finds them, 16
 /// bytes at a time through `xmm8` (not an argument register): `yes` for the trampolines that
 /// forward stack arguments, `no` (nothing) for the registers-only one.
@@ -323,9 +334,9 @@ macro_rules! stack_copy {
     };
 }
 
-/// One trampoline and its `MAX_SLOTS` stubs. `$save` runs first (after the frame is made; the
-/// slot number, in `r11`, is stored in the frame only where it is read: on the slow path and
-/// by the capturing exit), the stack words copied before the call where `copy_stack` is `yes`
+/// One trampoline and its `MAX_SLOTS` stubs; stub `k` puts slot `k`'s address in `r11` and
+/// jumps to the common part. `$save` runs first (after the frame is made; the slot's number is
+/// stored in the frame only where it is read: on the slow path and by the capturing exit), the stack words copied before the call where `copy_stack` is `yes`
 /// (`stack_copy!`), `$keep`/`$restore` around
 /// the exit, `$exit_args` sets up the exit's arguments (`rdi` = the frame).
 macro_rules! trampoline {
@@ -348,7 +359,7 @@ macro_rules! trampoline {
             concat!(".set rocprof_intercept_slot_", $name, ", 0"),
             ".rept {slots}",
             ".balign 16",
-            concat!("movl $rocprof_intercept_slot_", $name, ", %r11d"),
+            concat!("leaq rocprof_intercept_slots + 16 * rocprof_intercept_slot_", $name, "(%rip), %r11"),
             "jmp 2f",
             concat!(".set rocprof_intercept_slot_", $name, ", rocprof_intercept_slot_", $name, " + 1"),
             ".endr",
@@ -372,8 +383,7 @@ macro_rules! trampoline {
             "movq {next}(%r10), %rax",
             "cmpq {fast_end}(%r10), %rax",
             "jae 5f",
-            "leaq 1(%rax), %rdx",
-            "movq %rdx, {next}(%r10)",
+            "incq {next}(%r10)",
             "movq %rax, 112(%rsp)",
             "movq %r10, 120(%rsp)",
             "cmpq $0, {depth}(%r10)",
@@ -382,11 +392,9 @@ macro_rules! trampoline {
             "3:",
             "incq {depth}(%r10)",
             // The slot's entry and tag.
-            "shlq $4, %r11",
-            "leaq rocprof_intercept_slots(%rip), %r10",
-            "movl 8(%r10,%r11), %eax",
+            "movl 8(%r11), %eax",
             "movl %eax, 100(%rsp)",
-            "movq (%r10,%r11), %r11",
+            "movq (%r11), %r11",
             "4:",
             stack_copy!($copy),
             "movq 136(%rsp), %rdx",
@@ -409,6 +417,7 @@ macro_rules! trampoline {
             // The slow path: every argument register saved around `trampoline_enter`, which
             // fills the frame and returns the original in `rax`.
             "5:",
+            slot_number!(),
             "movq %r11, 96(%rsp)",
             "movq %rdi, 152(%rsp)",
             "movq %rsi, 160(%rsp)",
@@ -493,7 +502,12 @@ trampoline! {
 trampoline! {
     name: "args",
     save: [
-        "movq %r11, 96(%rsp)",
+        // The slot's number into the frame (`r11` stays the slot's address).
+        "leaq rocprof_intercept_slots(%rip), %r10",
+        "negq %r10",
+        "addq %r11, %r10",
+        "shrq $4, %r10",
+        "movq %r10, 96(%rsp)",
         "movq %rdi, 152(%rsp)",
         "movq %rsi, 160(%rsp)",
         "movq %rdx, 168(%rsp)",

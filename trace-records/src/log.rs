@@ -333,7 +333,7 @@ fn fits_i32(d: u64) -> bool {
 /// after its chunk's epoch began); a step back is stored whole by the cold path instead.
 #[inline(always)]
 fn fits_forward(d: u64) -> bool {
-    d < 1 << 31
+    d >> 31 == 0
 }
 
 /// An entry header as one little-endian word.
