@@ -14,6 +14,8 @@
 //! counts the loss, one warning goes to the application's stderr, and growth is retried every
 //! 100 ms.
 
+mod crc;
+
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -276,7 +278,7 @@ impl LogFile {
     /// Seals `chunk`: writes its checksum, then marks it sealed. An empty chunk is sealed too
     /// (so its segment can be unmapped).
     pub fn seal(&self, chunk: Chunk) {
-        let crc = chunk.fill.checksum(chunk.payload_ref());
+        let crc = crc::crc32c(&chunk.payload_ref()[..chunk.fill.len()]);
         // SAFETY: the chunk's header lies in its mapped segment and belongs to the caller (the
         // chunk is consumed here); the seal mark is 4-byte aligned and stored atomically after
         // the checksum, so a reader never sees the mark without the checksum.

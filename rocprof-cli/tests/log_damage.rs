@@ -314,7 +314,7 @@ fn garbled_documents_are_never_a_runtime_diagnosis() {
             p += 4 + len;
         }
         if word(&bytes, at + SEAL_AT) == SEALED {
-            let crc = crc32fast::hash(&bytes[payload..payload + used]);
+            let crc = trace_records::log::chunk_checksum(&bytes[payload..payload + used]);
             bytes[at + CRC_AT..at + CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
         }
     }

@@ -658,7 +658,7 @@ fn a_flipped_byte_costs_one_chunk_and_an_unreadable_log_is_not_a_runtime_problem
     let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
     let chunk = (4096..bytes.len())
         .step_by(65536)
-        .filter(|&at| word(at + 20) == 0x5EA1_ED01)
+        .filter(|&at| word(at + 20) == trace_records::log::SEALED)
         .max_by_key(|&at| word(at + 12))
         .expect("a sealed chunk");
     let (used, entries) = (word(chunk + 8) as usize, word(chunk + 12));

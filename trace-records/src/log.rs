@@ -8,7 +8,7 @@
 //!           chunk_size:u32 ppid:u32 crc32(bytes 0..40):u32 reserved:u32
 //!           chunks:counter at 48   reserved…   losses:[counter; 8] at 64
 //! counter = value:40 bits | check:24 bits       (one 64-bit word; all zeros is 0)
-//! chunk   = magic:u32 ("CHNK") index:u32 commit:u64 crc32:u32 sealed:u32 tid:u32 reserved:u32
+//! chunk   = magic:u32 ("CHNK") index:u32 commit:u64 crc:u32 sealed:u32 tid:u32 reserved:u32
 //!           payload[CHUNK_CAPACITY]
 //! commit  = entries << 32 | payload_len   (one 64-bit store after each entry is complete)
 //! entry   = tag:u16 len:u16 bytes[len]
@@ -24,7 +24,8 @@
 //! All integers are little-endian. A writer fills its chunk's payload and then publishes the
 //! new commit word with a single store, so a process that dies at any instant leaves every
 //! chunk consistent up to its last commit: the reader trusts the commit word of an open chunk
-//! and, once a chunk is full (or the process exits), its checksum (`sealed` = [`SEALED`]).
+//! and, once a chunk is full (or the process exits), its checksum (`sealed` = [`SEALED`]: the
+//! payload's CRC-32C, from version 6; [`SEALED_CRC32`]: its CRC-32, in versions 2 to 5).
 //! Chunks sit at fixed offsets, so a damaged chunk costs only itself: the reader goes on with
 //! the next one. A chunk whose header is all zeros was never handed out.
 //!
@@ -51,8 +52,9 @@ use zerocopy::{FromBytes, IntoBytes};
 /// First bytes of every log.
 pub const MAGIC: [u8; 8] = *b"RPRFLOG\0";
 /// Format version written (4: API calls may carry their arguments, [`Tag::ApiArgs`]; 5: API
-/// calls are stored compact where they fit, [`Tag::ApiCompact`]).
-pub const VERSION: u32 = 5;
+/// calls are stored compact where they fit, [`Tag::ApiCompact`]; 6: chunks are sealed with a
+/// CRC-32C, [`SEALED`], which the `crc32` instruction computes).
+pub const VERSION: u32 = 6;
 /// Oldest format version still read (readers refuse others).
 pub const OLDEST_VERSION: u32 = 2;
 /// Size of the file header (one page, so the chunks are page-aligned in the file).
@@ -74,14 +76,26 @@ pub const TID_AT: usize = 24;
 pub const INDEX_AT: usize = 4;
 /// Offset of the commit word in a chunk header.
 pub const COMMIT_AT: usize = 8;
-/// Offset of a sealed chunk's CRC-32 in its header.
+/// Offset of a sealed chunk's checksum in its header.
 pub const CRC_AT: usize = 16;
 /// Offset of the seal mark ([`SEALED`] once the CRC is valid) in a chunk header.
 pub const SEAL_AT: usize = 20;
 /// Payload capacity of one chunk.
 pub const CHUNK_CAPACITY: usize = CHUNK_SIZE - CHUNK_HEADER_LEN;
-/// The `sealed` value of a chunk whose checksum covers its committed payload.
-pub const SEALED: u32 = 0x5EA1_ED01;
+/// The `sealed` value of a chunk whose checksum, a CRC-32C ([`chunk_checksum`]), covers its
+/// committed payload (what this version writes).
+pub const SEALED: u32 = 0x5EA1_ED02;
+/// The `sealed` value of a chunk sealed with a CRC-32 (IEEE) of its committed payload, as
+/// versions 2 to 5 wrote it (still read).
+pub const SEALED_CRC32: u32 = 0x5EA1_ED01;
+
+/// The checksum a sealed chunk ([`SEALED`]) carries of its committed payload: CRC-32C. The
+/// writer (`record-log`) computes it on the application's thread once per chunk with its own
+/// three-chain `crc32`-instruction routine, a third of the instructions a CRC-32 takes; this
+/// is the definition it is tested against and what the reader checks with.
+pub fn chunk_checksum(payload: &[u8]) -> u32 {
+    crc32c::crc32c(payload)
+}
 /// Longest variable-length entry (strings, JSON) that fits even an empty chunk next to its
 /// 4-byte entry header.
 pub const MAX_ENTRY: usize = CHUNK_CAPACITY - 4;
@@ -600,7 +614,7 @@ impl ChunkFill {
 
     /// The checksum a sealed chunk carries (over the used part of `payload`).
     pub fn checksum(&self, payload: &[u8]) -> u32 {
-        crc32fast::hash(&payload[..self.len()])
+        chunk_checksum(&payload[..self.len()])
     }
 }
 
@@ -1101,9 +1115,10 @@ fn check_chunk(b: &[u8]) -> ChunkState {
             records: plausible,
         };
     }
-    let sealed = match u32_at(b, SEAL_AT) {
-        0 => false,
-        SEALED => true,
+    let checksum: Option<fn(&[u8]) -> u32> = match u32_at(b, SEAL_AT) {
+        0 => None,
+        SEALED => Some(chunk_checksum),
+        SEALED_CRC32 => Some(crc32fast::hash),
         other => {
             return ChunkState::Damaged {
                 kind: Kind::Seal,
@@ -1112,7 +1127,9 @@ fn check_chunk(b: &[u8]) -> ChunkState {
             };
         }
     };
-    if sealed && crc32fast::hash(&b[CHUNK_HEADER_LEN..CHUNK_HEADER_LEN + len]) != u32_at(b, CRC_AT)
+    let sealed = checksum.is_some();
+    if checksum
+        .is_some_and(|sum| sum(&b[CHUNK_HEADER_LEN..CHUNK_HEADER_LEN + len]) != u32_at(b, CRC_AT))
     {
         return ChunkState::Damaged {
             kind: Kind::Checksum,

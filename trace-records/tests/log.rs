@@ -120,6 +120,35 @@ fn one_damaged_chunk_costs_that_chunk_only_and_is_counted() {
 }
 
 #[test]
+fn chunks_are_sealed_with_a_crc32c_and_older_crc32_seals_are_still_checked() {
+    let mut bytes = log(2, 100, false);
+    let payload = |b: &[u8], c: usize| {
+        let used = u32::from_le_bytes(b[chunk_at(c) + COMMIT_AT..][..4].try_into().unwrap());
+        b[chunk_at(c) + CHUNK_HEADER_LEN..][..used as usize].to_vec()
+    };
+    let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    assert_eq!(word(&bytes, chunk_at(0) + SEAL_AT), SEALED);
+    assert_eq!(
+        word(&bytes, chunk_at(0) + CRC_AT),
+        crc32c(&payload(&bytes, 0)),
+        "the seal is an independent CRC-32C of the committed payload"
+    );
+    // Chunk 1 as a version-5 writer sealed it: its CRC-32 and the old mark.
+    let old = crc32(&payload(&bytes, 1));
+    bytes[chunk_at(1) + CRC_AT..][..4].copy_from_slice(&old.to_le_bytes());
+    bytes[chunk_at(1) + SEAL_AT..][..4].copy_from_slice(&SEALED_CRC32.to_le_bytes());
+    let t = ProcessTrace::from_bytes(&bytes).unwrap();
+    assert_eq!(t.api.len(), 200, "{:?}", t.damage);
+    assert!(t.damage.is_empty(), "{:?}", t.damage);
+    // The old seal is checked with its own checksum: a flipped byte is damage.
+    bytes[chunk_at(1) + CHUNK_HEADER_LEN + 40] ^= 0x01;
+    let t = ProcessTrace::from_bytes(&bytes).unwrap();
+    assert_eq!(t.api.len(), 100);
+    assert_eq!(t.damage.len(), 1);
+    assert_eq!(t.damage[0].reason, "chunk checksum mismatch");
+}
+
+#[test]
 fn a_damaged_commit_word_is_reported_not_trusted() {
     let mut bytes = log(3, 100, false);
     bytes[chunk_at(0) + COMMIT_AT + 7] ^= 0x80;
@@ -378,9 +407,25 @@ fn unreadable_logs_say_why() {
     bytes[40..44].copy_from_slice(&crc.to_le_bytes());
     let e = ProcessTrace::from_bytes(&bytes).unwrap_err();
     assert!(matches!(e, LogError::Version(9)), "{e}");
-    assert!(e.to_string().contains("reads versions 2 to 5"), "{e}");
+    assert!(e.to_string().contains("reads versions 2 to 6"), "{e}");
     let garbage = vec![0x77u8; HEADER_LEN + CHUNK_SIZE];
     assert!(err(&garbage).contains("no recognisable chunk"));
+}
+
+/// CRC-32C (Castagnoli), bit by bit: an independent check of the chunk checksum.
+fn crc32c(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0x82F6_3B78
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
 }
 
 /// CRC-32 (IEEE), bit by bit: an independent check of the writer's checksum.
