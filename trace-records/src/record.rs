@@ -273,10 +273,11 @@ impl TickCall {
 ///
 /// It is read against its chunk: the thread id is the chunk's `tid`, the correlation id a step
 /// from the chunk's previous API entry (as in [`ApiCompactRecord`]), and the times are ticks
-/// from the `tsc0` of the chunk's last [`ClockEpochRecord`], converted with that epoch. A call
-/// that does not fit (it started more than 2^31 ticks from `tsc0`, lasted 2^32 ticks or more,
-/// or ran on another thread than the chunk's) is stored converted, as an [`ApiRecord`] or
-/// [`ApiCompactRecord`].
+/// from the `tsc0` of the chunk's last [`ClockEpochRecord`], converted with that epoch. The
+/// steps are signed, but the writer stores only forward ones (from version 6: a correlation id
+/// step and a start in `0..2^31`, one compare each on the traced exit); a call that does not
+/// fit (a step back or too far, a duration of 2^32 ticks or more, another thread than the
+/// chunk's) is stored converted, as an [`ApiRecord`] or [`ApiCompactRecord`].
 #[repr(C)]
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
