@@ -148,32 +148,37 @@ fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64, out: &mut Batch) {
         region,
         reserved: 0,
     };
-    let mut injection = Injection::default();
-    let instrumented = instrument.and_then(|instrument| {
-        let info = DispatchInfo {
-            agent: q.agent,
-            agent_node: q.agent_node,
-            kernel_name: kernel_name.as_deref(),
-            record: &record,
-        };
-        let token = instrument.inject(&info, &mut injection)?;
-        // Without an after packet, the kernel's own signal says when it is all done.
-        let done = match injection.after_packets().is_empty() {
-            true => signal,
-            false => match take_signal(f) {
-                Some(done) => {
-                    injection.complete_last_with(done);
-                    done
-                }
-                None => {
-                    instrument.discarded(token);
-                    return None;
-                }
-            },
-        };
-        Some(Instrumented { token, done })
-    });
-    if (instrumented.is_some() && !injection.before_packets().is_empty())
+    // Built (384 bytes zeroed) only when an instrument may add packets.
+    let mut injection = instrument.map(|_| Injection::default());
+    let instrumented = instrument
+        .zip(injection.as_mut())
+        .and_then(|(instrument, injection)| {
+            let info = DispatchInfo {
+                agent: q.agent,
+                agent_node: q.agent_node,
+                kernel_name: kernel_name.as_deref(),
+                record: &record,
+            };
+            let token = instrument.inject(&info, injection)?;
+            // Without an after packet, the kernel's own signal says when it is all done.
+            let done = match injection.after_packets().is_empty() {
+                true => signal,
+                false => match take_signal(f) {
+                    Some(done) => {
+                        injection.complete_last_with(done);
+                        done
+                    }
+                    None => {
+                        instrument.discarded(token);
+                        return None;
+                    }
+                },
+            };
+            Some(Instrumented { token, done })
+        });
+    // `instrumented` is only ever set with `injection` built.
+    let injected = injection.as_ref().filter(|_| instrumented.is_some());
+    if injected.is_some_and(|i| !i.before_packets().is_empty())
         || super::instrument::serializes_all()
     {
         // The kernel waits for the instrument's packets before it (or, with
@@ -197,13 +202,13 @@ fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64, out: &mut Batch) {
     if idle {
         wake_harvester();
     }
-    if instrumented.is_some() {
-        injection.before_packets().iter().for_each(|b| out.push(*b));
+    if let Some(i) = injected {
+        i.before_packets().iter().for_each(|b| out.push(*b));
     }
     // SAFETY: the packet struct is 64 plain bytes.
     out.push(unsafe { std::mem::transmute::<KernelDispatchPacket, [u8; 64]>(p) });
-    if instrumented.is_some() {
-        injection.after_packets().iter().for_each(|a| out.push(*a));
+    if let Some(i) = injected {
+        i.after_packets().iter().for_each(|a| out.push(*a));
     }
     // The application's signal, completed on the GPU after everything before it (the barrier
     // bit makes the packet wait for it), with the kernel's release scope.

@@ -9,6 +9,7 @@ use crate::hsa::*;
 use crate::sink;
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_void};
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use trace_records::KernelSymbolRecord;
@@ -17,8 +18,32 @@ use trace_records::docs::WarningKind;
 static NEXT_KERNEL: AtomicU64 = AtomicU64::new(1);
 /// A kernel's id and symbol name.
 type KernelEntry = (u64, Arc<str>);
-/// Kernel id and name by kernel object.
-static KERNELS: OnceLock<RwLock<HashMap<u64, KernelEntry>>> = OnceLock::new();
+/// Kernel id and name by kernel object (looked up at every dispatch, so not with SipHash).
+static KERNELS: OnceLock<RwLock<KernelMap>> = OnceLock::new();
+type KernelMap = HashMap<u64, KernelEntry, BuildHasherDefault<ObjectHasher>>;
+
+/// The hash of a kernel object, an address the application cannot choose: one folded 128-bit
+/// multiply (both halves, so the low bits an aligned address lacks still vary), about a tenth
+/// of SipHash's instructions on the dispatch path. Only `u64` keys are hashed through it.
+#[derive(Default)]
+struct ObjectHasher(u64);
+
+impl std::hash::Hasher for ObjectHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        let product = u128::from(self.0 ^ x) * 0x9E37_79B9_7F4A_7C15;
+        self.0 = (product as u64) ^ ((product >> 64) as u64);
+    }
+}
 
 /// The kernel id (0 if unknown) of a kernel object and, when `named`, its symbol name (only an
 /// instrument needs it, so plain tracing does not pay for the name's reference count).
@@ -86,7 +111,10 @@ unsafe extern "C" fn on_symbol(executable: u64, symbol: u64, _data: *mut c_void)
     let name = name.strip_suffix(".kd").unwrap_or(&name);
     let (vgpr, sgpr) = registers(object);
     let kernel_id = NEXT_KERNEL.fetch_add(1, Ordering::Relaxed);
-    if let Ok(mut k) = KERNELS.get_or_init(|| RwLock::new(HashMap::new())).write() {
+    if let Ok(mut k) = KERNELS
+        .get_or_init(|| RwLock::new(KernelMap::default()))
+        .write()
+    {
         k.insert(object, (kernel_id, Arc::from(name)));
     }
     sink::emit(&KernelSymbolRecord {
@@ -156,11 +184,35 @@ pub fn registers_from(rsrc1: u32, code_properties: u16) -> (u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::hash::Hasher;
 
     #[test]
     fn vgprs_follow_the_granule_and_wave_size() {
         assert_eq!(registers_from(0, 1 << 10), (8, 128));
         assert_eq!(registers_from(3, 1 << 10), (32, 128));
         assert_eq!(registers_from(3, 0), (16, 128));
+    }
+
+    fn hash(x: u64) -> u64 {
+        let mut h = ObjectHasher::default();
+        h.write_u64(x);
+        h.finish()
+    }
+
+    #[test]
+    fn aligned_kernel_objects_spread_over_the_low_and_high_bits() {
+        // Kernel objects are 64-byte aligned: a hash that kept their low zero bits would put
+        // them all in a few of the table's buckets (low bits) or control groups (high bits).
+        let objects: Vec<u64> = (0..4096u64).map(|k| 0x7f00_0000_0000 + 64 * k).collect();
+        let low: std::collections::HashSet<u64> =
+            objects.iter().map(|&o| hash(o) & 0xfff).collect();
+        let high: std::collections::HashSet<u64> = objects.iter().map(|&o| hash(o) >> 57).collect();
+        assert!(
+            low.len() > 2000,
+            "{} distinct low 12 bits of 4096",
+            low.len()
+        );
+        assert_eq!(high.len(), 128, "every top-7-bit value appears");
+        assert_ne!(hash(64), hash(128));
     }
 }
