@@ -412,14 +412,15 @@ fn unreadable_logs_say_why() {
     assert!(err(&garbage).contains("no recognisable chunk"));
 }
 
-/// CRC-32C (Castagnoli), bit by bit: an independent check of the chunk checksum.
-fn crc32c(bytes: &[u8]) -> u32 {
+/// A reflected CRC-32 with polynomial `poly`, bit by bit: an independent check of the log's
+/// checksums.
+fn crc_bitwise(bytes: &[u8], poly: u32) -> u32 {
     let mut crc = !0u32;
     for &b in bytes {
         crc ^= u32::from(b);
         for _ in 0..8 {
             crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0x82F6_3B78
+                (crc >> 1) ^ poly
             } else {
                 crc >> 1
             };
@@ -428,20 +429,14 @@ fn crc32c(bytes: &[u8]) -> u32 {
     !crc
 }
 
-/// CRC-32 (IEEE), bit by bit: an independent check of the writer's checksum.
+/// CRC-32C (Castagnoli): the chunk checksum from version 6.
+fn crc32c(bytes: &[u8]) -> u32 {
+    crc_bitwise(bytes, 0x82F6_3B78)
+}
+
+/// CRC-32 (IEEE): the header checksum, and the chunk checksum up to version 5.
 fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
+    crc_bitwise(bytes, 0xEDB8_8320)
 }
 
 #[test]
