@@ -26,13 +26,10 @@ use std::time::Duration;
 // load; one static (shared with the sink's, which the traced exit also reads) and an index
 // that also says whether the TSC is in use ([`NO_TSC`]) make that one GOT load and one
 // flag-free check per clock read.
-use crate::hot::{HOT, RING};
+use crate::hot::{HOT, NO_TSC, RING};
 
 /// The clock's published state.
 const CLOCK: &crate::hot::ClockState = &HOT.clock;
-
-/// `ClockState::current` before the TSC was calibrated, or when it is not used.
-const NO_TSC: usize = usize::MAX;
 
 static START: Once = Once::new();
 

@@ -13,6 +13,9 @@ use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicU64, AtomicUsize};
 /// Epochs the clock keeps published at once (see [`crate::clock`]).
 pub(crate) const RING: usize = 256;
 
+/// `ClockState::current` before the TSC was calibrated, or when it is not used.
+pub(crate) const NO_TSC: usize = usize::MAX;
+
 /// One clock calibration (see [`crate::clock`]).
 pub(crate) struct Epoch {
     pub(crate) tsc0: AtomicU64,
@@ -22,7 +25,7 @@ pub(crate) struct Epoch {
 
 /// The clock's published state.
 pub(crate) struct ClockState {
-    /// Sequence number of the current epoch, or `usize::MAX` while the TSC is not used.
+    /// Sequence number of the current epoch, or [`NO_TSC`] while the TSC is not used.
     pub(crate) current: AtomicUsize,
     pub(crate) epochs: [Epoch; RING],
 }
@@ -43,7 +46,7 @@ pub(crate) struct Hot {
 
 pub(crate) static HOT: Hot = Hot {
     clock: ClockState {
-        current: AtomicUsize::new(usize::MAX),
+        current: AtomicUsize::new(NO_TSC),
         epochs: [const {
             Epoch {
                 tsc0: AtomicU64::new(0),

@@ -386,13 +386,7 @@ pub fn emit_tick_call(local: &mut Local, correlation_id: u64, start: u64, end: u
     }
     // SAFETY: as in `emit_cached`.
     let slot = unsafe { &mut *tb.chunk.get() };
-    let call = TickCall {
-        correlation_id,
-        start,
-        end,
-        thread_id: local.tid,
-        kind,
-    };
+    let call = tick_call(local, correlation_id, start, end, kind);
     if let Some(c) = slot
         && c.push_api_ticks(&call, crate::clock::sequence())
     {
@@ -402,7 +396,8 @@ pub fn emit_tick_call(local: &mut Local, correlation_id: u64, start: u64, end: u
     emit_tick_fixup(local, correlation_id, start, end, kind);
 }
 
-/// The call the cold paths of [`emit_tick_call`] append, on the thread `local` belongs to.
+/// The call [`emit_tick_call`] appends, on the thread `local` belongs to.
+#[inline(always)]
 fn tick_call(local: &Local, correlation_id: u64, start: u64, end: u64, kind: u32) -> TickCall {
     TickCall {
         correlation_id,

@@ -298,13 +298,16 @@ extern "C" fn trampoline_exit_args(
         std::panic::catch_unwind(|| tracer::exit_args(f.state, f.tag, f.id, start, &call, shape));
 }
 
-/// The slot's number from its address in `r11` (a stub's `lea`), in `r11`; `r10` is clobbered.
-macro_rules! slot_number {
+/// The slot's number, from its address in `r11` (a stub's `lea`, left as it is), into the
+/// frame's `Frame::slot` (`rsp + 96`); `r10` is clobbered.
+macro_rules! store_slot_number {
     () => {
         concat!(
             "leaq rocprof_intercept_slots(%rip), %r10\n",
-            "subq %r10, %r11\n",
-            "shrq $4, %r11",
+            "negq %r10\n",
+            "addq %r11, %r10\n",
+            "shrq $4, %r10\n",
+            "movq %r10, 96(%rsp)",
         )
     };
 }
@@ -336,13 +339,14 @@ macro_rules! stack_copy {
 
 /// One trampoline and its `MAX_SLOTS` stubs; stub `k` puts slot `k`'s address in `r11` and
 /// jumps to the common part. `$save` runs first (after the frame is made; the slot's number is
-/// stored in the frame only where it is read: on the slow path and by the capturing exit), the stack words copied before the call where `copy_stack` is `yes`
-/// (`stack_copy!`), `$keep`/`$restore` around
-/// the exit, `$exit_args` sets up the exit's arguments (`rdi` = the frame).
+/// stored in the frame only where it is read, `store_slot_number!`: on the slow path and by
+/// the capturing exit), the stack words are copied before the call where `copy_stack` is
+/// `yes` (`stack_copy!`), `$keep`/`$restore` run around the exit, `$exit_args` sets up the
+/// exit's arguments (`rdi` = the frame).
 macro_rules! trampoline {
     (
         name: $name:literal,
-        save: [$($save:literal),* $(,)?],
+        save: [$($save:expr),* $(,)?],
         copy_stack: $copy:tt,
         before_call: [$($before_call:literal),* $(,)?],
         keep: [$($keep:literal),* $(,)?],
@@ -417,8 +421,7 @@ macro_rules! trampoline {
             // The slow path: every argument register saved around `trampoline_enter`, which
             // fills the frame and returns the original in `rax`.
             "5:",
-            slot_number!(),
-            "movq %r11, 96(%rsp)",
+            store_slot_number!(),
             "movq %rdi, 152(%rsp)",
             "movq %rsi, 160(%rsp)",
             "movq %rcx, 176(%rsp)",
@@ -502,12 +505,7 @@ trampoline! {
 trampoline! {
     name: "args",
     save: [
-        // The slot's number into the frame (`r11` stays the slot's address).
-        "leaq rocprof_intercept_slots(%rip), %r10",
-        "negq %r10",
-        "addq %r11, %r10",
-        "shrq $4, %r10",
-        "movq %r10, 96(%rsp)",
+        store_slot_number!(),
         "movq %rdi, 152(%rsp)",
         "movq %rsi, 160(%rsp)",
         "movq %rdx, 168(%rsp)",

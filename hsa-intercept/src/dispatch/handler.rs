@@ -148,7 +148,7 @@ fn trace_packet(q: &QueueState, raw: [u8; 64], index: u64, out: &mut Batch) {
         region,
         reserved: 0,
     };
-    // Built (384 bytes zeroed) only when an instrument may add packets.
+    // Built (400 bytes zeroed) only when an instrument may add packets.
     let mut injection = instrument.map(|_| Injection::default());
     let instrumented = instrument
         .zip(injection.as_mut())
